@@ -1,0 +1,413 @@
+/**
+ * The cluster: membership, the `apply`, `sync`, `create` and `ping` protocols, gossip, and the
+ * maintenance loop that keeps a connection to every node of the cluster file and catches up on every
+ * (re)connection and periodically (ARCHITECTURE.md, Network and Replicated state).
+ *
+ * Implements the core's PeerTransport and MembershipView ports; nothing outside this folder sees a
+ * libp2p type.
+ */
+import { peerIdFromString } from '@libp2p/peer-id';
+import { multiaddr } from '@multiformats/multiaddr';
+import type { PeerId, PrivateKey, Stream } from '@libp2p/interface';
+import type { Logger } from '../log/index.ts';
+import type { NodeMetrics } from '../metrics/index.ts';
+import type { ReplicationEngine } from '../core/replication/engine.ts';
+import type { ClusterDescriptor, ClusterNodeEntry, MembershipView, PeerTransport } from '../core/replication/ports.ts';
+import { membersOf } from '../core/replication/ports.ts';
+import type { ReplicatedRecord } from '../core/replication/record.ts';
+import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
+import { PROTOCOLS, recordsTopic } from './protocols.ts';
+import { messageChannel, encodeMessage, decodeMessage } from './rpc.ts';
+
+/** Options of {@link createCluster}. */
+export interface ClusterOptions {
+  /** Listen multiaddrs. */
+  listen: string[];
+  /** Re-dial interval for unreachable nodes, ms. */
+  reconnectIntervalMs: number;
+  /** Periodic catch-up interval, ms. */
+  syncIntervalMs: number;
+  /** Records per sync page. */
+  syncBatchSize: number;
+  /** Idle deadline while reading a sync page, ms. @default 15000 */
+  syncReadTimeoutMs?: number;
+  /** Streams per protocol per connection. @default 1024 */
+  maxStreams?: number;
+}
+
+/** Handles a `create` request on slot 0; the result is sent back as JSON. */
+export type CreateHandler = (request: unknown) => Promise<unknown>;
+
+/** Dependencies of {@link createCluster}. */
+export interface ClusterDeps {
+  descriptor: ClusterDescriptor;
+  self: ClusterNodeEntry;
+  privateKey: PrivateKey;
+  /** Live set of peer ids to refuse (fault injection). */
+  blockedPeers: ReadonlySet<string>;
+  engine: Pick<ReplicationEngine, 'ingest' | 'versionVector' | 'missingFor'>;
+  /** Slot 0's create handler (absent on other nodes). */
+  createHandler?: CreateHandler;
+  logger: Logger;
+  metrics: NodeMetrics;
+}
+
+/** Summary of one catch-up round with one peer. */
+export interface SyncResult {
+  peer: string;
+  applied: number;
+  pages: number;
+}
+
+/** The running cluster. */
+export interface Cluster extends PeerTransport {
+  readonly membership: MembershipView;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Send a `create` request to slot 0 and return its result; rejects when unreachable or refused. */
+  requestCreate(request: unknown, options: { signal: AbortSignal }): Promise<unknown>;
+  /** One catch-up round with a node (by id). */
+  syncWith(nodeId: string): Promise<SyncResult>;
+  /** One catch-up round with every reachable node. */
+  syncAll(): Promise<SyncResult[]>;
+  /** Round-trip time to a node over the `ping` protocol, ms. */
+  ping(nodeId: string, options?: { signal?: AbortSignal }): Promise<number>;
+  /** True once a catch-up round with every node reachable at that time has completed. */
+  caughtUp(): boolean;
+  /** Bound listen addresses. */
+  listenAddresses(): string[];
+}
+
+interface Peer {
+  entry: ClusterNodeEntry;
+  peerId: PeerId;
+  idStr: string;
+  dialing: boolean;
+  syncing: Promise<SyncResult> | undefined;
+  syncAgain: boolean;
+}
+
+/** Create the cluster (not started). */
+export async function createCluster(options: ClusterOptions, deps: ClusterDeps): Promise<Cluster> {
+  const log = deps.logger.child({ module: 'cluster' });
+  const { descriptor, self, engine } = deps;
+  const topic = recordsTopic(descriptor.clusterId);
+  const maxStreams = options.maxStreams ?? 1024;
+  const syncReadTimeoutMs = options.syncReadTimeoutMs ?? 15_000;
+
+  const peers = new Map<string, Peer>(); // by node id
+  const byPeerId = new Map<string, Peer>();
+  for (const n of descriptor.nodes) {
+    if (n.id === self.id) continue;
+    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false };
+    peers.set(n.id, p);
+    byPeerId.set(n.peerId, p);
+  }
+  const memberSlots = new Map<number, Peer | 'self'>();
+  for (const m of membersOf(descriptor)) memberSlots.set(m.slot, m.id === self.id ? 'self' : peers.get(m.id)!);
+
+  const libp2p: ClusterLibp2p = await createLibp2pNode({
+    privateKey: deps.privateKey,
+    listen: options.listen,
+    allowedPeers: new Set(descriptor.nodes.map((n) => n.peerId)),
+    blockedPeers: deps.blockedPeers,
+  });
+
+  const connected = (p: Peer) => !deps.blockedPeers.has(p.idStr) && libp2p.getConnections(p.peerId).some((c) => c.status === 'open');
+
+  const membership: MembershipView = {
+    descriptor,
+    self,
+    isReachable(slot) {
+      const p = memberSlots.get(slot);
+      if (!p) return false;
+      return p === 'self' ? true : connected(p);
+    },
+    reachableCount() {
+      let n = 0;
+      for (const slot of memberSlots.keys()) if (membership.isReachable(slot)) n++;
+      return n;
+    },
+  };
+
+  let stopped = false;
+  let started = false;
+  let caughtUp = false;
+  let maintenanceTimer: NodeJS.Timeout | undefined;
+  let syncTimer: NodeJS.Timeout | undefined;
+  const background = new Set<Promise<unknown>>();
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    background.add(p);
+    p.finally(() => background.delete(p)).catch(() => undefined);
+    return p;
+  };
+
+  async function openChannel(p: Peer, protocol: string, signal: AbortSignal) {
+    const stream: Stream = await libp2p.dialProtocol(p.peerId, protocol, { signal, negotiateFully: false });
+    return messageChannel(stream);
+  }
+
+  /** One request, one response, then close. */
+  async function request(p: Peer, protocol: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    const ch = await openChannel(p, protocol, signal);
+    try {
+      await ch.write(body, signal);
+      const res = await ch.read(signal);
+      await ch.close();
+      return res;
+    } catch (err) {
+      ch.abort(err instanceof Error ? err : new Error(String(err)));
+      throw err;
+    }
+  }
+
+  function peerOfSlot(slot: number): Peer {
+    const p = memberSlots.get(slot);
+    if (!p || p === 'self') throw new Error(`no peer at slot ${slot}`);
+    return p;
+  }
+
+  // ---- protocol handlers -------------------------------------------------------------------
+
+  type Handler = (body: unknown, remote: Peer) => Promise<unknown>;
+  async function serve(protocol: string, handler: Handler): Promise<void> {
+    await libp2p.handle(
+      protocol,
+      ({ stream, connection }) => {
+        const remote = byPeerId.get(connection.remotePeer.toString());
+        const ch = messageChannel(stream);
+        const signal = AbortSignal.timeout(30_000);
+        track(
+          (async () => {
+            if (!remote) throw new Error('unknown peer');
+            const body = await ch.read(signal);
+            const res = await handler(body, remote);
+            await ch.write(res, signal);
+            await ch.close();
+          })().catch((err: unknown) => {
+            log.debug({ err, protocol }, 'protocol handler failed');
+            ch.abort(err instanceof Error ? err : new Error(String(err)));
+          }),
+        );
+      },
+      { maxInboundStreams: maxStreams, maxOutboundStreams: maxStreams },
+    );
+  }
+
+  await serve(PROTOCOLS.apply, async (body) => {
+    const records = (body as { records?: unknown })?.records;
+    if (!Array.isArray(records) || records.length === 0) return { ok: false, error: 'rejected: malformed apply' };
+    const res = await engine.ingest(records, 'apply');
+    if (res.rejected.length > 0) return { ok: false, error: `rejected: ${res.rejected.map((r) => r.reason).join(', ')}` };
+    return { ok: true, applied: res.applied, duplicates: res.duplicates };
+  });
+
+  await serve(PROTOCOLS.ping, async (body) => body);
+
+  await serve(PROTOCOLS.create, async (body) => {
+    if (!deps.createHandler) return { ok: false, error: 'not the creator' };
+    try {
+      return { ok: true, result: await deps.createHandler(body) };
+    } catch (err) {
+      return { ok: false, error: err instanceof Error ? err.message : 'create failed', code: (err as { code?: string }).code };
+    }
+  });
+
+  // sync streams pages, so it does not fit the one-request-one-response `serve`.
+  await libp2p.handle(
+    PROTOCOLS.sync,
+    ({ stream, connection }) => {
+      const ch = messageChannel(stream);
+      track(
+        (async () => {
+          if (!byPeerId.has(connection.remotePeer.toString())) throw new Error('unknown peer');
+          const req = (await ch.read(AbortSignal.timeout(syncReadTimeoutMs))) as { vv?: unknown };
+          const vv = sanitizeVv(req?.vv);
+          for await (const page of engine.missingFor(vv, { limit: options.syncBatchSize })) {
+            if (stopped) throw new Error('stopping');
+            await ch.write({ records: page }, AbortSignal.timeout(syncReadTimeoutMs));
+          }
+          await ch.write({ done: true });
+          await ch.close();
+        })().catch((err: unknown) => {
+          log.debug({ err }, 'sync responder failed');
+          ch.abort(err instanceof Error ? err : new Error(String(err)));
+        }),
+      );
+    },
+    { maxInboundStreams: 64, maxOutboundStreams: 64 },
+  );
+
+  // ---- sync (requester side) -----------------------------------------------------------------
+
+  async function runSync(p: Peer): Promise<SyncResult> {
+    const started = performance.now();
+    const ch = await openChannel(p, PROTOCOLS.sync, AbortSignal.timeout(syncReadTimeoutMs));
+    let applied = 0;
+    let pages = 0;
+    try {
+      await ch.write({ vv: engine.versionVector() });
+      for (;;) {
+        const msg = (await ch.read(AbortSignal.timeout(syncReadTimeoutMs))) as { done?: boolean; records?: unknown[] };
+        if (msg?.done) break;
+        if (!Array.isArray(msg?.records)) throw new Error('malformed sync page');
+        pages++;
+        const res = await engine.ingest(msg.records, 'sync');
+        applied += res.applied;
+      }
+      await ch.close();
+    } catch (err) {
+      ch.abort(err instanceof Error ? err : new Error(String(err)));
+      throw err;
+    }
+    if (applied > 0) log.info({ peer: p.entry.id, applied, pages, ms: Math.round(performance.now() - started) }, 'caught up from peer');
+    return { peer: p.entry.id, applied, pages };
+  }
+
+  /** Sync with a peer; concurrent requests coalesce into one running round plus at most one more. */
+  function syncPeer(p: Peer): Promise<SyncResult> {
+    if (p.syncing) {
+      p.syncAgain = true;
+      return p.syncing;
+    }
+    const run = (async (): Promise<SyncResult> => {
+      let last: SyncResult = { peer: p.entry.id, applied: 0, pages: 0 };
+      do {
+        p.syncAgain = false;
+        last = await runSync(p);
+      } while (p.syncAgain && !stopped && connected(p));
+      return last;
+    })().finally(() => {
+      p.syncing = undefined;
+    });
+    p.syncing = run;
+    return track(run);
+  }
+
+  async function syncAll(): Promise<SyncResult[]> {
+    const targets = [...peers.values()].filter(connected);
+    const results = await Promise.allSettled(targets.map(syncPeer));
+    const ok: SyncResult[] = [];
+    for (const r of results) {
+      if (r.status === 'fulfilled') ok.push(r.value);
+      else log.debug({ err: r.reason }, 'sync round failed');
+    }
+    if (ok.length === targets.length) caughtUp = true;
+    return ok;
+  }
+
+  // ---- maintenance: connections ------------------------------------------------------------------
+
+  function maintain(): void {
+    if (stopped) return;
+    deps.metrics.connectedMembers.set(membership.reachableCount());
+    for (const p of peers.values()) {
+      if (deps.blockedPeers.has(p.idStr)) {
+        if (libp2p.getConnections(p.peerId).length > 0) void libp2p.hangUp(p.peerId).catch(() => undefined);
+        continue;
+      }
+      if (connected(p) || p.dialing) continue;
+      p.dialing = true;
+      track(
+        libp2p
+          .dial(p.peerId, { signal: AbortSignal.timeout(Math.max(1000, options.reconnectIntervalMs * 2)) })
+          .catch((err: unknown) => log.trace({ err, peer: p.entry.id }, 'dial failed'))
+          .finally(() => {
+            p.dialing = false;
+          }),
+      );
+    }
+  }
+
+  libp2p.addEventListener('peer:connect', (evt) => {
+    const p = byPeerId.get(evt.detail.toString());
+    deps.metrics.connectedMembers.set(membership.reachableCount());
+    if (!p || stopped) return;
+    log.info({ peer: p.entry.id }, 'peer connected');
+    // Catch up on every (re)connection.
+    syncPeer(p).catch((err: unknown) => log.debug({ err, peer: p.entry.id }, 'sync on connect failed'));
+  });
+  libp2p.addEventListener('peer:disconnect', (evt) => {
+    const p = byPeerId.get(evt.detail.toString());
+    deps.metrics.connectedMembers.set(membership.reachableCount());
+    if (p && !stopped) log.info({ peer: p.entry.id }, 'peer disconnected');
+  });
+
+  libp2p.services.pubsub.addEventListener('message', (evt) => {
+    if (evt.detail.topic !== topic) return;
+    let record: unknown;
+    try {
+      record = decodeMessage(evt.detail.data);
+    } catch {
+      deps.metrics.recordsRejected.inc({ reason: 'malformed_gossip' });
+      return;
+    }
+    engine.ingest([record], 'gossip').catch((err: unknown) => log.warn({ err }, 'gossip apply failed'));
+  });
+
+  return {
+    membership,
+    async start() {
+      if (started) return;
+      started = true;
+      for (const p of peers.values()) {
+        await libp2p.peerStore.merge(p.peerId, { multiaddrs: p.entry.multiaddrs.map((a) => multiaddr(a)) });
+      }
+      await libp2p.start();
+      libp2p.services.pubsub.subscribe(topic);
+      maintain();
+      maintenanceTimer = setInterval(maintain, options.reconnectIntervalMs);
+      syncTimer = setInterval(() => void syncAll(), options.syncIntervalMs);
+      log.info({ listen: libp2p.getMultiaddrs().map(String), peerId: self.peerId }, 'cluster started');
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(maintenanceTimer);
+      clearInterval(syncTimer);
+      try {
+        libp2p.services.pubsub.unsubscribe(topic);
+      } catch {
+        // not started
+      }
+      await libp2p.stop();
+      await Promise.allSettled([...background]);
+    },
+    async sendApply(slot, records: ReplicatedRecord[], { signal }) {
+      const res = (await request(peerOfSlot(slot), PROTOCOLS.apply, { records }, signal)) as { ok?: boolean; error?: string };
+      if (!res?.ok) throw new Error(res?.error ?? 'rejected: no ack');
+    },
+    async publish(record) {
+      await libp2p.services.pubsub.publish(topic, encodeMessage(record));
+    },
+    async requestCreate(body, { signal }) {
+      const res = (await request(peerOfSlot(0), PROTOCOLS.create, body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
+      if (!res?.ok) throw Object.assign(new Error(res?.error ?? 'create refused'), { code: res?.code, refused: true });
+      return res.result;
+    },
+    syncWith(nodeId) {
+      const p = peers.get(nodeId);
+      if (!p) return Promise.reject(new Error(`unknown node ${nodeId}`));
+      return syncPeer(p);
+    },
+    syncAll,
+    async ping(nodeId, opts = {}) {
+      const p = peers.get(nodeId);
+      if (!p) throw new Error(`unknown node ${nodeId}`);
+      const t0 = performance.now();
+      await request(p, PROTOCOLS.ping, { t: t0 }, opts.signal ?? AbortSignal.timeout(2000));
+      return performance.now() - t0;
+    },
+    caughtUp: () => caughtUp,
+    listenAddresses: () => libp2p.getMultiaddrs().map(String),
+  };
+}
+
+function sanitizeVv(raw: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (!raw || typeof raw !== 'object') return out;
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (/^0x[0-9a-f]{40}$/.test(k) && Number.isSafeInteger(v) && (v as number) >= 0) out[k] = v as number;
+  }
+  return out;
+}

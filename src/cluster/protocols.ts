@@ -1,0 +1,19 @@
+/**
+ * Versioned protocol ids and the gossip topic (ARCHITECTURE.md, Network).
+ */
+
+/** Protocol ids; a breaking wire change gets a new version, never an edited one. */
+export const PROTOCOLS = {
+  apply: '/quorumkeep/apply/1.0.0',
+  sync: '/quorumkeep/sync/1.0.0',
+  create: '/quorumkeep/create/1.0.0',
+  ping: '/quorumkeep/ping/1.0.0',
+} as const;
+
+/** The gossip topic of a cluster. */
+export function recordsTopic(clusterId: string): string {
+  return `/quorumkeep/${clusterId}/records/1`;
+}
+
+/** Largest single protocol message, bytes (a sync page of records). */
+export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024;

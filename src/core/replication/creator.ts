@@ -1,0 +1,87 @@
+/**
+ * Slot 0's `create` service (ARCHITECTURE.md, Processes and roles): cluster-wide uniqueness — ids
+ * from durable counters now; principal and permit creation register their own operations later.
+ * Every node calls {@link Creator.allocate}; slot 0 answers locally, the others ask it over `create`.
+ */
+import { AppError } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { Creator } from './ports.ts';
+
+/** A create operation slot 0 performs: validated params in, JSON result out. */
+export type CreateOperation = (params: Record<string, unknown>) => Promise<unknown>;
+
+/** Counter names: letters, digits, `.`, `-`, `_`; up to 64 characters. */
+const COUNTER_RE = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
+
+/** Options of {@link createCreator}. */
+export interface CreatorOptions {
+  /** Deadline for a round trip to slot 0, ms. */
+  timeoutMs: number;
+}
+
+/** Dependencies of {@link createCreator}. */
+export interface CreatorDeps {
+  /** True on the slot-0 member. */
+  isCreator: boolean;
+  /** Slot 0's durable counters (used only when isCreator). */
+  counters: { next(name: string): Promise<number> };
+  /** Send a request to slot 0 (cluster module). */
+  requestCreate(request: unknown, options: { signal: AbortSignal }): Promise<unknown>;
+  logger: Logger;
+}
+
+/** The creator: the Creator port for callers plus slot 0's request handler. */
+export interface CreatorService extends Creator {
+  /** Register an operation (slot 0 runs it); names are unique. */
+  register(op: string, run: CreateOperation): void;
+  /** Run an operation through slot 0 (locally when this node is slot 0). */
+  call(op: string, params: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<unknown>;
+  /** Slot 0's handler for incoming `create` requests. */
+  handle(request: unknown): Promise<unknown>;
+}
+
+/** Create the creator service. */
+export function createCreator(options: CreatorOptions, deps: CreatorDeps): CreatorService {
+  const log = deps.logger.child({ module: 'creator' });
+  const ops = new Map<string, CreateOperation>();
+
+  const service: CreatorService = {
+    register(op, run) {
+      if (ops.has(op)) throw new Error(`create operation ${op} already registered`);
+      ops.set(op, run);
+    },
+    async handle(request) {
+      const { op, params } = (request ?? {}) as { op?: unknown; params?: unknown };
+      if (!deps.isCreator) throw new Error('not the creator');
+      const run = typeof op === 'string' ? ops.get(op) : undefined;
+      if (!run) throw new Error('unknown create operation');
+      if (!params || typeof params !== 'object' || Array.isArray(params)) throw new Error('malformed create params');
+      return run(params as Record<string, unknown>);
+    },
+    async call(op, params, opts = {}) {
+      if (deps.isCreator) return service.handle({ op, params });
+      const signal = opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(options.timeoutMs)]) : AbortSignal.timeout(options.timeoutMs);
+      try {
+        return await deps.requestCreate({ op, params }, { signal });
+      } catch (err) {
+        // A refusal by a reachable slot 0 carries its AppError code; anything else is unavailability.
+        const e = err as { refused?: boolean; code?: string; message?: string };
+        if (e.refused && e.code) throw new AppError(e.code as never, e.message ?? 'create refused');
+        log.warn({ op, err: e.message }, 'slot 0 create failed');
+        throw new AppError('SLOT0_UNAVAILABLE', 'Slot 0 (the cluster creator) is unreachable; try again shortly');
+      }
+    },
+    async allocate(counter, opts) {
+      const res = (await service.call('allocate', { counter }, opts)) as { value?: unknown };
+      if (typeof res?.value !== 'number') throw new AppError('SLOT0_UNAVAILABLE', 'Slot 0 answered an allocation without a value');
+      return res.value;
+    },
+  };
+
+  service.register('allocate', async (params) => {
+    const counter = params.counter;
+    if (typeof counter !== 'string' || !COUNTER_RE.test(counter)) throw new AppError('BAD_REQUEST', 'invalid counter name');
+    return { value: await deps.counters.next(counter) };
+  });
+  return service;
+}

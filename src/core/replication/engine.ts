@@ -1,0 +1,318 @@
+/**
+ * The replication engine: the one path for every state change (STYLE.md rule 4) and the one validator
+ * every incoming record passes (rule 6).
+ *
+ * - `replicate` signs a record, persists it locally, sends it to every member over `apply` with a
+ *   deadline and succeeds at ≥ threshold acks (ARCHITECTURE.md, Replicated state).
+ * - `ingest` validates records from any source (apply, gossip, sync) and applies them idempotently.
+ *   Applies are group-committed: everything queued while a batch is being written goes into the
+ *   next single `sync` batch, so durability costs one fsync per batch, not per record.
+ */
+import type { Logger } from '../../log/index.ts';
+import type { NodeMetrics } from '../../metrics/index.ts';
+import { QuorumError, type MemberFailure } from '../../errors/index.ts';
+import { fromHex } from '../../crypto/index.ts';
+import type { KindRegistry } from './kinds.ts';
+import { supersedes } from './kinds.ts';
+import { signRecord, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
+import type { ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, Replicator, StateReader, VersionVector, WriteIntent, WriteReport } from './ports.ts';
+import { membersOf } from './ports.ts';
+
+/** Where an incoming record came from (a metrics label). */
+export type RecordSource = 'local' | 'apply' | 'gossip' | 'sync';
+
+/** Outcome of ingesting a batch. */
+export interface IngestResult {
+  /** Newly stored. */
+  applied: number;
+  /** Already present (idempotent no-op). */
+  duplicates: number;
+  /** Refused by the validator, with reasons. */
+  rejected: Array<{ origin: string; seq: number; reason: string }>;
+}
+
+/** Options of {@link createReplicationEngine}. */
+export interface ReplicationEngineOptions {
+  /** Deadline for each member's `apply` ack, ms. @default 2000 */
+  applyTimeoutMs: number;
+  /**
+   * After quorum is reached, how long to keep waiting for the remaining members' acks so the write
+   * report is complete in the normal case without letting one slow member set the latency, ms.
+   * @default 100
+   */
+  quorumGraceMs?: number;
+  /** Most records committed in one LevelDB batch. @default 2000 */
+  maxBatchRecords?: number;
+}
+
+/** Dependencies of {@link createReplicationEngine}. */
+export interface ReplicationEngineDeps {
+  store: RecordStore;
+  kinds: KindRegistry;
+  membership: MembershipView;
+  /** Late-bound: the cluster module is created after the engine. */
+  transport: () => PeerTransport;
+  /** This node's secp256k1 private key (signs its records). */
+  signingKey: Uint8Array;
+  clock: () => number;
+  logger: Logger;
+  metrics: NodeMetrics;
+}
+
+/** The engine's surface for the node and the cluster module. */
+export interface ReplicationEngine extends Replicator, StateReader {
+  /** Load the version vector and own sequence from the store. */
+  open(): Promise<void>;
+  /** Validate and apply records from a peer or locally. */
+  ingest(records: unknown[], source: RecordSource): Promise<IngestResult>;
+  /** This node's version vector (a copy). */
+  versionVector(): VersionVector;
+  /** Records a peer with version vector `peer` is missing, for one origin, from `fromSeq`. */
+  missingFor(peer: VersionVector, options: { limit: number }): AsyncGenerator<ReplicatedRecord[]>;
+  /** Wait for queued applies to finish (shutdown). */
+  drain(): Promise<void>;
+}
+
+const MAX_KEY_LENGTH = 512;
+
+interface Pending {
+  records: ReplicatedRecord[];
+  source: RecordSource;
+  resolve: (r: IngestResult) => void;
+  reject: (e: unknown) => void;
+}
+
+/** Create the replication engine. */
+export function createReplicationEngine(options: ReplicationEngineOptions, deps: ReplicationEngineDeps): ReplicationEngine {
+  const { store, kinds, membership } = deps;
+  const log = deps.logger.child({ module: 'replication' });
+  const descriptor = membership.descriptor;
+  const self = membership.self;
+  const selfIsMember = self.slot !== null;
+  const clusterId = descriptor.clusterId;
+  const threshold = descriptor.threshold;
+  const graceMs = options.quorumGraceMs ?? 100;
+  const maxBatch = options.maxBatchRecords ?? 2000;
+  const nodesByAddress = new Map<string, { entry: ClusterNodeEntry; publicKey: Uint8Array }>();
+  for (const n of descriptor.nodes) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: fromHex(n.signingPublicKey) });
+  const otherMembers = membersOf(descriptor).filter((m) => m.id !== self.id);
+  const hlc: HlcClock = createHlcClock(deps.clock);
+
+  let vv: VersionVector = {};
+  let ownSeq = 0;
+  const queue: Pending[] = [];
+  let working: Promise<void> | undefined;
+
+  /** Structural and cryptographic checks; returns a reason when the record must be refused. */
+  function validate(raw: unknown): { record: ReplicatedRecord } | { reason: string; origin: string; seq: number } {
+    const r = raw as Partial<ReplicatedRecord> | null;
+    const origin = typeof r?.origin === 'string' ? r.origin : '?';
+    const seq = typeof r?.seq === 'number' ? r.seq : -1;
+    const refuse = (reason: string) => ({ reason, origin, seq });
+    if (!r || typeof r !== 'object') return refuse('not an object');
+    if (typeof r.kind !== 'string' || typeof r.key !== 'string' || typeof r.sig !== 'string') return refuse('malformed');
+    if (!Number.isSafeInteger(seq) || seq < 1) return refuse('bad seq');
+    const h = r.hlc;
+    if (!Array.isArray(h) || h.length !== 2 || !Number.isSafeInteger(h[0]) || !Number.isSafeInteger(h[1]) || h[0] < 0 || h[1] < 0) return refuse('bad hlc');
+    const node = nodesByAddress.get(origin);
+    if (!node) return refuse('unknown origin');
+    const kind = kinds.get(r.kind);
+    if (!kind) return refuse('unknown kind');
+    if (r.key.length === 0 || r.key.length > MAX_KEY_LENGTH || (kind.key && !kind.key(r.key))) return refuse('bad key');
+    const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
+    if (!verifyRecordSignature(clusterId, record, node.publicKey)) return refuse('bad signature');
+    if (!kind.body.safeParse(record.body).success) return refuse('bad body');
+    return { record };
+  }
+
+  async function processBatch(batch: Pending[]): Promise<void> {
+    const logged = new Map<string, ReplicatedRecord>();
+    const states = new Map<string, ReplicatedRecord>();
+    const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
+    const touched = new Set<string>();
+    const has = async (origin: string, seq: number) =>
+      seq <= (vv[origin] ?? 0) || logged.has(`${origin}!${seq}`) || (await store.hasRecord(origin, seq));
+
+    for (let i = 0; i < batch.length; i++) {
+      const p = batch[i]!;
+      const res = results[i]!;
+      for (const r of p.records) {
+        if (await has(r.origin, r.seq)) {
+          res.duplicates++;
+          continue;
+        }
+        logged.set(`${r.origin}!${r.seq}`, r);
+        touched.add(r.origin);
+        res.applied++;
+        hlc.observe(r.hlc);
+        const sk = `${r.kind}!${r.key}`;
+        const current = states.get(sk) ?? (await store.getState(r.kind, r.key));
+        if (supersedes(kinds.get(r.kind)!, current, r)) states.set(sk, r);
+      }
+    }
+    const vvChange: VersionVector = {};
+    for (const origin of touched) {
+      let s = vv[origin] ?? 0;
+      while (await has(origin, s + 1)) s++;
+      if (s !== (vv[origin] ?? 0)) vvChange[origin] = s;
+    }
+    if (logged.size > 0) {
+      await store.commit({ log: [...logged.values()], states: [...states.values()], vv: vvChange });
+      vv = { ...vv, ...vvChange };
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const res = results[i]!;
+      if (res.applied) deps.metrics.recordsApplied.inc({ source: batch[i]!.source }, res.applied);
+      batch[i]!.resolve(res);
+    }
+  }
+
+  function kick(): void {
+    if (working) return;
+    working = (async () => {
+      while (queue.length > 0) {
+        const batch: Pending[] = [];
+        let n = 0;
+        while (queue.length > 0 && (batch.length === 0 || n + queue[0]!.records.length <= maxBatch)) {
+          const p = queue.shift()!;
+          n += p.records.length;
+          batch.push(p);
+        }
+        try {
+          await processBatch(batch);
+        } catch (err) {
+          log.error({ err }, 'apply batch failed');
+          for (const p of batch) p.reject(err);
+        }
+      }
+    })().finally(() => {
+      working = undefined;
+      if (queue.length > 0) kick();
+    });
+  }
+
+  function enqueue(records: ReplicatedRecord[], source: RecordSource): Promise<IngestResult> {
+    return new Promise((resolve, reject) => {
+      queue.push({ records, source, resolve, reject });
+      kick();
+    });
+  }
+
+  async function ingest(raw: unknown[], source: RecordSource): Promise<IngestResult> {
+    const valid: ReplicatedRecord[] = [];
+    const rejected: IngestResult['rejected'] = [];
+    for (const item of raw) {
+      const v = validate(item);
+      if ('record' in v) valid.push(v.record);
+      else {
+        rejected.push(v);
+        deps.metrics.recordsRejected.inc({ reason: v.reason.replace(/\s+/g, '_') });
+        log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
+      }
+    }
+    const res = valid.length ? await enqueue(valid, source) : { applied: 0, duplicates: 0, rejected: [] };
+    return { ...res, rejected };
+  }
+
+  async function replicate(intent: WriteIntent, opts: { signal?: AbortSignal } = {}): Promise<WriteReport> {
+    const startedAt = performance.now();
+    const kind = kinds.get(intent.kind);
+    if (!kind) throw new Error(`unknown record kind ${intent.kind}`);
+    const reachable = membership.reachableCount();
+    if (reachable < threshold) {
+      deps.metrics.replicationDuration.observe({ kind: intent.kind, outcome: 'quorum_failed' }, (performance.now() - startedAt) / 1000);
+      const failed = otherMembers.filter((m) => !membership.isReachable(m.slot)).map((m) => ({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'unreachable' }));
+      throw new QuorumError(`Cluster membership failure: ${reachable} of ${descriptor.size} members reachable, ${threshold} needed`, [], failed);
+    }
+    const parsed = kind.body.safeParse(intent.body);
+    if (!parsed.success) throw new Error(`invalid ${intent.kind} body: ${parsed.error.message}`);
+    const record = signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey);
+
+    await enqueue([record], 'local');
+    const acked: string[] = selfIsMember ? [self.nodeAddress] : [];
+    const failed: MemberFailure[] = [];
+    const transport = deps.transport();
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error('timeout')), options.applyTimeoutMs);
+    const onAbort = () => controller.abort(opts.signal?.reason);
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      await new Promise<void>((resolve) => {
+        let settled = 0;
+        let graceTimer: NodeJS.Timeout | undefined;
+        const done = () => {
+          if (graceTimer) clearTimeout(graceTimer);
+          resolve();
+        };
+        if (otherMembers.length === 0) return done();
+        for (const m of otherMembers) {
+          const send = membership.isReachable(m.slot)
+            ? transport.sendApply(m.slot, [record], { signal: controller.signal })
+            : Promise.reject(new Error('unreachable'));
+          send.then(
+            () => acked.push(m.nodeAddress),
+            (err: unknown) => failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: failureReason(err, controller.signal) }),
+          ).finally(() => {
+            settled++;
+            if (settled === otherMembers.length) done();
+            else if (acked.length >= threshold && !graceTimer) graceTimer = setTimeout(done, graceMs);
+          });
+        }
+      });
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    }
+    // Members whose ack had not arrived when we stopped waiting.
+    const answered = new Set([...acked, ...failed.map((f) => f.nodeAddress)]);
+    for (const m of otherMembers) if (!answered.has(m.nodeAddress)) failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'no ack within the quorum grace period' });
+    for (const f of failed) deps.metrics.replicationFailures.inc({ reason: f.error.split(':')[0]!.replace(/\s+/g, '_') });
+
+    // Gossip reaches the members that missed the direct send and every gateway; when every member
+    // acked directly and there are no gateways it would only repeat what everyone already stored.
+    if (failed.length > 0 || descriptor.nodes.length > descriptor.size) {
+      transport.publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
+    }
+    const ok = acked.length >= threshold;
+    deps.metrics.replicationDuration.observe({ kind: intent.kind, outcome: ok ? 'ok' : 'quorum_failed' }, (performance.now() - startedAt) / 1000);
+    if (!ok) {
+      log.warn({ kind: intent.kind, acked: acked.length, failed: failed.length }, 'quorum write failed');
+      throw new QuorumError(`Cluster membership failure: ${acked.length} of ${descriptor.size} members acknowledged, ${threshold} needed`, acked, failed);
+    }
+    return { record, acked, failed };
+  }
+
+  return {
+    async open() {
+      vv = await store.loadVersionVector();
+      ownSeq = Math.max(vv[self.nodeAddress] ?? 0, await store.highestSeq(self.nodeAddress));
+    },
+    ingest,
+    replicate,
+    versionVector: () => ({ ...vv }),
+    get: (kind, key) => store.getState(kind, key),
+    list: (kind, o) => store.listState(kind, o),
+    async *missingFor(peer, { limit }) {
+      for (const origin of await store.origins()) {
+        let from = (peer[origin] ?? 0) + 1;
+        for (;;) {
+          const page = await store.scanLog(origin, from, limit);
+          if (page.length === 0) break;
+          yield page;
+          if (page.length < limit) break;
+          from = page[page.length - 1]!.seq + 1;
+        }
+      }
+    },
+    async drain() {
+      while (working) await working;
+    },
+  };
+}
+
+function failureReason(err: unknown, signal: AbortSignal): string {
+  if (signal.aborted) return 'timeout';
+  const msg = err instanceof Error ? err.message : String(err);
+  if (msg === 'unreachable') return 'unreachable';
+  return msg.startsWith('rejected') ? msg : `error: ${msg.slice(0, 200)}`;
+}

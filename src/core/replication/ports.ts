@@ -1,0 +1,123 @@
+/**
+ * Ports the replication core declares and other folders implement: the record store (src/store),
+ * the peer transport (src/cluster). Capabilities see only {@link Replicator}, {@link Creator} and
+ * {@link MembershipView}; no libp2p or level type appears here (STYLE.md, Layout).
+ */
+import type { MemberFailure } from '../../errors/index.ts';
+import type { ReplicatedRecord } from './record.ts';
+import type { Json } from './canonical-json.ts';
+
+/** One node of the cluster file. Members have a slot; gateways (coordinators without shards) do not. */
+export interface ClusterNodeEntry {
+  /** Stable name, e.g. `node-0`; a node's config names itself with it. */
+  id: string;
+  /** Member slot 0…size-1, or null for a non-member gateway. */
+  slot: number | null;
+  /** libp2p peer id (base58btc). */
+  peerId: string;
+  /** secp256k1 address (0x…, lowercase): origin of its records, `nodeAddress` of quorum proofs. */
+  nodeAddress: string;
+  /** Compressed secp256k1 public key, hex: verifies its record signatures. */
+  signingPublicKey: string;
+  /** libp2p listen multiaddrs (e.g. `/ip4/127.0.0.1/tcp/4010`). */
+  multiaddrs: string[];
+  /** Public base URL of its HTTP API when it is a coordinator (for discovery), else omitted. */
+  httpUrl?: string;
+}
+
+/** The static cluster description (ARCHITECTURE.md, Processes and roles). */
+export interface ClusterDescriptor {
+  clusterId: string;
+  size: number;
+  threshold: number;
+  nodes: ClusterNodeEntry[];
+}
+
+/** Members only (entries with a slot), ordered by slot. */
+export function membersOf(c: ClusterDescriptor): Array<ClusterNodeEntry & { slot: number }> {
+  return c.nodes.filter((n): n is ClusterNodeEntry & { slot: number } => n.slot !== null).sort((a, b) => a.slot - b.slot);
+}
+
+/** Live view of membership: who this node is and which members it can reach now. */
+export interface MembershipView {
+  readonly descriptor: ClusterDescriptor;
+  /** This node's entry. */
+  readonly self: ClusterNodeEntry;
+  /** True when the member at `slot` is reachable (self counts as reachable). */
+  isReachable(slot: number): boolean;
+  /** Number of members reachable, self included when self is a member. */
+  reachableCount(): number;
+}
+
+/** Result of a quorum write. */
+export interface WriteReport {
+  record: ReplicatedRecord;
+  /** Node addresses of members that durably stored the record (self included when a member). */
+  acked: string[];
+  /** Members that did not acknowledge before the deadline, and why. */
+  failed: MemberFailure[];
+}
+
+/** What a capability asks to write. */
+export interface WriteIntent {
+  kind: string;
+  key: string;
+  body: Json;
+}
+
+/** The replication port: the one path for every state change (STYLE.md rule 4). */
+export interface Replicator {
+  /**
+   * Sign, persist locally, send to every member with a deadline, then gossip.
+   * Resolves at ≥ threshold acks; rejects with a QuorumError (503) otherwise.
+   */
+  replicate(intent: WriteIntent, options?: { signal?: AbortSignal }): Promise<WriteReport>;
+}
+
+/** Read access to the local replica's current state. */
+export interface StateReader {
+  /** Current winning record of (kind, key) on this node, if any. */
+  get(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
+  /** Every current record of a kind, in key order. */
+  list(kind: string, options?: { prefix?: string; limit?: number }): AsyncIterable<ReplicatedRecord>;
+}
+
+/** Slot 0's `create` service: cluster-wide unique ids from a durable counter. */
+export interface Creator {
+  /** Next value of a named counter (1, 2, 3…). Rejects with SLOT0_UNAVAILABLE (503) when slot 0 is unreachable. */
+  allocate(counter: string, options?: { signal?: AbortSignal }): Promise<number>;
+}
+
+/** Per-origin highest contiguous sequence number applied. */
+export type VersionVector = Record<string, number>;
+
+/** Storage the replication engine needs (implemented by src/store). */
+export interface RecordStore {
+  /** Version vector as persisted. */
+  loadVersionVector(): Promise<VersionVector>;
+  /** Highest seq stored for an origin (contiguous or not), 0 when none. */
+  highestSeq(origin: string): Promise<number>;
+  /** True when the log holds (origin, seq). */
+  hasRecord(origin: string, seq: number): Promise<boolean>;
+  /** Current state of (kind, key). */
+  getState(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
+  /** Iterate current states of a kind. */
+  listState(kind: string, options?: { prefix?: string; limit?: number }): AsyncIterable<ReplicatedRecord>;
+  /** Log records of an origin with seq ≥ fromSeq, ascending, at most `limit`. */
+  scanLog(origin: string, fromSeq: number, limit: number): Promise<ReplicatedRecord[]>;
+  /** Origins present in the log. */
+  origins(): Promise<string[]>;
+  /**
+   * One atomic, durable batch: append `log` records, put `states` as the new winners, and set the
+   * version vector entries in `vv`.
+   */
+  commit(change: { log: ReplicatedRecord[]; states: ReplicatedRecord[]; vv: VersionVector }): Promise<void>;
+}
+
+/** Sending records to members (implemented by src/cluster). */
+export interface PeerTransport {
+  /** Deliver records to a member over `apply`; resolves when it acked, rejects otherwise. */
+  sendApply(slot: number, records: ReplicatedRecord[], options: { signal: AbortSignal }): Promise<void>;
+  /** Best-effort gossip of a record to every subscriber. */
+  publish(record: ReplicatedRecord): Promise<void>;
+}

@@ -1,0 +1,89 @@
+/**
+ * Replicated records (ARCHITECTURE.md, Replicated state).
+ *
+ * Every change is a record `{ kind, key, origin, seq, hlc, body, sig }`. `origin` is the node address
+ * of the node that created it, `seq` its per-origin sequence number (1, 2, 3…), `hlc` a hybrid logical
+ * clock `[wallMs, logical]` that orders concurrent writes to one key, and `sig` the origin's
+ * secp256k1 signature over the canonical encoding of everything else, bound to the cluster id.
+ */
+import { signDigest, verifyDigest, taggedHash, utf8, toHex, fromHex, isHex } from '../../crypto/index.ts';
+import { canonicalJson, type Json } from './canonical-json.ts';
+
+/** Hybrid logical clock timestamp: wall-clock ms and a logical counter for ties. */
+export type Hlc = readonly [wallMs: number, logical: number];
+
+/** A signed record as stored and sent between nodes. */
+export interface ReplicatedRecord {
+  /** Record kind, e.g. `principal`; decides the body schema and merge rule. */
+  kind: string;
+  /** Entity key within the kind. */
+  key: string;
+  /** Node address (0x…, lowercase) of the originating node. */
+  origin: string;
+  /** Per-origin sequence number, starting at 1. */
+  seq: number;
+  /** Hybrid logical clock of the write. */
+  hlc: Hlc;
+  /** Kind-specific body (validated by the kind's schema). */
+  body: Json;
+  /** 0x-prefixed hex, 65-byte secp256k1 signature by `origin`. */
+  sig: string;
+}
+
+/** The record without its signature. */
+export type UnsignedRecord = Omit<ReplicatedRecord, 'sig'>;
+
+function recordDigest(clusterId: string, r: UnsignedRecord): Uint8Array {
+  const payload = canonicalJson({ kind: r.kind, key: r.key, origin: r.origin, seq: r.seq, hlc: [r.hlc[0], r.hlc[1]], body: r.body });
+  return taggedHash(`quorumkeep/record/v1/${clusterId}`, utf8(payload));
+}
+
+/** Sign a record with the origin's private key. */
+export function signRecord(clusterId: string, r: UnsignedRecord, privateKey: Uint8Array): ReplicatedRecord {
+  const sig = signDigest(recordDigest(clusterId, r), privateKey);
+  return { ...r, sig: '0x' + toHex(sig) };
+}
+
+/** Verify a record's signature against the origin's public key. Never throws. */
+export function verifyRecordSignature(clusterId: string, r: ReplicatedRecord, publicKey: Uint8Array): boolean {
+  if (typeof r.sig !== 'string' || !isHex(r.sig)) return false;
+  try {
+    return verifyDigest(fromHex(r.sig), recordDigest(clusterId, r), publicKey);
+  } catch {
+    return false;
+  }
+}
+
+/** Compare two HLCs: negative when a < b. */
+export function compareHlc(a: Hlc, b: Hlc): number {
+  return a[0] !== b[0] ? a[0] - b[0] : a[1] - b[1];
+}
+
+/**
+ * A hybrid logical clock (Kulkarni et al.): monotonic per node, close to wall time, and advanced past
+ * any remote timestamp it observes so causally later writes sort later.
+ */
+export interface HlcClock {
+  /** A timestamp for a new local event. */
+  now(): Hlc;
+  /** Merge a timestamp seen on a remote record. */
+  observe(remote: Hlc): void;
+}
+
+/** Create an HLC over a wall clock (injectable for tests). */
+export function createHlcClock(wallNow: () => number = Date.now, initial: Hlc = [0, 0]): HlcClock {
+  let last: [number, number] = [initial[0], initial[1]];
+  return {
+    now() {
+      const wall = wallNow();
+      if (wall > last[0]) last = [wall, 0];
+      else last = [last[0], last[1] + 1];
+      return [last[0], last[1]];
+    },
+    observe(remote) {
+      // Never jump more than a day ahead of the local wall clock because of a peer's clock.
+      if (remote[0] > wallNow() + 86_400_000) return;
+      if (compareHlc(remote, last) > 0) last = [remote[0], remote[1]];
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Byte helpers: hex/base64 codecs, constant-time comparison, zeroing and the injectable randomness
+ * source (STYLE.md rule 10).
+ */
+import { randomBytes as nodeRandomBytes, timingSafeEqual, createHash } from 'node:crypto';
+
+/** A source of cryptographically secure random bytes; injectable so tests can be deterministic. */
+export type RandomSource = (length: number) => Uint8Array;
+
+/** The default CSPRNG (node:crypto). */
+export const systemRandom: RandomSource = (length) => new Uint8Array(nodeRandomBytes(length));
+
+/** Overwrite every byte of each buffer with zero. Use in `finally` after private material is used. */
+export function zeroize(...buffers: Array<Uint8Array | undefined | null>): void {
+  for (const b of buffers) b?.fill(0);
+}
+
+/**
+ * Constant-time equality of two byte strings of any length: both are hashed first so the compare
+ * leaks neither content nor length.
+ */
+export function constantTimeEqual(a: Uint8Array | string, b: Uint8Array | string): boolean {
+  const da = createHash('sha256').update(a).digest();
+  const db = createHash('sha256').update(b).digest();
+  return timingSafeEqual(da, db);
+}
+
+const HEX_RE = /^(0x)?([0-9a-fA-F]{2})*$/;
+
+/** True when `s` is an even-length hex string, optionally `0x`-prefixed. */
+export function isHex(s: string): boolean {
+  return HEX_RE.test(s);
+}
+
+/** Decode hex (with or without `0x`). Throws on malformed input. */
+export function fromHex(s: string): Uint8Array {
+  if (!isHex(s)) throw new TypeError('malformed hex');
+  const body = s.startsWith('0x') ? s.slice(2) : s;
+  return new Uint8Array(Buffer.from(body, 'hex'));
+}
+
+/** Lowercase hex without prefix. */
+export function toHex(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+}
+
+/** Standard base64 with padding. */
+export function toBase64(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+}
+
+const B64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Decode standard base64; throws on malformed input. */
+export function fromBase64(s: string): Uint8Array {
+  if (s.length % 4 !== 0 || !B64_RE.test(s)) throw new TypeError('malformed base64');
+  return new Uint8Array(Buffer.from(s, 'base64'));
+}
+
+/** UTF-8 encode. */
+export function utf8(s: string): Uint8Array {
+  return new TextEncoder().encode(s);
+}
+
+/** Concatenate byte arrays. */
+export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  let len = 0;
+  for (const p of parts) len += p.length;
+  const out = new Uint8Array(len);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}

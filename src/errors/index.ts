@@ -1,0 +1,88 @@
+/**
+ * The error hierarchy and its one map to HTTP status (STYLE.md rule 7).
+ *
+ * Every failure a user can cause or observe is an {@link AppError} with a code from the closed set
+ * {@link ERROR_CODES}. The HTTP layer maps code → status with {@link httpStatusOf}; nothing matches
+ * errors by message text.
+ */
+
+/** Closed set of machine codes, each with its HTTP status. */
+export const ERROR_CODES = {
+  BAD_REQUEST: 400,
+  VALIDATION_FAILED: 400,
+  INVALID_JSON: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  /** Fewer than `threshold` members reachable, or a quorum write got fewer acks. */
+  QUORUM_UNAVAILABLE: 503,
+  /** The slot-0 creator could not be reached for an id allocation or create. */
+  SLOT0_UNAVAILABLE: 503,
+  NOT_READY: 503,
+} as const;
+
+/** A machine-readable error code. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Extra JSON fields an error may carry to the client (e.g. `retryAfterSeconds`, `limitType`). */
+export type ErrorExtra = Record<string, string | number | boolean | null | string[] | Record<string, string>>;
+
+/** An expected failure with a code from {@link ERROR_CODES}; safe to show its message to a client. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly extra: ErrorExtra | undefined;
+
+  constructor(code: ErrorCode, message: string, extra?: ErrorExtra, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'AppError';
+    this.code = code;
+    this.extra = extra;
+  }
+
+  /** HTTP status for this error. */
+  get status(): number {
+    return ERROR_CODES[this.code];
+  }
+}
+
+/** HTTP status for a code. */
+export function httpStatusOf(code: ErrorCode): number {
+  return ERROR_CODES[code];
+}
+
+/** True when `err` is an {@link AppError}. */
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError;
+}
+
+/** A member that did not acknowledge a replicated write, and why. */
+export interface MemberFailure {
+  /** The member's node address (0x…). */
+  nodeAddress: string;
+  /** The member's slot. */
+  slot: number;
+  /** Short reason, e.g. `timeout`, `unreachable`, `rejected: <reason>`. */
+  error: string;
+}
+
+/**
+ * A quorum write or quorum read that reached fewer than `threshold` members. Mapped to 503.
+ * Carries which members failed so operators and callers can see the membership picture.
+ */
+export class QuorumError extends AppError {
+  readonly failed: MemberFailure[];
+  readonly acked: string[];
+
+  constructor(message: string, acked: string[], failed: MemberFailure[]) {
+    super('QUORUM_UNAVAILABLE', message, { failedNodes: failed.map((f) => f.nodeAddress) });
+    this.name = 'QuorumError';
+    this.acked = acked;
+    this.failed = failed;
+  }
+}

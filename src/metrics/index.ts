@@ -1,0 +1,91 @@
+/**
+ * Prometheus metrics (the only importer of prom-client). One registry per node, never the global
+ * default, so several nodes can run in one process (tests, `npm start`). Label values come from fixed
+ * sets (route patterns, method, status class, outcome), never ids (STYLE.md rule 9).
+ */
+import { Registry, Histogram, Counter, Gauge, collectDefaultMetrics } from 'prom-client';
+
+/** The metrics a node exports at `/metrics`. */
+export interface NodeMetrics {
+  /** The registry to render. */
+  registry: Registry;
+  /** HTTP request latency by route pattern, method and status code. */
+  httpDuration: Histogram<'route' | 'method' | 'status'>;
+  /** Quorum-write latency by kind and outcome (`ok` | `quorum_failed`). */
+  replicationDuration: Histogram<'kind' | 'outcome'>;
+  /** Members that failed to ack a write, by reason class (`timeout` | `unreachable` | `rejected`). */
+  replicationFailures: Counter<'reason'>;
+  /** Records applied locally, by source (`local` | `apply` | `gossip` | `sync`). */
+  recordsApplied: Counter<'source'>;
+  /** Records rejected by the validator, by reason class. */
+  recordsRejected: Counter<'reason'>;
+  /** Members currently reachable (self included when a member). */
+  connectedMembers: Gauge;
+  /** Render in Prometheus text format. */
+  render(): Promise<string>;
+  /** Content-Type of {@link render}'s output. */
+  contentType: string;
+}
+
+/** Options for {@link createMetrics}. */
+export interface MetricsOptions {
+  /** Also collect process metrics (CPU, heap, event loop lag). Off when several nodes share a process. @default true */
+  processMetrics?: boolean;
+  /** Constant labels on every series, e.g. `{ node: "node-0" }`. @default {} */
+  labels?: Record<string, string>;
+}
+
+/** Create a node's metrics registry. */
+export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
+  const registry = new Registry();
+  if (options.labels) registry.setDefaultLabels(options.labels);
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'quorumkeep_' });
+  const httpDuration = new Histogram({
+    name: 'quorumkeep_http_request_duration_seconds',
+    help: 'HTTP request latency by route pattern',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const replicationDuration = new Histogram({
+    name: 'quorumkeep_replication_write_duration_seconds',
+    help: 'Quorum write latency (local persist, apply to members, threshold acks)',
+    labelNames: ['kind', 'outcome'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const replicationFailures = new Counter({
+    name: 'quorumkeep_replication_member_failures_total',
+    help: 'Members that did not acknowledge a replicated write',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const recordsApplied = new Counter({
+    name: 'quorumkeep_records_applied_total',
+    help: 'Records newly stored on this node, by how they arrived',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  });
+  const recordsRejected = new Counter({
+    name: 'quorumkeep_records_rejected_total',
+    help: 'Incoming records refused by the validator',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const connectedMembers = new Gauge({
+    name: 'quorumkeep_cluster_reachable_members',
+    help: 'Members currently reachable from this node (self included when a member)',
+    registers: [registry],
+  });
+  return {
+    registry,
+    httpDuration,
+    replicationDuration,
+    replicationFailures,
+    recordsApplied,
+    recordsRejected,
+    connectedMembers,
+    render: () => registry.metrics(),
+    contentType: registry.contentType,
+  };
+}

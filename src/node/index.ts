@@ -1,0 +1,196 @@
+/**
+ * The composition root (STYLE.md rule 2): the only place that imports every folder. Starts
+ * components in dependency order — keys, store, replication engine, cluster, HTTP — and stops them in
+ * reverse, store last. `stop()` is idempotent.
+ */
+import { join } from 'node:path';
+import type { NodeConfig } from '../config/schema.ts';
+import { loadClusterFile } from '../config/cluster-file.ts';
+import { createLogger, type Logger } from '../log/index.ts';
+import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
+import { openStore, type NodeStore } from '../store/index.ts';
+import { createCluster, loadOrCreateNodeKeys, describeNodeKeys, type Cluster } from '../cluster/index.ts';
+import { createReplicationEngine, type ReplicationEngine } from '../core/replication/engine.ts';
+import { createKindRegistry } from '../core/replication/kinds.ts';
+import { createCreator, type CreatorService } from '../core/replication/creator.ts';
+import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/ports.ts';
+import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
+import { createProbeService, probeKind } from '../core/probe/index.ts';
+import { createHttpApp, listenHttp } from '../http/index.ts';
+import { zeroize } from '../crypto/index.ts';
+import type { NodeDeps, QuorumNode } from './types.ts';
+
+export type { NodeDeps, QuorumNode } from './types.ts';
+
+/** Every record kind this build knows. */
+function recordKinds() {
+  return createKindRegistry([probeKind]);
+}
+
+interface Running {
+  store: NodeStore;
+  engine: ReplicationEngine;
+  cluster: Cluster;
+  creator: CreatorService;
+  http: { url: string; close(): Promise<void> } | undefined;
+  signingKey: Uint8Array;
+}
+
+/**
+ * Create a node from a validated config. Reads the cluster file (unless given) and checks that this
+ * node is in it; nothing is opened until {@link QuorumNode.start}.
+ */
+export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promise<QuorumNode> {
+  const descriptor: ClusterDescriptor = deps.descriptor ?? (await loadClusterFile(config.clusterFile));
+  const self: ClusterNodeEntry | undefined = descriptor.nodes.find((n) => n.id === config.nodeId);
+  if (!self) throw new Error(`config: nodeId: "${config.nodeId}" is not in the cluster file`);
+  const logger: Logger = deps.logger ?? createLogger({ level: config.log.level, base: { node: config.nodeId } });
+  const metrics: NodeMetrics = deps.metrics ?? createMetrics({ processMetrics: true });
+  const clock = deps.clock ?? Date.now;
+  const blockedPeers = deps.blockedPeers ?? new Set<string>();
+  const keysDir = config.keysDir || join(config.dataDir, 'keys');
+  const log = logger.child({ module: 'node' });
+
+  let running: Running | undefined;
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
+
+  const need = (): Running => {
+    if (!running) throw new Error('node not started');
+    return running;
+  };
+
+  const health: HealthSource = {
+    nodeAddress: self.nodeAddress,
+    clusterHealth: () => clusterHealthOf(need().cluster.membership),
+    readiness: () => {
+      const r = running;
+      const quorumReachable = !!r && r.cluster.membership.reachableCount() >= descriptor.threshold;
+      const caughtUp = !!r && r.cluster.caughtUp();
+      const started = !!r && !stopping;
+      return { ready: started && quorumReachable && caughtUp, checks: { started, quorumReachable, caughtUp } };
+    },
+  };
+
+  async function doStart(): Promise<void> {
+    const { keys } = await loadOrCreateNodeKeys(keysDir);
+    const facts = describeNodeKeys(keys);
+    if (facts.peerId !== self!.peerId || facts.nodeAddress !== self!.nodeAddress) {
+      throw new Error(`keys in ${keysDir} do not match the cluster file entry of ${self!.id} (peer id ${facts.peerId})`);
+    }
+    // The storage key encrypts shards at rest (a later capability); nothing here needs it yet.
+    zeroize(keys.storage);
+    const store = await openStore({ location: join(config.dataDir, 'db') });
+    try {
+      let cluster: Cluster | undefined;
+      const engine = createReplicationEngine(
+        { applyTimeoutMs: config.replication.applyTimeoutMs },
+        {
+          store: store.records,
+          kinds: recordKinds(),
+          membership: {
+            descriptor,
+            self: self!,
+            isReachable: (slot) => cluster!.membership.isReachable(slot),
+            reachableCount: () => cluster!.membership.reachableCount(),
+          },
+          transport: () => cluster!,
+          signingKey: keys.signing,
+          clock,
+          logger,
+          metrics,
+        },
+      );
+      await engine.open();
+      const creator = createCreator(
+        { timeoutMs: config.replication.createTimeoutMs },
+        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => cluster!.requestCreate(req, o), logger },
+      );
+      cluster = await createCluster(
+        {
+          listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
+          reconnectIntervalMs: config.replication.reconnectIntervalMs,
+          syncIntervalMs: config.replication.syncIntervalMs,
+          syncBatchSize: config.replication.syncBatchSize,
+        },
+        { descriptor, self: self!, privateKey: keys.identity, blockedPeers, engine, createHandler: self!.slot === 0 ? creator.handle : undefined, logger, metrics },
+      );
+      await cluster.start();
+      running = { store, engine, cluster, creator, http: undefined, signingKey: keys.signing };
+      if (config.http.enabled) {
+        const app = createHttpApp(
+          {
+            corsOrigins: config.http.corsOrigins,
+            bodyLimitBytes: config.http.bodyLimitBytes,
+            trustProxy: config.http.trustProxy,
+            chains: config.chains,
+            adminToken: config.admin.token,
+          },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }) },
+        );
+        running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs });
+      }
+      log.info({ nodeId: self!.id, slot: self!.slot, peerId: self!.peerId, nodeAddress: self!.nodeAddress, http: running.http?.url, listen: cluster.listenAddresses() }, 'node started');
+    } catch (err) {
+      await running?.cluster.stop().catch(() => undefined);
+      running = undefined;
+      await store.close();
+      zeroize(keys.signing);
+      throw err;
+    }
+  }
+
+  async function doStop(): Promise<void> {
+    if (starting) await starting.catch(() => undefined);
+    const r = running;
+    if (!r) return;
+    await r.http?.close();
+    await r.cluster.stop();
+    await r.engine.drain();
+    await r.store.close();
+    zeroize(r.signingKey);
+    log.info('node stopped');
+  }
+
+  const node: QuorumNode = {
+    config,
+    nodeId: self.id,
+    slot: self.slot,
+    peerId: self.peerId,
+    nodeAddress: self.nodeAddress,
+    get httpUrl() {
+      return running?.http?.url;
+    },
+    get replicator() {
+      return need().engine;
+    },
+    get state() {
+      return need().engine;
+    },
+    get membership() {
+      return need().cluster.membership;
+    },
+    get creator() {
+      return need().creator;
+    },
+    health,
+    metrics,
+    logger,
+    versionVector: () => need().engine.versionVector(),
+    countRecords: () => need().store.records.countLog(),
+    pingPeer: (nodeId) => need().cluster.ping(nodeId),
+    syncNow: async () => {
+      await need().cluster.syncAll();
+    },
+    start() {
+      if (stopping) return Promise.reject(new Error('node is stopped; create a new one to restart'));
+      starting ??= doStart();
+      return starting;
+    },
+    stop() {
+      stopping ??= doStop();
+      return stopping;
+    },
+  };
+  return node;
+}

@@ -1,0 +1,54 @@
+/**
+ * The composed node's public surface (used by the CLI, the test harness and embedders).
+ */
+import type { Logger } from '../log/index.ts';
+import type { NodeMetrics } from '../metrics/index.ts';
+import type { NodeConfig } from '../config/schema.ts';
+import type { ClusterDescriptor, Creator, MembershipView, Replicator, StateReader } from '../core/replication/ports.ts';
+import type { HealthSource } from '../core/health/index.ts';
+import type { VersionVector } from '../core/replication/ports.ts';
+
+/** A running (or startable) quorumkeep node. */
+export interface QuorumNode {
+  readonly config: NodeConfig;
+  /** This node's entry facts. */
+  readonly nodeId: string;
+  readonly slot: number | null;
+  readonly peerId: string;
+  readonly nodeAddress: string;
+  /** Bound HTTP base URL (`http://host:port`) once started, when `http.enabled`. */
+  readonly httpUrl: string | undefined;
+  readonly replicator: Replicator;
+  readonly state: StateReader;
+  readonly membership: MembershipView;
+  readonly creator: Creator;
+  readonly health: HealthSource;
+  readonly metrics: NodeMetrics;
+  readonly logger: Logger;
+  /** This node's version vector (per-origin contiguous seq applied). */
+  versionVector(): VersionVector;
+  /** Count of records in this node's log (all origins). */
+  countRecords(): Promise<number>;
+  /** Round-trip time to another node over the cluster's `ping` protocol (loopback libp2p cost), ms. */
+  pingPeer(nodeId: string): Promise<number>;
+  /** Run one catch-up round with every reachable member now; resolves when done. */
+  syncNow(): Promise<void>;
+  /** Start in dependency order: store, cluster, replication, http. */
+  start(): Promise<void>;
+  /** Stop in reverse order; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Live dependencies a node may be given (tests, the in-process harness); defaults otherwise. */
+export interface NodeDeps {
+  /** Root logger. @default pino to stdout at config.log.level */
+  logger?: Logger;
+  /** Wall clock, Unix ms. @default Date.now */
+  clock?: () => number;
+  /** Metrics registry. @default a fresh one with process metrics */
+  metrics?: NodeMetrics;
+  /** The cluster file, already loaded (else read from config.clusterFile). */
+  descriptor?: ClusterDescriptor;
+  /** Fault injection for tests: peers whose connections this node refuses (partition). */
+  blockedPeers?: ReadonlySet<string>;
+}

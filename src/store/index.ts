@@ -1,0 +1,2 @@
+/** The node's storage (the only importer of `level`). */
+export * from './level-store.ts';

@@ -1,0 +1,175 @@
+/**
+ * The node's LevelDB (the only importer of `level`). One instance, a fixed list of sublevels — never
+ * reuse a name — and one repository per entity (STYLE.md rule 5). Writes that acknowledge anything are
+ * `sync: true` batches: durable and atomic.
+ */
+import { mkdir } from 'node:fs/promises';
+import { Level } from 'level';
+import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
+import type { ReplicatedRecord } from '../core/replication/record.ts';
+
+/** The sublevels, by role. Adding one is fine; renaming or reusing one is not. */
+export const SUBLEVELS = {
+  /** Replication log: `<origin>!<seq as 12 hex digits>` → record. */
+  log: 'log',
+  /** Current state: `<kind>!<key>` → winning record. */
+  state: 'state',
+  /** Version vector: origin → highest contiguous seq applied. */
+  vv: 'vv',
+  /** Slot-0 counters: name → last value allocated. */
+  counters: 'counters',
+  /** Node metadata (schema version, cluster id). */
+  meta: 'meta',
+} as const;
+
+/** Schema version of the on-disk layout. */
+export const STORE_SCHEMA_VERSION = 1;
+
+type Db = Level<string, unknown>;
+
+function logKey(origin: string, seq: number): string {
+  return `${origin}!${seq.toString(16).padStart(12, '0')}`;
+}
+
+function stateKey(kind: string, key: string): string {
+  return `${kind}!${key}`;
+}
+
+/** Lowest string greater than every string that starts with `prefix`. */
+function prefixEnd(prefix: string): string {
+  return prefix + '\uffff';
+}
+
+/** A durable named counter (slot 0's id allocation). */
+export interface CounterRepo {
+  /** Allocate the next value (1, 2, 3…), durably, serialised per store. */
+  next(name: string): Promise<number>;
+  /** Last value allocated, 0 when none. */
+  current(name: string): Promise<number>;
+}
+
+/** The opened store. */
+export interface NodeStore {
+  /** Replication records (implements the core's RecordStore port). */
+  records: RecordStore & { countLog(): Promise<number> };
+  counters: CounterRepo;
+  /** Read a metadata value. */
+  getMeta(key: string): Promise<unknown>;
+  /** Write a metadata value durably. */
+  putMeta(key: string, value: unknown): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Options for {@link openStore}. */
+export interface StoreOptions {
+  /** LevelDB directory. */
+  location: string;
+  /** fsync every acknowledging write. @default true */
+  sync?: boolean;
+}
+
+/** Open (creating if needed) the node's LevelDB. */
+export async function openStore(options: StoreOptions): Promise<NodeStore> {
+  await mkdir(options.location, { recursive: true, mode: 0o700 });
+  const db: Db = new Level<string, unknown>(options.location, { valueEncoding: 'json' });
+  await db.open();
+  const sync = options.sync ?? true;
+  const log = db.sublevel<string, ReplicatedRecord>(SUBLEVELS.log, { valueEncoding: 'json' });
+  const state = db.sublevel<string, ReplicatedRecord>(SUBLEVELS.state, { valueEncoding: 'json' });
+  const vv = db.sublevel<string, number>(SUBLEVELS.vv, { valueEncoding: 'json' });
+  const counters = db.sublevel<string, number>(SUBLEVELS.counters, { valueEncoding: 'json' });
+  const meta = db.sublevel<string, unknown>(SUBLEVELS.meta, { valueEncoding: 'json' });
+
+  /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
+  async function durablePut<V>(sub: typeof meta | typeof counters, key: string, value: V): Promise<void> {
+    const batch = db.batch();
+    batch.put(key, value, { sublevel: sub as typeof meta });
+    await batch.write({ sync });
+  }
+
+  const schema = await meta.get('schemaVersion');
+  if (schema === undefined) await durablePut(meta, 'schemaVersion', STORE_SCHEMA_VERSION);
+  else if (schema !== STORE_SCHEMA_VERSION) {
+    await db.close();
+    throw new Error(`store at ${options.location} has schema version ${String(schema)}, this build reads ${STORE_SCHEMA_VERSION}`);
+  }
+
+  const records: NodeStore['records'] = {
+    async loadVersionVector() {
+      const out: VersionVector = {};
+      for await (const [k, v] of vv.iterator()) out[k] = v;
+      return out;
+    },
+    async highestSeq(origin) {
+      for await (const k of log.keys({ gte: `${origin}!`, lt: prefixEnd(`${origin}!`), reverse: true, limit: 1 })) {
+        return parseInt(k.slice(origin.length + 1), 16);
+      }
+      return 0;
+    },
+    async hasRecord(origin, seq) {
+      return (await log.get(logKey(origin, seq))) !== undefined;
+    },
+    async getState(kind, key) {
+      return state.get(stateKey(kind, key));
+    },
+    async *listState(kind, opts = {}) {
+      const prefix = `${kind}!${opts.prefix ?? ''}`;
+      yield* state.values({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1 });
+    },
+    async scanLog(origin, fromSeq, limit) {
+      return log.values({ gte: logKey(origin, fromSeq), lt: prefixEnd(`${origin}!`), limit }).all();
+    },
+    async origins() {
+      const out: string[] = [];
+      // Skip from one origin to the next instead of walking every record.
+      let gte = '';
+      for (;;) {
+        const keys = await log.keys({ gte, limit: 1 }).all();
+        const k = keys[0];
+        if (k === undefined) return out;
+        const origin = k.slice(0, k.indexOf('!'));
+        out.push(origin);
+        gte = prefixEnd(`${origin}!`);
+      }
+    },
+    async commit(change) {
+      const batch = db.batch();
+      for (const r of change.log) batch.put(logKey(r.origin, r.seq), r, { sublevel: log });
+      for (const r of change.states) batch.put(stateKey(r.kind, r.key), r, { sublevel: state });
+      for (const [origin, seq] of Object.entries(change.vv)) batch.put(origin, seq, { sublevel: vv });
+      await batch.write({ sync });
+    },
+    async countLog() {
+      let n = 0;
+      for await (const _k of log.keys()) n++;
+      return n;
+    },
+  };
+
+  // Allocations are read-modify-write: serialise them so two callers never get the same value.
+  let counterChain: Promise<unknown> = Promise.resolve();
+  const counterRepo: CounterRepo = {
+    next(name) {
+      const run = counterChain.then(async () => {
+        const value = ((await counters.get(name)) ?? 0) + 1;
+        await durablePut(counters, name, value);
+        return value;
+      });
+      counterChain = run.catch(() => undefined);
+      return run;
+    },
+    async current(name) {
+      return (await counters.get(name)) ?? 0;
+    },
+  };
+
+  return {
+    records,
+    counters: counterRepo,
+    getMeta: (k) => meta.get(k),
+    putMeta: (k, v) => durablePut(meta, k, v),
+    async close() {
+      if (db.status === 'open' || db.status === 'opening') await db.close();
+    },
+  };
+}

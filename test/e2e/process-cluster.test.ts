@@ -1,0 +1,52 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from 'quorumkeep/testing';
+import { cleanupStack, tempDir } from '../utils/temp.ts';
+import { startProcessCluster } from '../utils/process-cluster.ts';
+import { getJson, postJson } from '../utils/http.ts';
+
+const stack = cleanupStack();
+afterEach(() => stack.run());
+
+describe('process-level cluster (real CLI, child processes)', () => {
+  it('kill -9 of a member during writes loses no acknowledged write, and the member catches up after restart', async () => {
+    const dir = await tempDir(stack);
+    const pc = await startProcessCluster(dir, { size: 3, threshold: 2 });
+    stack.push(() => pc.stopAll());
+    const auth = { authorization: `Bearer ${pc.adminToken}` };
+    await waitFor(async () => (await getJson<{ cluster: { reachable: number } }>(`${pc.urls[0]}/healthz`)).body.cluster.reachable === 3, { timeoutMs: 15_000 });
+
+    const acked: string[] = [];
+    let failures = 0;
+    let stopWriting = false;
+    const writer = (async () => {
+      for (let i = 0; !stopWriting && i < 2000; i++) {
+        const key = `w-${i}`;
+        const res = await postJson(`${pc.urls[0]}/admin/probe`, { key }, auth).catch(() => undefined);
+        if (res?.status === 201) acked.push(key);
+        else failures++;
+      }
+    })();
+    await waitFor(() => acked.length >= 100, { timeoutMs: 20_000 });
+    await pc.kill9(2);
+    const atKill = acked.length;
+    await waitFor(() => acked.length >= atKill + 100, { timeoutMs: 20_000, description: 'writes to continue with 2 of 3' });
+    stopWriting = true;
+    await writer;
+    expect(failures).toBe(0);
+
+    await pc.start(2);
+    const last = acked[acked.length - 1]!;
+    await waitFor(async () => (await getJson(`${pc.urls[2]}/admin/probe/${last}`, auth)).status === 200, { timeoutMs: 20_000, description: 'restarted node to catch up' });
+    for (const url of pc.urls) {
+      const missing: string[] = [];
+      for (let i = 0; i < acked.length; i += 50) {
+        const batch = acked.slice(i, i + 50);
+        const statuses = await Promise.all(batch.map(async (k) => [k, (await getJson(`${url}/admin/probe/${k}`, auth)).status] as const));
+        for (const [k, s] of statuses) if (s !== 200) missing.push(k);
+      }
+      expect(missing, `${url} is missing acknowledged writes`).toEqual([]);
+    }
+    // A clean stop exits 0.
+    expect(await pc.stop(1)).toBe(0);
+  }, 120_000);
+});

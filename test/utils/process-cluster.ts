@@ -1,0 +1,92 @@
+/**
+ * A cluster of real `quorumkeep` processes: `cluster init` then one `start` child process per node,
+ * so a test can `kill -9` one. Output of every process is kept for the failure message.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { getFreePortRange, waitFor } from '../../src/testing/index.ts';
+
+const REPO = resolve(fileURLToPath(import.meta.url), '../../..');
+
+/** Run the CLI to completion. */
+export async function runCli(args: string[], options: { env?: Record<string, string> } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: REPO, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
+  return { code, stdout, stderr };
+}
+
+/** A process cluster. */
+export interface ProcessCluster {
+  dir: string;
+  urls: string[];
+  adminToken: string;
+  start(i: number): Promise<void>;
+  /** SIGKILL: no shutdown code runs. */
+  kill9(i: number): Promise<void>;
+  /** SIGTERM and wait for a clean exit; returns the exit code. */
+  stop(i: number): Promise<number | null>;
+  stopAll(): Promise<void>;
+  output(i: number): string;
+}
+
+/** `cluster init` into `dir` and start every node as a child process. */
+export async function startProcessCluster(dir: string, options: { size: number; threshold: number }): Promise<ProcessCluster> {
+  const basePort = await getFreePortRange(options.size);
+  const httpBasePort = await getFreePortRange(options.size);
+  const init = await runCli(['cluster', 'init', '--size', String(options.size), '--threshold', String(options.threshold), '--out', dir, '--base-port', String(basePort), '--http-base-port', String(httpBasePort), '--coordinators', String(options.size)]);
+  if (init.code !== 0) throw new Error(`cluster init failed: ${init.stderr}`);
+  const config0 = JSON.parse(await readFile(join(dir, 'node-0.json'), 'utf8')) as { admin: { token: string } };
+  const urls = Array.from({ length: options.size }, (_, i) => `http://127.0.0.1:${httpBasePort + i}`);
+  const procs: Array<ChildProcess | undefined> = [];
+  const outputs: string[] = urls.map(() => '');
+
+  const healthy = async (i: number) => {
+    const res = await fetch(`${urls[i]}/healthz`);
+    return res.status === 200;
+  };
+
+  const pc: ProcessCluster = {
+    dir,
+    urls,
+    adminToken: config0.admin.token,
+    async start(i) {
+      const child = spawn(process.execPath, ['src/main.ts', 'start', '--config', join(dir, `node-${i}.json`), '--log-level', 'warn'], {
+        cwd: REPO,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      procs[i] = child;
+      child.stdout!.on('data', (d: Buffer) => (outputs[i] += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (outputs[i] += d.toString()));
+      await waitFor(() => healthy(i), { timeoutMs: 20_000, description: `node-${i} to serve /healthz` });
+    },
+    async kill9(i) {
+      const child = procs[i];
+      if (!child || child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      procs[i] = undefined;
+    },
+    async stop(i) {
+      const child = procs[i];
+      if (!child || child.exitCode !== null) return child?.exitCode ?? null;
+      const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+      child.kill('SIGTERM');
+      const code = await exited;
+      procs[i] = undefined;
+      return code;
+    },
+    async stopAll() {
+      await Promise.all(procs.map((_, i) => pc.stop(i)));
+    },
+    output: (i) => outputs[i] ?? '',
+  };
+  await Promise.all(urls.map((_, i) => pc.start(i)));
+  return pc;
+}
