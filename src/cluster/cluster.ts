@@ -18,6 +18,7 @@ import type { ReplicatedRecord } from '../core/replication/record.ts';
 import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
 import { PROTOCOLS, recordsTopic } from './protocols.ts';
 import { messageChannel, encodeMessage, decodeMessage } from './rpc.ts';
+import { createLink, serveLink, type Link } from './link.ts';
 
 /** Options of {@link createCluster}. */
 export interface ClusterOptions {
@@ -78,6 +79,12 @@ export interface Cluster extends PeerTransport {
   listenAddresses(): string[];
 }
 
+interface PendingApply {
+  records: ReplicatedRecord[];
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
 interface Peer {
   entry: ClusterNodeEntry;
   peerId: PeerId;
@@ -85,7 +92,14 @@ interface Peer {
   dialing: boolean;
   syncing: Promise<SyncResult> | undefined;
   syncAgain: boolean;
+  /** One long-lived link per request protocol. */
+  links: Map<string, Link>;
+  /** Applies queued in this event-loop turn, sent as one message. */
+  applyQueue: PendingApply[];
 }
+
+/** Cap on one coalesced apply message's wait; each caller's own deadline is enforced separately. */
+const APPLY_BATCH_DEADLINE_MS = 30_000;
 
 /** Create the cluster (not started). */
 export async function createCluster(options: ClusterOptions, deps: ClusterDeps): Promise<Cluster> {
@@ -99,7 +113,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   const byPeerId = new Map<string, Peer>();
   for (const n of descriptor.nodes) {
     if (n.id === self.id) continue;
-    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false };
+    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false, links: new Map(), applyQueue: [] };
     peers.set(n.id, p);
     byPeerId.set(n.peerId, p);
   }
@@ -147,24 +161,45 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     return messageChannel(stream);
   }
 
-  /** One request, one response, then close. */
-  async function request(p: Peer, protocol: string, body: unknown, signal: AbortSignal): Promise<unknown> {
-    const ch = await openChannel(p, protocol, signal);
-    try {
-      await ch.write(body, signal);
-      const res = await ch.read(signal);
-      await ch.close();
-      return res;
-    } catch (err) {
-      ch.abort(err instanceof Error ? err : new Error(String(err)));
-      throw err;
+  /** A request over the peer's long-lived link for `protocol`. */
+  function request(p: Peer, protocol: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    let link = p.links.get(protocol);
+    if (!link) {
+      link = createLink((sig) => libp2p.dialProtocol(p.peerId, protocol, { signal: sig, negotiateFully: false }));
+      p.links.set(protocol, link);
     }
+    return link.request(body, signal);
+  }
+
+  function closeLinks(p: Peer, reason: string): void {
+    for (const link of p.links.values()) link.close(reason);
   }
 
   function peerOfSlot(slot: number): Peer {
     const p = memberSlots.get(slot);
     if (!p || p === 'self') throw new Error(`no peer at slot ${slot}`);
     return p;
+  }
+
+  /** Send everything queued for a peer as one `apply` message (one verify pass, one fsync there). */
+  function flushApplies(p: Peer): void {
+    const batch = p.applyQueue.splice(0);
+    if (batch.length === 0) return;
+    const records = batch.flatMap((b) => b.records);
+    request(p, PROTOCOLS.apply, { records }, AbortSignal.timeout(APPLY_BATCH_DEADLINE_MS)).then(
+      (res) => {
+        const rejected = new Map<string, string>();
+        for (const r of ((res as { rejected?: Array<{ origin: string; seq: number; reason: string }> })?.rejected ?? [])) rejected.set(`${r.origin}!${r.seq}`, r.reason);
+        for (const b of batch) {
+          const reasons = b.records.map((r) => rejected.get(`${r.origin}!${r.seq}`)).filter(Boolean);
+          if (reasons.length > 0) b.reject(new Error(`rejected: ${reasons.join(', ')}`));
+          else b.resolve();
+        }
+      },
+      (err: unknown) => {
+        for (const b of batch) b.reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
   }
 
   // ---- protocol handlers -------------------------------------------------------------------
@@ -175,20 +210,11 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       protocol,
       ({ stream, connection }) => {
         const remote = byPeerId.get(connection.remotePeer.toString());
-        const ch = messageChannel(stream);
-        const signal = AbortSignal.timeout(30_000);
-        track(
-          (async () => {
-            if (!remote) throw new Error('unknown peer');
-            const body = await ch.read(signal);
-            const res = await handler(body, remote);
-            await ch.write(res, signal);
-            await ch.close();
-          })().catch((err: unknown) => {
-            log.debug({ err, protocol }, 'protocol handler failed');
-            ch.abort(err instanceof Error ? err : new Error(String(err)));
-          }),
-        );
+        if (!remote) {
+          stream.abort(new Error('unknown peer'));
+          return;
+        }
+        track(serveLink(stream, (body) => handler(body, remote)));
       },
       { maxInboundStreams: maxStreams, maxOutboundStreams: maxStreams },
     );
@@ -196,10 +222,9 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   await serve(PROTOCOLS.apply, async (body) => {
     const records = (body as { records?: unknown })?.records;
-    if (!Array.isArray(records) || records.length === 0) return { ok: false, error: 'rejected: malformed apply' };
+    if (!Array.isArray(records) || records.length === 0) throw new Error('rejected: malformed apply');
     const res = await engine.ingest(records, 'apply');
-    if (res.rejected.length > 0) return { ok: false, error: `rejected: ${res.rejected.map((r) => r.reason).join(', ')}` };
-    return { ok: true, applied: res.applied, duplicates: res.duplicates };
+    return { applied: res.applied, duplicates: res.duplicates, rejected: res.rejected };
   });
 
   await serve(PROTOCOLS.ping, async (body) => body);
@@ -213,7 +238,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     }
   });
 
-  // sync streams pages, so it does not fit the one-request-one-response `serve`.
+  // sync streams pages, so it does not fit the request/response link.
   await libp2p.handle(
     PROTOCOLS.sync,
     ({ stream, connection }) => {
@@ -330,7 +355,9 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   libp2p.addEventListener('peer:disconnect', (evt) => {
     const p = byPeerId.get(evt.detail.toString());
     deps.metrics.connectedMembers.set(membership.reachableCount());
-    if (p && !stopped) log.info({ peer: p.entry.id }, 'peer disconnected');
+    if (!p) return;
+    closeLinks(p, 'peer disconnected');
+    if (!stopped) log.info({ peer: p.entry.id }, 'peer disconnected');
   });
 
   libp2p.services.pubsub.addEventListener('message', (evt) => {
@@ -365,6 +392,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       stopped = true;
       clearInterval(maintenanceTimer);
       clearInterval(syncTimer);
+      for (const p of peers.values()) closeLinks(p, 'stopping');
       try {
         libp2p.services.pubsub.unsubscribe(topic);
       } catch {
@@ -373,9 +401,16 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       await libp2p.stop();
       await Promise.allSettled([...background]);
     },
-    async sendApply(slot, records: ReplicatedRecord[], { signal }) {
-      const res = (await request(peerOfSlot(slot), PROTOCOLS.apply, { records }, signal)) as { ok?: boolean; error?: string };
-      if (!res?.ok) throw new Error(res?.error ?? 'rejected: no ack');
+    sendApply(slot, records: ReplicatedRecord[], { signal }) {
+      const p = peerOfSlot(slot);
+      return new Promise<void>((resolve, reject) => {
+        const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('timeout'));
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        const done = () => signal.removeEventListener('abort', onAbort);
+        if (p.applyQueue.length === 0) setImmediate(() => flushApplies(p));
+        p.applyQueue.push({ records, resolve: () => (done(), resolve()), reject: (e) => (done(), reject(e)) });
+      });
     },
     async publish(record) {
       await libp2p.services.pubsub.publish(topic, encodeMessage(record));

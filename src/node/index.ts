@@ -82,7 +82,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     zeroize(keys.storage);
     const store = await openStore({ location: join(config.dataDir, 'db') });
     try {
-      let cluster: Cluster | undefined;
+      // The engine and the cluster need each other; the engine reaches the cluster late, through this.
+      const late: { cluster?: Cluster } = {};
       const engine = createReplicationEngine(
         { applyTimeoutMs: config.replication.applyTimeoutMs },
         {
@@ -91,10 +92,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           membership: {
             descriptor,
             self: self!,
-            isReachable: (slot) => cluster!.membership.isReachable(slot),
-            reachableCount: () => cluster!.membership.reachableCount(),
+            isReachable: (slot) => late.cluster!.membership.isReachable(slot),
+            reachableCount: () => late.cluster!.membership.reachableCount(),
           },
-          transport: () => cluster!,
+          transport: () => late.cluster!,
           signingKey: keys.signing,
           clock,
           logger,
@@ -104,9 +105,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await engine.open();
       const creator = createCreator(
         { timeoutMs: config.replication.createTimeoutMs },
-        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => cluster!.requestCreate(req, o), logger },
+        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => late.cluster!.requestCreate(req, o), logger },
       );
-      cluster = await createCluster(
+      const cluster = await createCluster(
         {
           listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
           reconnectIntervalMs: config.replication.reconnectIntervalMs,
@@ -115,6 +116,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
         { descriptor, self: self!, privateKey: keys.identity, blockedPeers, engine, createHandler: self!.slot === 0 ? creator.handle : undefined, logger, metrics },
       );
+      late.cluster = cluster;
       await cluster.start();
       running = { store, engine, cluster, creator, http: undefined, signingKey: keys.signing };
       if (config.http.enabled) {

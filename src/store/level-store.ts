@@ -112,6 +112,10 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     async getState(kind, key) {
       return state.get(stateKey(kind, key));
     },
+    async getStates(pairs) {
+      if (pairs.length === 0) return [];
+      return state.getMany(pairs.map((p) => stateKey(p.kind, p.key)));
+    },
     async *listState(kind, opts = {}) {
       const prefix = `${kind}!${opts.prefix ?? ''}`;
       yield* state.values({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1 });

@@ -12,7 +12,7 @@ describe('process-level cluster (real CLI, child processes)', () => {
     const dir = await tempDir(stack);
     const pc = await startProcessCluster(dir, { size: 3, threshold: 2 });
     stack.push(() => pc.stopAll());
-    const auth = { authorization: `Bearer ${pc.adminToken}` };
+    const auth = (i: number) => ({ authorization: `Bearer ${pc.adminTokens[i]}` });
     await waitFor(async () => (await getJson<{ cluster: { reachable: number } }>(`${pc.urls[0]}/healthz`)).body.cluster.reachable === 3, { timeoutMs: 15_000 });
 
     const acked: string[] = [];
@@ -21,7 +21,7 @@ describe('process-level cluster (real CLI, child processes)', () => {
     const writer = (async () => {
       for (let i = 0; !stopWriting && i < 2000; i++) {
         const key = `w-${i}`;
-        const res = await postJson(`${pc.urls[0]}/admin/probe`, { key }, auth).catch(() => undefined);
+        const res = await postJson(`${pc.urls[0]}/admin/probe`, { key }, auth(0)).catch(() => undefined);
         if (res?.status === 201) acked.push(key);
         else failures++;
       }
@@ -36,12 +36,12 @@ describe('process-level cluster (real CLI, child processes)', () => {
 
     await pc.start(2);
     const last = acked[acked.length - 1]!;
-    await waitFor(async () => (await getJson(`${pc.urls[2]}/admin/probe/${last}`, auth)).status === 200, { timeoutMs: 20_000, description: 'restarted node to catch up' });
-    for (const url of pc.urls) {
+    await waitFor(async () => (await getJson(`${pc.urls[2]}/admin/probe/${last}`, auth(2))).status === 200, { timeoutMs: 20_000, description: 'restarted node to catch up' });
+    for (const [n, url] of pc.urls.entries()) {
       const missing: string[] = [];
       for (let i = 0; i < acked.length; i += 50) {
         const batch = acked.slice(i, i + 50);
-        const statuses = await Promise.all(batch.map(async (k) => [k, (await getJson(`${url}/admin/probe/${k}`, auth)).status] as const));
+        const statuses = await Promise.all(batch.map(async (k) => [k, (await getJson(`${url}/admin/probe/${k}`, auth(n))).status] as const));
         for (const [k, s] of statuses) if (s !== 200) missing.push(k);
       }
       expect(missing, `${url} is missing acknowledged writes`).toEqual([]);

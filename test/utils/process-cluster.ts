@@ -25,7 +25,8 @@ export async function runCli(args: string[], options: { env?: Record<string, str
 export interface ProcessCluster {
   dir: string;
   urls: string[];
-  adminToken: string;
+  /** Admin bearer token of each node (cluster init gives every coordinator its own). */
+  adminTokens: string[];
   start(i: number): Promise<void>;
   /** SIGKILL: no shutdown code runs. */
   kill9(i: number): Promise<void>;
@@ -41,7 +42,9 @@ export async function startProcessCluster(dir: string, options: { size: number; 
   const httpBasePort = await getFreePortRange(options.size);
   const init = await runCli(['cluster', 'init', '--size', String(options.size), '--threshold', String(options.threshold), '--out', dir, '--base-port', String(basePort), '--http-base-port', String(httpBasePort), '--coordinators', String(options.size)]);
   if (init.code !== 0) throw new Error(`cluster init failed: ${init.stderr}`);
-  const config0 = JSON.parse(await readFile(join(dir, 'node-0.json'), 'utf8')) as { admin: { token: string } };
+  const adminTokens = await Promise.all(
+    Array.from({ length: options.size }, async (_, i) => (JSON.parse(await readFile(join(dir, `node-${i}.json`), 'utf8')) as { admin: { token: string } }).admin.token),
+  );
   const urls = Array.from({ length: options.size }, (_, i) => `http://127.0.0.1:${httpBasePort + i}`);
   const procs: Array<ChildProcess | undefined> = [];
   const outputs: string[] = urls.map(() => '');
@@ -54,7 +57,7 @@ export async function startProcessCluster(dir: string, options: { size: number; 
   const pc: ProcessCluster = {
     dir,
     urls,
-    adminToken: config0.admin.token,
+    adminTokens,
     async start(i) {
       const child = spawn(process.execPath, ['src/main.ts', 'start', '--config', join(dir, `node-${i}.json`), '--log-level', 'warn'], {
         cwd: REPO,

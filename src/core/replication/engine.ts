@@ -99,6 +99,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const hlc: HlcClock = createHlcClock(deps.clock);
 
   let vv: VersionVector = {};
+  /** Highest seq stored per origin, contiguous or not. */
+  const maxStored = new Map<string, number>();
   let ownSeq = 0;
   const queue: Pending[] = [];
   let working: Promise<void> | undefined;
@@ -127,27 +129,45 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
 
   async function processBatch(batch: Pending[]): Promise<void> {
     const logged = new Map<string, ReplicatedRecord>();
-    const states = new Map<string, ReplicatedRecord>();
     const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
     const touched = new Set<string>();
+    // Existence is known in memory for everything except seqs at or below the highest stored one
+    // that arrived out of order, which are rare: only those cost a LevelDB read.
     const has = async (origin: string, seq: number) =>
-      seq <= (vv[origin] ?? 0) || logged.has(`${origin}!${seq}`) || (await store.hasRecord(origin, seq));
+      seq <= (vv[origin] ?? 0) ||
+      logged.has(`${origin}!${seq}`) ||
+      (seq <= (maxStored.get(origin) ?? 0) && (await store.hasRecord(origin, seq)));
 
+    const fresh: ReplicatedRecord[] = [];
     for (let i = 0; i < batch.length; i++) {
-      const p = batch[i]!;
       const res = results[i]!;
-      for (const r of p.records) {
+      for (const r of batch[i]!.records) {
         if (await has(r.origin, r.seq)) {
           res.duplicates++;
           continue;
         }
         logged.set(`${r.origin}!${r.seq}`, r);
         touched.add(r.origin);
+        fresh.push(r);
         res.applied++;
         hlc.observe(r.hlc);
-        const sk = `${r.kind}!${r.key}`;
-        const current = states.get(sk) ?? (await store.getState(r.kind, r.key));
-        if (supersedes(kinds.get(r.kind)!, current, r)) states.set(sk, r);
+      }
+    }
+    if (fresh.length === 0) {
+      batch.forEach((p, i) => p.resolve(results[i]!));
+      return;
+    }
+
+    // Current winners of every key touched, in one read.
+    const keys = [...new Map(fresh.map((r) => [`${r.kind}!${r.key}`, { kind: r.kind, key: r.key }])).entries()];
+    const currents = await store.getStates(keys.map(([, v]) => v));
+    const winners = new Map<string, ReplicatedRecord | undefined>(keys.map(([k], i) => [k, currents[i]]));
+    const changed = new Map<string, ReplicatedRecord>();
+    for (const r of fresh) {
+      const sk = `${r.kind}!${r.key}`;
+      if (supersedes(kinds.get(r.kind)!, winners.get(sk), r)) {
+        winners.set(sk, r);
+        changed.set(sk, r);
       }
     }
     const vvChange: VersionVector = {};
@@ -156,10 +176,9 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       while (await has(origin, s + 1)) s++;
       if (s !== (vv[origin] ?? 0)) vvChange[origin] = s;
     }
-    if (logged.size > 0) {
-      await store.commit({ log: [...logged.values()], states: [...states.values()], vv: vvChange });
-      vv = { ...vv, ...vvChange };
-    }
+    await store.commit({ log: fresh, states: [...changed.values()], vv: vvChange });
+    vv = { ...vv, ...vvChange };
+    for (const r of fresh) if (r.seq > (maxStored.get(r.origin) ?? 0)) maxStored.set(r.origin, r.seq);
     for (let i = 0; i < batch.length; i++) {
       const res = results[i]!;
       if (res.applied) deps.metrics.recordsApplied.inc({ source: batch[i]!.source }, res.applied);
@@ -285,7 +304,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   return {
     async open() {
       vv = await store.loadVersionVector();
-      ownSeq = Math.max(vv[self.nodeAddress] ?? 0, await store.highestSeq(self.nodeAddress));
+      for (const origin of await store.origins()) maxStored.set(origin, await store.highestSeq(origin));
+      ownSeq = Math.max(vv[self.nodeAddress] ?? 0, maxStored.get(self.nodeAddress) ?? 0);
     },
     ingest,
     replicate,

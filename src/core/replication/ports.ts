@@ -101,6 +101,8 @@ export interface RecordStore {
   hasRecord(origin: string, seq: number): Promise<boolean>;
   /** Current state of (kind, key). */
   getState(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
+  /** Current states of several (kind, key) pairs, in order; one round trip. */
+  getStates(pairs: Array<{ kind: string; key: string }>): Promise<Array<ReplicatedRecord | undefined>>;
   /** Iterate current states of a kind. */
   listState(kind: string, options?: { prefix?: string; limit?: number }): AsyncIterable<ReplicatedRecord>;
   /** Log records of an origin with seq ≥ fromSeq, ascending, at most `limit`. */

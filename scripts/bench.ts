@@ -1,0 +1,88 @@
+/**
+ * `npm run bench`: measures a 5-member in-process cluster (real libp2p on loopback, real LevelDB with
+ * fsync) and prints every figure next to the loopback libp2p round trip measured in the same run, so
+ * ratios survive a noisy shared machine. A benchmark, not a test: it asserts nothing.
+ */
+import { startLocalCluster, type QuorumNode } from '../src/testing/index.ts';
+import { median, ms, percentile, runConcurrent, table } from './bench-lib.ts';
+
+const SEQUENTIAL_WRITES = Number(process.env.BENCH_SEQ ?? 500);
+const CONCURRENT_WRITES = Number(process.env.BENCH_CONC ?? 3000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const CATCHUP_RECORDS = Number(process.env.BENCH_CATCHUP ?? 10_000);
+
+const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kind: 'probe', key, body: { note: '', writtenAt: Date.now() } });
+
+async function main(): Promise<void> {
+  console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
+  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 1, mailbox: false, logLevel: 'silent' });
+  try {
+    const [writer, ...others] = cluster.members as [QuorumNode, ...QuorumNode[]];
+
+    // Loopback libp2p round trip: one ping stream per call, the same stream cost an `apply` pays.
+    for (let i = 0; i < 50; i++) await writer.pingPeer(others[i % others.length]!.nodeId);
+    const rtts: number[] = [];
+    for (let i = 0; i < 500; i++) rtts.push(await writer.pingPeer(others[i % others.length]!.nodeId));
+    const rtt = median(rtts);
+
+    // Quorum write latency, one at a time.
+    for (let i = 0; i < 50; i++) await probe(writer, `warm-${i}`);
+    const seq = await runConcurrent(SEQUENTIAL_WRITES, 1, (i) => probe(writer, `seq-${i}`));
+
+    // Throughput with concurrent writers.
+    const conc = await runConcurrent(CONCURRENT_WRITES, CONCURRENCY, (i) => probe(writer, `conc-${i}`));
+    const throughput = (CONCURRENT_WRITES / conc.wallMs) * 1000;
+
+    // Time until a record is on all 5 members (version vectors are in memory: cheap to poll).
+    const origin = writer.nodeAddress;
+    const reachAll: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const t0 = performance.now();
+      const { record } = await probe(writer, `reach-${i}`);
+      while (!cluster.members.every((m) => (m.versionVector()[origin] ?? 0) >= record.seq)) await new Promise((r) => setImmediate(r));
+      reachAll.push(performance.now() - t0);
+    }
+
+    // Catch-up: a member misses CATCHUP_RECORDS writes, then restarts on its data dir.
+    await cluster.stopMember(4);
+    await runConcurrent(CATCHUP_RECORDS, CONCURRENCY, (i) => probe(writer, `catchup-${i}`));
+    const target = writer.versionVector();
+    const tRestart = performance.now();
+    const restarted = await cluster.restartMember(4);
+    const tConnected = performance.now();
+    const caughtUp = () => Object.entries(target).every(([o, s]) => (restarted.versionVector()[o] ?? 0) >= s);
+    while (!caughtUp()) await new Promise((r) => setTimeout(r, 2));
+    const tDone = performance.now();
+
+    table('Loopback libp2p round trip (ping protocol, new stream per call)', [
+      ['p50', ms(rtt)],
+      ['p99', ms(percentile(rtts, 99))],
+    ]);
+    table(`Quorum write, sequential (${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync)`, [
+      ['p50', `${ms(median(seq.latencies))}  (${(median(seq.latencies) / rtt).toFixed(1)}× RTT)`],
+      ['p99', `${ms(percentile(seq.latencies, 99))}  (${(percentile(seq.latencies, 99) / rtt).toFixed(1)}× RTT)`],
+      ['throughput', `${((SEQUENTIAL_WRITES / seq.wallMs) * 1000).toFixed(0)} writes/s`],
+    ]);
+    table(`Quorum write, ${CONCURRENCY} concurrent writers (${CONCURRENT_WRITES} writes)`, [
+      ['throughput', `${throughput.toFixed(0)} writes/s`],
+      ['p50', `${ms(median(conc.latencies))}  (${(median(conc.latencies) / rtt).toFixed(1)}× RTT)`],
+      ['p99', `${ms(percentile(conc.latencies, 99))}`],
+    ]);
+    table('Record on all 5 members (from replicate() call)', [
+      ['p50', `${ms(median(reachAll))}  (${(median(reachAll) / rtt).toFixed(1)}× RTT)`],
+      ['p99', ms(percentile(reachAll, 99))],
+    ]);
+    table(`Catch-up of ${CATCHUP_RECORDS} records after restart`, [
+      ['restart to connected', ms(tConnected - tRestart)],
+      ['connected to caught up', `${ms(tDone - tConnected)}  (${(((tDone - tConnected) / CATCHUP_RECORDS) * 1000).toFixed(0)} µs/record, ${((tDone - tConnected) / rtt).toFixed(0)}× RTT)`],
+      ['records/s', `${(CATCHUP_RECORDS / ((tDone - tConnected) / 1000)).toFixed(0)}`],
+    ]);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,83 @@
+/**
+ * Discovery: `GET /healthz` (API.md, Discovery), `GET /readyz` and `GET /metrics`. No auth.
+ */
+import { Router } from '@koa/router';
+import { ERROR_CODES } from '../../errors/index.ts';
+import type { ChainConfig } from '../../config/schema.ts';
+import type { HealthSource } from '../../core/health/index.ts';
+import type { NodeMetrics } from '../../metrics/index.ts';
+import type { ApiRouter } from '../app.ts';
+
+/** Chain id of Web2 principals (API.md, Conventions): never an EVM chain, never advertised. */
+const WEB2_CHAIN_ID = -1;
+
+/** Options of {@link createDiscoveryRouter}. */
+export interface DiscoveryOptions {
+  /** Enabled EVM chains. */
+  chains: readonly ChainConfig[];
+}
+
+/** Dependencies of {@link createDiscoveryRouter}. */
+export interface DiscoveryDeps {
+  /** Wall clock, Unix ms (`serverTime`). */
+  clock: () => number;
+  health: HealthSource;
+  metrics: Pick<NodeMetrics, 'render' | 'contentType'>;
+}
+
+/** Routes `GET /healthz`, `GET /readyz` and `GET /metrics`. */
+export function createDiscoveryRouter(options: DiscoveryOptions, deps: DiscoveryDeps): ApiRouter {
+  const { clock, health, metrics } = deps;
+  // Config is frozen: the chain part of the answer is built once.
+  const chains = options.chains.filter((chain) => chain.chainId !== WEB2_CHAIN_ID);
+  const supportedChains = chains.map((chain) => chain.chainId);
+  const configurations = {
+    chains: chains.map(({ chainId, name, rpcUrl, secretsControllerAddress, blockTimeMs }) => ({
+      chainId,
+      name,
+      rpcUrl,
+      secretsControllerAddress,
+      blockTimeMs,
+    })),
+  };
+
+  const router: ApiRouter = new Router();
+
+  router.get('/healthz', (ctx) => {
+    const cluster = health.clusterHealth();
+    // Still 200 when degraded: clients read `status`; load balancers use /readyz.
+    ctx.body = {
+      status: cluster.status,
+      serverTime: clock(),
+      enclaveWalletAddress: health.nodeAddress,
+      supportedChains,
+      configurations,
+      clusterMap: cluster.clusterMap,
+      cluster: {
+        clusterId: cluster.clusterId,
+        size: cluster.size,
+        threshold: cluster.threshold,
+        reachable: cluster.reachable,
+        slot0Reachable: cluster.slot0Reachable,
+      },
+    };
+  });
+
+  router.get('/readyz', (ctx) => {
+    const { ready, checks } = health.readiness();
+    if (ready) {
+      ctx.body = { ready: true, checks };
+      return;
+    }
+    // Answered here rather than thrown: `checks` (booleans) is not an AppError extra.
+    ctx.status = ERROR_CODES.NOT_READY;
+    ctx.body = { error: 'Not ready', code: 'NOT_READY', checks };
+  });
+
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.contentType;
+    ctx.body = await metrics.render();
+  });
+
+  return router;
+}

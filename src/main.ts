@@ -1,0 +1,301 @@
+/**
+ * The `quorumkeep` CLI: parse arguments → load config → create node → handle signals (STYLE.md, Layout).
+ *
+ * Exit codes: 0 success (and `status`: cluster ok); 1 `status`: cluster degraded, or a failed shutdown;
+ * 2 bad usage, bad config, a failed start, or `status`: coordinator unreachable or answer malformed;
+ * 130 a second Ctrl-C during shutdown. Failures print one line, `quorumkeep: <message>`, to stderr.
+ */
+import { resolve } from 'node:path';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { z } from 'zod';
+import { ConfigError, loadConfig, loadNodeSetup, logSchema, quorumShapeProblem, redactConfig } from './config/index.ts';
+import { DEFAULT_BASE_PORT, DEFAULT_COORDINATORS, DEFAULT_HTTP_BASE_PORT, initCluster } from './node/cluster-init.ts';
+
+/** A failure the CLI reports as one line with a chosen exit code. */
+class CliError extends Error {
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode: number) {
+    super(message);
+    this.name = 'CliError';
+    this.exitCode = exitCode;
+  }
+}
+
+const EXIT_OK = 0;
+const EXIT_DEGRADED = 1;
+const EXIT_FAILURE = 2;
+const EXIT_INTERRUPTED = 130;
+const STATUS_TIMEOUT_MS = 5000;
+const LOG_LEVELS = logSchema.shape.level.unwrap().options;
+
+// The one place outside src/config that touches the environment: it is handed to the config loader whole.
+// eslint-disable-next-line no-restricted-syntax
+const env = process.env;
+
+function printLine(line: string): void {
+  process.stdout.write(line + '\n');
+}
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError('expected an integer');
+  return n;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** Options that override config keys (`start`, `config print`). */
+interface OverrideOptions {
+  config: string;
+  dataDir?: string;
+  httpPort?: string;
+  logLevel?: string;
+  set: string[];
+}
+
+function withOverrideOptions(command: Command): Command {
+  return command
+    .requiredOption('--config <file>', 'node config file (JSON)')
+    .option('--data-dir <dir>', 'override dataDir')
+    .option('--http-port <n>', 'override http.port')
+    .addOption(new Option('--log-level <level>', 'override log.level').choices(LOG_LEVELS))
+    .option('--set <path=value>', 'override any config key, e.g. --set replication.applyTimeoutMs=5000 (repeatable)', collect, []);
+}
+
+/** The flat flag map the config loader takes: dotted config path → value. Dedicated flags win over --set. */
+function overrideFlags(options: OverrideOptions): Record<string, unknown> {
+  const flags: Record<string, unknown> = {};
+  for (const pair of options.set) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`config: --set ${JSON.stringify(pair)}: expected <path>=<value>`);
+    flags[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  if (options.dataDir !== undefined) flags['dataDir'] = options.dataDir;
+  if (options.httpPort !== undefined) flags['http.port'] = options.httpPort;
+  if (options.logLevel !== undefined) flags['log.level'] = options.logLevel;
+  return flags;
+}
+
+/**
+ * Stop cleanly on SIGINT/SIGTERM and exit 0; a second signal means the operator will not wait for a
+ * clean stop, so it exits at once with 130.
+ */
+function stopOnSignals(stop: () => Promise<void>): void {
+  let stopping = false;
+  const onSignal = (): void => {
+    if (stopping) process.exit(EXIT_INTERRUPTED);
+    stopping = true;
+    stop().then(
+      () => process.exit(EXIT_OK),
+      (err: unknown) => {
+        process.stderr.write(`quorumkeep: stop failed: ${messageOf(err)}\n`);
+        process.exit(EXIT_DEGRADED);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
+async function clusterInit(options: {
+  size: number;
+  threshold: number;
+  out: string;
+  basePort: number;
+  httpBasePort: number;
+  coordinators?: number;
+  host: string;
+  clusterId?: string;
+}): Promise<void> {
+  const summary = await initCluster(options);
+  printLine(`cluster ${summary.clusterId}: ${summary.size} members, threshold ${summary.threshold}`);
+  printLine(`wrote ${summary.clusterFile}`);
+  for (const node of summary.nodes) {
+    const http = node.httpUrl ? `  http ${node.httpUrl}` : '';
+    printLine(`  ${node.id}  slot ${node.slot}  libp2p ${node.multiaddr}${http}  config ${node.configFile}`);
+  }
+  printLine(`start a node with: quorumkeep start --config ${summary.nodes[0]?.configFile ?? '<node config>'}`);
+}
+
+async function startNode(options: OverrideOptions): Promise<void> {
+  const { config, descriptor } = loadNodeSetup({ file: options.config, env, flags: overrideFlags(options) });
+  // Loaded only now: config commands and config errors must not pay for loading libp2p and LevelDB.
+  const { createNode } = await import('./node/index.ts');
+  const node = await createNode(config, { descriptor });
+  try {
+    await node.start();
+  } catch (err) {
+    await node.stop().catch(() => undefined);
+    throw err;
+  }
+  // node.start() logs the startup line itself ("node started": node id, slot, peer id, libp2p and HTTP addresses).
+  stopOnSignals(() => node.stop());
+}
+
+function printConfig(options: OverrideOptions): void {
+  const config = loadConfig({ file: options.config, env, flags: overrideFlags(options) });
+  printLine(JSON.stringify(redactConfig(config), null, 2));
+}
+
+/** The part of `GET /healthz` (API.md) that `status` shows; other fields are ignored. */
+const healthAnswerSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  cluster: z.object({
+    clusterId: z.string(),
+    size: z.number(),
+    threshold: z.number(),
+    reachable: z.number(),
+    slot0Reachable: z.boolean(),
+  }),
+  clusterMap: z.record(
+    z.string(),
+    z.object({ slot: z.number(), nodeId: z.string(), nodeAddress: z.string(), reachable: z.boolean(), self: z.boolean().optional() }),
+  ),
+});
+
+async function showStatus(options: { url: string; json?: boolean }): Promise<void> {
+  const url = `${options.url.replace(/\/+$/, '')}/healthz`;
+  let body: unknown;
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(STATUS_TIMEOUT_MS), headers: { accept: 'application/json' } });
+    if (!response.ok) throw new CliError(`status: ${url} answered HTTP ${response.status}`, EXIT_FAILURE);
+    body = await response.json();
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${STATUS_TIMEOUT_MS / 1000} s` : causeOf(err);
+    throw new CliError(`status: cannot reach ${url} (${reason})`, EXIT_FAILURE);
+  }
+  const parsed = healthAnswerSchema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CliError(`status: malformed answer from ${url} (${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'})`, EXIT_FAILURE);
+  }
+  const health = parsed.data;
+  if (options.json) {
+    printLine(JSON.stringify(body, null, 2));
+  } else {
+    const { cluster } = health;
+    printLine(`status:     ${health.status}`);
+    printLine(`cluster:    ${cluster.clusterId}`);
+    printLine(`reachable:  ${cluster.reachable}/${cluster.size} members (threshold ${cluster.threshold})`);
+    printLine(`slot 0:     ${cluster.slot0Reachable ? 'reachable' : 'UNREACHABLE (creates fail)'}`);
+    const members = Object.values(health.clusterMap).sort((a, b) => a.slot - b.slot);
+    const idWidth = Math.max(...members.map((m) => m.nodeId.length), 0);
+    for (const m of members) {
+      const mark = m.self ? '  (answering)' : '';
+      printLine(`  slot ${String(m.slot).padStart(2)}  ${m.nodeId.padEnd(idWidth)}  ${m.nodeAddress}  ${m.reachable ? 'reachable' : 'UNREACHABLE'}${mark}`);
+    }
+  }
+  process.exitCode = health.status === 'ok' ? EXIT_OK : EXIT_DEGRADED;
+}
+
+async function runLocal(options: {
+  dir: string;
+  size: number;
+  threshold: number;
+  coordinators?: number;
+  basePort: number;
+  httpBasePort: number;
+  logLevel: string;
+}): Promise<void> {
+  const shape = quorumShapeProblem(options.size, options.threshold);
+  if (shape) throw new ConfigError(`local: ${shape.key}: ${shape.problem}`, shape.key);
+  // Loaded only now, like in `start`: the other commands do not need libp2p and LevelDB.
+  const { runLocalCluster } = await import('./node/local.ts');
+  const coordinators = options.coordinators ?? Math.min(DEFAULT_COORDINATORS, options.size);
+  const cluster = await runLocalCluster({ ...options, coordinators, dir: resolve(options.dir) });
+  stopOnSignals(() => cluster.stop());
+  for (const url of cluster.coordinators) printLine(`coordinator ${url}`);
+  printLine(`local cluster of ${options.size} (threshold ${options.threshold}) under ${resolve(options.dir)}; press Ctrl-C to stop`);
+}
+
+function buildProgram(): Command {
+  const program = new Command('quorumkeep')
+    .description('Distributed secret-management daemon: threshold-held secrets replicated over libp2p, served over HTTP.')
+    // Settings are inherited by the subcommands defined below: usage errors throw instead of exiting,
+    // and read `quorumkeep: …` like every other failure.
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(`quorumkeep: ${text.replace(/^error: /, '').trimEnd()} (see --help)\n`) });
+
+  const cluster = program.command('cluster').description('create cluster files');
+  cluster
+    .command('init')
+    .description('generate keys, node configs and the cluster file for a local cluster')
+    .requiredOption('--size <n>', 'number of member slots (1-64)', integer)
+    .requiredOption('--threshold <t>', 'members needed for a quorum (> size/2, <= size)', integer)
+    .requiredOption('--out <dir>', 'output folder (must not hold a cluster yet)')
+    .option('--base-port <n>', 'libp2p port of node 0 (node i: base + i)', integer, DEFAULT_BASE_PORT)
+    .option('--http-base-port <n>', 'HTTP port of coordinator 0 (coordinator i: base + i)', integer, DEFAULT_HTTP_BASE_PORT)
+    .option('--coordinators <n>', `members from slot 0 up that serve HTTP (default: ${DEFAULT_COORDINATORS}, or size when smaller)`, integer)
+    .option('--host <host>', 'address every node listens on', '127.0.0.1')
+    .option('--cluster-id <id>', 'cluster id (default: qk- and 8 random hex digits)')
+    .action(clusterInit);
+
+  withOverrideOptions(program.command('start').description('start one node from its config file')).action(startNode);
+
+  const config = program.command('config').description('inspect node configuration');
+  withOverrideOptions(config.command('print').description('print the effective config (defaults ← file ← env ← flags), secrets redacted')).action(
+    printConfig,
+  );
+
+  program
+    .command('status')
+    .description('show cluster health as a coordinator sees it (exit 0 ok, 1 degraded, 2 unreachable)')
+    .requiredOption('--url <url>', 'coordinator base URL, e.g. http://127.0.0.1:3010')
+    .option('--json', 'print the raw /healthz answer')
+    .action(showStatus);
+
+  program
+    .command('local')
+    .description('run a whole local cluster in this process (Ctrl-C stops it)')
+    .option('--dir <dir>', 'data folder', './data')
+    .option('--size <n>', 'member slots', integer, 5)
+    .option('--threshold <t>', 'quorum size', integer, 3)
+    .option('--coordinators <n>', `members serving HTTP (default: ${DEFAULT_COORDINATORS}, or size when smaller)`, integer)
+    .option('--base-port <n>', 'libp2p port of node 0', integer, DEFAULT_BASE_PORT)
+    .option('--http-base-port <n>', 'HTTP port of coordinator 0', integer, DEFAULT_HTTP_BASE_PORT)
+    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
+    .action(runLocal);
+
+  return program;
+}
+
+function messageOf(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\s*[\r\n]+\s*/g, ' ');
+}
+
+/** The innermost cause's code or message: fetch reports `fetch failed` with the reason (ECONNREFUSED…) as its cause. */
+function causeOf(err: unknown): string {
+  let current = err;
+  while (current instanceof Error && current.cause !== undefined) current = current.cause;
+  return (current as NodeJS.ErrnoException | undefined)?.code ?? messageOf(current);
+}
+
+/** An unexpected error's message followed by its causes' (e.g. LevelDB's "Database failed to open" says why only in its cause). */
+function withCauses(err: unknown): string {
+  const messages: string[] = [];
+  for (let current = err; current !== undefined && messages.length < 4; current = current instanceof Error ? current.cause : undefined) {
+    const message = messageOf(current);
+    if (!messages.includes(message)) messages.push(message);
+  }
+  return messages.join(': ');
+}
+
+/** Run the CLI; resolves with the exit code for one-shot commands (long-running ones keep the process alive). */
+async function main(argv: string[]): Promise<number | undefined> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return undefined;
+  } catch (err) {
+    // Commander has already printed its own message (or the help) before throwing.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT_OK : EXIT_FAILURE;
+    process.stderr.write(`quorumkeep: ${err instanceof ConfigError || err instanceof CliError ? err.message : withCauses(err)}\n`);
+    return err instanceof CliError ? err.exitCode : EXIT_FAILURE;
+  }
+}
+
+const code = await main(process.argv);
+if (code !== undefined) process.exitCode = code;

@@ -1,0 +1,94 @@
+/**
+ * Discovery endpoints (API.md, Discovery): GET /healthz, /readyz, /metrics.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { NODE_ADDRESS, healthyCluster, startTestServer, type TestServer } from './helpers.ts';
+import type { HttpAppOptions } from '../../../src/http/index.ts';
+import { DEFAULT_CHAINS } from '../../../src/config/schema.ts';
+
+const servers: TestServer[] = [];
+async function start(overrides?: Partial<HttpAppOptions>): Promise<TestServer> {
+  const server = await startTestServer(overrides);
+  servers.push(server);
+  return server;
+}
+afterEach(async () => {
+  for (let s = servers.pop(); s; s = servers.pop()) await s.server.close();
+});
+
+describe('GET /healthz', () => {
+  it('reports the node, its chains and the cluster', async () => {
+    const { url } = await start();
+    const res = await fetch(`${url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = (await res.json()) as Record<string, unknown>;
+    const cluster = healthyCluster();
+    expect(body).toEqual({
+      status: 'ok',
+      serverTime: expect.any(Number),
+      enclaveWalletAddress: NODE_ADDRESS,
+      supportedChains: [8453],
+      configurations: {
+        chains: [{ chainId: 8453, name: 'Base', rpcUrl: 'https://mainnet.base.org', secretsControllerAddress: DEFAULT_CHAINS[0]?.secretsControllerAddress, blockTimeMs: 2000 }],
+      },
+      clusterMap: cluster.clusterMap,
+      cluster: { clusterId: 'test-cluster', size: 3, threshold: 2, reachable: 3, slot0Reachable: true },
+    });
+    expect(body).not.toHaveProperty('ipfsGatewayUrl');
+  });
+
+  it('takes serverTime fresh per request', async () => {
+    const { url } = await start();
+    const first = (await (await fetch(`${url}/healthz`)).json()) as { serverTime: number };
+    const second = (await (await fetch(`${url}/healthz`)).json()) as { serverTime: number };
+    expect(second.serverTime).toBeGreaterThan(first.serverTime);
+  });
+
+  it('still answers 200 when degraded', async () => {
+    const app = await start();
+    app.health.cluster = { ...healthyCluster(), reachable: 1, slot0Reachable: false, status: 'degraded' };
+    const res = await fetch(`${app.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: 'degraded', cluster: { reachable: 1, threshold: 2, slot0Reachable: false } });
+  });
+
+  it('lists every configured EVM chain but never the Web2 chain -1', async () => {
+    const base = DEFAULT_CHAINS[0];
+    if (!base) throw new Error('schema has no default chain');
+    const web2 = { ...base, chainId: -1, name: 'web2' };
+    const sepolia = { ...base, chainId: 84532, name: 'Base Sepolia', rpcUrl: 'https://sepolia.base.org' };
+    const { url } = await start({ chains: [base, web2, sepolia] });
+    const body = (await (await fetch(`${url}/healthz`)).json()) as { supportedChains: number[]; configurations: { chains: Array<{ chainId: number }> } };
+    expect(body.supportedChains).toEqual([8453, 84532]);
+    expect(body.configurations.chains.map((c) => c.chainId)).toEqual([8453, 84532]);
+  });
+});
+
+describe('GET /readyz', () => {
+  it('answers 200 with the checks when ready', async () => {
+    const { url } = await start();
+    const res = await fetch(`${url}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true } });
+  });
+
+  it('answers 503 NOT_READY with the checks when not ready', async () => {
+    const app = await start();
+    const checks = { started: true, quorumReachable: false, caughtUp: false };
+    app.health.ready = { ready: false, checks };
+    const res = await fetch(`${app.url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: 'Not ready', code: 'NOT_READY', checks });
+  });
+});
+
+describe('GET /metrics', () => {
+  it('renders the registry in Prometheus text format', async () => {
+    const { url } = await start();
+    const res = await fetch(`${url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await res.text()).toContain('# HELP quorumkeep_http_request_duration_seconds');
+  });
+});

@@ -1,0 +1,181 @@
+/**
+ * Test fixtures for the HTTP app: the real app bound on 127.0.0.1:0 with stub core services
+ * injected through deps, a capturing logger and a fresh metrics registry.
+ */
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { createHttpApp, listenHttp, type HttpAppOptions, type HttpServerHandle } from '../../../src/http/index.ts';
+import { createLogger } from '../../../src/log/index.ts';
+import { createMetrics, type NodeMetrics } from '../../../src/metrics/index.ts';
+import { DEFAULT_CHAINS } from '../../../src/config/schema.ts';
+import type { ClusterHealth, HealthSource, Readiness } from '../../../src/core/health/index.ts';
+import type { ProbeService } from '../../../src/core/probe/index.ts';
+import type { ReplicatedRecord } from '../../../src/core/replication/record.ts';
+import type { WriteReport } from '../../../src/core/replication/ports.ts';
+
+export const NODE_ADDRESS = '0x1111111111111111111111111111111111111111';
+export const ADMIN_TOKEN = 'admin-token-s3cret';
+
+/** A healthy 3-of-2 cluster as seen from slot 0. */
+export function healthyCluster(): ClusterHealth {
+  const entry = (slot: number, reachable: boolean) => ({
+    slot,
+    nodeId: `node-${slot}`,
+    nodeAddress: `0x${String(slot).repeat(40)}`,
+    peerId: `12D3KooPeer${slot}`,
+    reachable,
+    self: slot === 0,
+  });
+  return {
+    clusterId: 'test-cluster',
+    size: 3,
+    threshold: 2,
+    reachable: 3,
+    slot0Reachable: true,
+    status: 'ok',
+    clusterMap: { '0': entry(0, true), '1': entry(1, true), '2': entry(2, true) },
+  };
+}
+
+/** A HealthSource whose answers a test can change. */
+export interface StubHealth extends HealthSource {
+  cluster: ClusterHealth;
+  ready: Readiness;
+  /** When set, clusterHealth() throws it (a bug in a core service). */
+  failure: Error | undefined;
+}
+
+export function stubHealth(): StubHealth {
+  return {
+    nodeAddress: NODE_ADDRESS,
+    cluster: healthyCluster(),
+    ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true } },
+    failure: undefined,
+    clusterHealth() {
+      if (this.failure) throw this.failure;
+      return this.cluster;
+    },
+    readiness() {
+      return this.ready;
+    },
+  };
+}
+
+/** A ProbeService over a map; `writeError` makes write() reject. */
+export interface StubProbe extends ProbeService {
+  records: Map<string, ReplicatedRecord>;
+  writes: Array<{ key: string; note: string }>;
+  writeError: Error | undefined;
+}
+
+export function stubProbe(): StubProbe {
+  let seq = 0;
+  return {
+    records: new Map(),
+    writes: [],
+    writeError: undefined,
+    async write(key, note): Promise<WriteReport> {
+      this.writes.push({ key, note });
+      if (this.writeError) throw this.writeError;
+      seq += 1;
+      const record: ReplicatedRecord = {
+        kind: 'probe',
+        key,
+        origin: NODE_ADDRESS,
+        seq,
+        hlc: [1_700_000_000_000, 0],
+        body: { note, writtenAt: 1_700_000_000_000 },
+        sig: '0x00',
+      };
+      this.records.set(key, record);
+      return {
+        record,
+        acked: [NODE_ADDRESS, '0x2222222222222222222222222222222222222222'],
+        failed: [{ nodeAddress: '0x3333333333333333333333333333333333333333', slot: 2, error: 'timeout' }],
+      };
+    },
+    async read(key) {
+      return this.records.get(key);
+    },
+  };
+}
+
+/** A running app plus everything a test inspects. */
+export interface TestServer {
+  url: string;
+  health: StubHealth;
+  probe: StubProbe;
+  metrics: NodeMetrics;
+  /** Every log line written so far, raw. */
+  logText(): string;
+  /** Every log line written so far, parsed. */
+  logLines(): Array<Record<string, unknown>>;
+  server: HttpServerHandle;
+}
+
+/** Start the real app on 127.0.0.1:0. Close it with `server.close()` (see {@link useServers}). */
+export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): Promise<TestServer> {
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+  const metrics = createMetrics({ processMetrics: false });
+  const health = stubHealth();
+  const probe = stubProbe();
+  // Ticks on every call, so two requests see two different serverTimes.
+  let now = 1_700_000_000_000;
+  const clock = () => (now += 1);
+  const app = createHttpApp(
+    { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
+    { logger, metrics, clock, health, probe },
+  );
+  const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 });
+  return {
+    url: server.url,
+    health,
+    probe,
+    metrics,
+    logText: () => lines.join(''),
+    logLines: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+    server,
+  };
+}
+
+/** Poll until `condition` holds (no fixed sleeps); fails after `timeoutMs`. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('waitFor: condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A raw HTTP exchange (for what fetch cannot do: partial bodies, lying Content-Length). */
+export interface RawResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * Send `chunks` one by one without ending the request unless `end` is set, and resolve with the
+ * response as soon as it is complete — so a test can show the server answered before the upload did.
+ */
+export function rawRequest(
+  url: string,
+  options: { method: string; path: string; headers: Record<string, string>; chunks: string[]; end: boolean },
+): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(new URL(options.path, url), { method: options.method, headers: options.headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        req.destroy();
+      });
+    });
+    // A reset after the response arrived (the server closed while we were still sending) is
+    // expected and ignored: the promise is already settled. Before it, it fails the test.
+    req.on('error', reject);
+    for (const chunk of options.chunks) req.write(chunk);
+    if (options.end) req.end();
+  });
+}
