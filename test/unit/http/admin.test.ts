@@ -1,20 +1,11 @@
 /**
  * Operator endpoints: bearer auth, POST /admin/probe, GET /admin/probe/:key, and 404 when disabled.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, NODE_ADDRESS, startTestServer, type TestServer } from './helpers.ts';
-import type { HttpAppOptions } from '../../../src/http/index.ts';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, NODE_ADDRESS, useTestServers } from './helpers.ts';
 import { QuorumError } from '../../../src/errors/index.ts';
 
-const servers: TestServer[] = [];
-async function start(overrides?: Partial<HttpAppOptions>): Promise<TestServer> {
-  const server = await startTestServer(overrides);
-  servers.push(server);
-  return server;
-}
-afterEach(async () => {
-  for (let s = servers.pop(); s; s = servers.pop()) await s.server.close();
-});
+const start = useTestServers();
 
 const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 const writeProbe = (url: string, body: unknown, headers: Record<string, string> = auth) =>

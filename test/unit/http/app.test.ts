@@ -2,19 +2,10 @@
  * The app's conventions (API.md, Conventions): JSON errors, request ids, access log, metrics,
  * security headers, CORS and the JSON body parser — driven through a bound port with fetch.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, rawRequest, startTestServer, waitFor, type TestServer } from './helpers.ts';
-import type { HttpAppOptions } from '../../../src/http/index.ts';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, rawRequest, useTestServers, waitFor } from './helpers.ts';
 
-const servers: TestServer[] = [];
-async function start(overrides?: Partial<HttpAppOptions>): Promise<TestServer> {
-  const server = await startTestServer(overrides);
-  servers.push(server);
-  return server;
-}
-afterEach(async () => {
-  for (let s = servers.pop(); s; s = servers.pop()) await s.server.close();
-});
+const start = useTestServers();
 
 const adminHeaders = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 const jsonHeaders = { ...adminHeaders, 'Content-Type': 'application/json' };

@@ -1,20 +1,11 @@
 /**
  * Discovery endpoints (API.md, Discovery): GET /healthz, /readyz, /metrics.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { NODE_ADDRESS, healthyCluster, startTestServer, type TestServer } from './helpers.ts';
-import type { HttpAppOptions } from '../../../src/http/index.ts';
+import { describe, expect, it } from 'vitest';
+import { NODE_ADDRESS, healthyCluster, useTestServers } from './helpers.ts';
 import { DEFAULT_CHAINS } from '../../../src/config/schema.ts';
 
-const servers: TestServer[] = [];
-async function start(overrides?: Partial<HttpAppOptions>): Promise<TestServer> {
-  const server = await startTestServer(overrides);
-  servers.push(server);
-  return server;
-}
-afterEach(async () => {
-  for (let s = servers.pop(); s; s = servers.pop()) await s.server.close();
-});
+const start = useTestServers();
 
 describe('GET /healthz', () => {
   it('reports the node, its chains and the cluster', async () => {

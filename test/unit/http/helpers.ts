@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 /**
  * Test fixtures for the HTTP app: the real app bound on 127.0.0.1:0 with stub core services
  * injected through deps, a capturing logger and a fresh metrics registry.
@@ -139,6 +140,21 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
 }
 
 /** Poll until `condition` holds (no fixed sleeps); fails after `timeoutMs`. */
+/**
+ * Register an afterEach that closes every server this returns' `start` opened; call once per test file.
+ */
+export function useTestServers(): (overrides?: Partial<HttpAppOptions>) => Promise<TestServer> {
+  const servers: TestServer[] = [];
+  afterEach(async () => {
+    for (let s = servers.pop(); s; s = servers.pop()) await s.server.close();
+  });
+  return async (overrides) => {
+    const server = await startTestServer(overrides);
+    servers.push(server);
+    return server;
+  };
+}
+
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 2000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

@@ -40,33 +40,40 @@ function makeCluster(n: number) {
   return { keys, descriptor };
 }
 
-async function makeEngine(opts: { selfIndex?: number; reachable?: number; transport?: PeerTransport } = {}) {
-  const { keys, descriptor } = makeCluster(5);
-  const selfIndex = opts.selfIndex ?? 0;
-  const dir = await tempDir(stack);
-  const store = await openStore({ location: dir });
-  stack.push(() => store.close());
-  const transport: PeerTransport = opts.transport ?? { sendApply: async () => undefined, publish: async () => undefined };
-  const engine = createReplicationEngine(
+/** An engine over a real store, node `selfIndex` of the cluster, with stub membership and transport. */
+function engineOn(store: Awaited<ReturnType<typeof openStore>>, cluster: ReturnType<typeof makeCluster>, selfIndex: number, opts: { reachable?: number; transport?: PeerTransport } = {}) {
+  return createReplicationEngine(
     { applyTimeoutMs: 500 },
     {
       store: store.records,
       kinds: createKindRegistry([noteKind, flagKind]),
       membership: {
-        descriptor,
-        self: descriptor.nodes[selfIndex]!,
+        descriptor: cluster.descriptor,
+        self: cluster.descriptor.nodes[selfIndex]!,
         isReachable: (slot) => slot < (opts.reachable ?? 5),
         reachableCount: () => opts.reachable ?? 5,
       },
-      transport: () => transport,
-      signingKey: keys[selfIndex]!,
+      transport: () => opts.transport ?? { sendApply: async () => undefined, publish: async () => undefined },
+      signingKey: cluster.keys[selfIndex]!,
       clock: Date.now,
       logger: createLogger({ level: 'silent' }),
       metrics: createMetrics({ processMetrics: false }),
     },
   );
+}
+
+async function openTempStore() {
+  const store = await openStore({ location: await tempDir(stack) });
+  stack.push(() => store.close());
+  return store;
+}
+
+async function makeEngine(opts: { selfIndex?: number; reachable?: number; transport?: PeerTransport } = {}) {
+  const cluster = makeCluster(5);
+  const store = await openTempStore();
+  const engine = engineOn(store, cluster, opts.selfIndex ?? 0, opts);
   await engine.open();
-  return { engine, keys, descriptor, store };
+  return { engine, keys: cluster.keys, descriptor: cluster.descriptor, store, cluster };
 }
 
 function rec(descriptor: ClusterDescriptor, key: Uint8Array, origin: number, seq: number, body: unknown, opts: { kind?: string; k?: string; hlc?: [number, number] } = {}): ReplicatedRecord {
@@ -126,22 +133,8 @@ describe('replication engine: idempotent, order-independent apply', () => {
       }
     }
     const applyAll = async (order: ReplicatedRecord[], chunk: number) => {
-      const dir = await tempDir(stack);
-      const store = await openStore({ location: dir });
-      stack.push(() => store.close());
-      const engine = createReplicationEngine(
-        { applyTimeoutMs: 100 },
-        {
-          store: store.records,
-          kinds: createKindRegistry([noteKind, flagKind]),
-          membership: { descriptor, self: descriptor.nodes[4]!, isReachable: () => true, reachableCount: () => 5 },
-          transport: () => ({ sendApply: async () => undefined, publish: async () => undefined }),
-          signingKey: keys[4]!,
-          clock: Date.now,
-          logger: createLogger({ level: 'silent' }),
-          metrics: createMetrics({ processMetrics: false }),
-        },
-      );
+      const store = await openTempStore();
+      const engine = engineOn(store, { keys, descriptor }, 4);
       await engine.open();
       for (let i = 0; i < order.length; i += chunk) await engine.ingest(order.slice(i, i + chunk), 'gossip');
       const state: Record<string, unknown> = {};
@@ -226,22 +219,10 @@ describe('replication engine: quorum writes', () => {
   });
 
   it('numbers its own records contiguously across restarts', async () => {
-    const { engine, store, descriptor, keys } = await makeEngine();
+    const { engine, store, descriptor, cluster } = await makeEngine();
     for (let i = 0; i < 3; i++) await engine.replicate({ kind: 'note', key: `k${i}`, body: { v: i } });
     // A second engine over the same store is what a restarted node builds.
-    const restarted = createReplicationEngine(
-      { applyTimeoutMs: 500 },
-      {
-        store: store.records,
-        kinds: createKindRegistry([noteKind, flagKind]),
-        membership: { descriptor, self: descriptor.nodes[0]!, isReachable: () => true, reachableCount: () => 5 },
-        transport: () => ({ sendApply: async () => undefined, publish: async () => undefined }),
-        signingKey: keys[0]!,
-        clock: Date.now,
-        logger: createLogger({ level: 'silent' }),
-        metrics: createMetrics({ processMetrics: false }),
-      },
-    );
+    const restarted = engineOn(store, cluster, 0);
     await restarted.open();
     expect((await restarted.replicate({ kind: 'note', key: 'x', body: { v: 9 } })).record.seq).toBe(4);
     expect(await store.records.countLog()).toBe(4);
