@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     while (!caughtUp()) await new Promise((r) => setTimeout(r, 2));
     const tDone = performance.now();
 
-    table('Loopback libp2p round trip (ping protocol, new stream per call)', [
+    table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [
       ['p50', ms(rtt)],
       ['p99', ms(percentile(rtts, 99))],
     ]);

@@ -15,7 +15,7 @@ import { fromHex } from '../../crypto/index.ts';
 import type { KindRegistry } from './kinds.ts';
 import { supersedes } from './kinds.ts';
 import { signRecord, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
-import type { ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, Replicator, StateReader, VersionVector, WriteIntent, WriteReport } from './ports.ts';
+import type { ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, VersionVector, WriteIntent, WriteReport } from './ports.ts';
 import { membersOf } from './ports.ts';
 
 /** Where an incoming record came from (a metrics label). */
@@ -57,6 +57,8 @@ export interface ReplicationEngineDeps {
   clock: () => number;
   logger: Logger;
   metrics: NodeMetrics;
+  /** Called after newly stored records are durable (never for duplicates); errors are logged. */
+  onApplied?: (records: ReplicatedRecord[], source: RecordSource) => void;
 }
 
 /** The engine's surface for the node and the cluster module. */
@@ -124,6 +126,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
     if (!verifyRecordSignature(clusterId, record, node.publicKey)) return refuse('bad signature');
     if (!kind.body.safeParse(record.body).success) return refuse('bad body');
+    const semantic = kind.validate?.(record.body, record.key);
+    if (semantic) return refuse(semantic);
     return { record };
   }
 
@@ -184,6 +188,13 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       if (res.applied) deps.metrics.recordsApplied.inc({ source: batch[i]!.source }, res.applied);
       batch[i]!.resolve(res);
     }
+    if (deps.onApplied) {
+      try {
+        deps.onApplied(fresh, batch[0]!.source);
+      } catch (err) {
+        log.error({ err }, 'onApplied hook failed');
+      }
+    }
   }
 
   function kick(): void {
@@ -233,28 +244,49 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     return { ...res, rejected };
   }
 
-  async function replicate(intent: WriteIntent, opts: { signal?: AbortSignal } = {}): Promise<WriteReport> {
+  async function replicate(intent: WriteIntent, opts: ReplicateOptions = {}): Promise<WriteReport> {
     const startedAt = performance.now();
+    const requireQuorum = opts.requireQuorum ?? true;
     const kind = kinds.get(intent.kind);
     if (!kind) throw new Error(`unknown record kind ${intent.kind}`);
     const reachable = membership.reachableCount();
-    if (reachable < threshold) {
+    if (requireQuorum && reachable < threshold) {
       deps.metrics.replicationDuration.observe({ kind: intent.kind, outcome: 'quorum_failed' }, (performance.now() - startedAt) / 1000);
       const failed = otherMembers.filter((m) => !membership.isReachable(m.slot)).map((m) => ({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'unreachable' }));
       throw new QuorumError(`Cluster membership failure: ${reachable} of ${descriptor.size} members reachable, ${threshold} needed`, [], failed);
     }
     const parsed = kind.body.safeParse(intent.body);
     if (!parsed.success) throw new Error(`invalid ${intent.kind} body: ${parsed.error.message}`);
+    const semantic = kind.validate?.(intent.body, intent.key);
+    if (semantic) throw new Error(`invalid ${intent.kind} record: ${semantic}`);
     const record = signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey);
 
     await enqueue([record], 'local');
-    const acked: string[] = selfIsMember ? [self.nodeAddress] : [];
+    const { acked, failed } = await sendToMembers(record, otherMembers, selfIsMember, opts.signal);
+
+    // Gossip reaches the members that missed the direct send and every gateway; when every member
+    // acked directly and there are no gateways it would only repeat what everyone already stored.
+    if (failed.length > 0 || descriptor.nodes.length > descriptor.size) {
+      deps.transport().publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
+    }
+    const ok = acked.length >= threshold;
+    deps.metrics.replicationDuration.observe({ kind: intent.kind, outcome: ok ? 'ok' : 'quorum_failed' }, (performance.now() - startedAt) / 1000);
+    if (!ok) {
+      log.warn({ kind: intent.kind, acked: acked.length, failed: failed.length }, 'quorum write failed');
+      if (requireQuorum) throw new QuorumError(`Cluster membership failure: ${acked.length} of ${descriptor.size} members acknowledged, ${threshold} needed`, acked, failed);
+    }
+    return { record, acked, failed };
+  }
+
+  /** Apply `record` on `targets` with the deadline; collect who acked and who failed, and why. */
+  async function sendToMembers(record: ReplicatedRecord, targets: Array<ClusterNodeEntry & { slot: number }>, includeSelf: boolean, signal?: AbortSignal): Promise<{ acked: string[]; failed: MemberFailure[] }> {
+    const acked: string[] = includeSelf ? [self.nodeAddress] : [];
     const failed: MemberFailure[] = [];
     const transport = deps.transport();
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error('timeout')), options.applyTimeoutMs);
-    const onAbort = () => controller.abort(opts.signal?.reason);
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       await new Promise<void>((resolve) => {
         let settled = 0;
@@ -263,8 +295,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
           if (graceTimer) clearTimeout(graceTimer);
           resolve();
         };
-        if (otherMembers.length === 0) return done();
-        for (const m of otherMembers) {
+        if (targets.length === 0) return done();
+        for (const m of targets) {
           const send = membership.isReachable(m.slot)
             ? transport.sendApply(m.slot, [record], { signal: controller.signal })
             : Promise.reject(new Error('unreachable'));
@@ -273,32 +305,20 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
             (err: unknown) => failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: failureReason(err, controller.signal) }),
           ).finally(() => {
             settled++;
-            if (settled === otherMembers.length) done();
+            if (settled === targets.length) done();
             else if (acked.length >= threshold && !graceTimer) graceTimer = setTimeout(done, graceMs);
           });
         }
       });
     } finally {
       clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onAbort);
     }
     // Members whose ack had not arrived when we stopped waiting.
     const answered = new Set([...acked, ...failed.map((f) => f.nodeAddress)]);
-    for (const m of otherMembers) if (!answered.has(m.nodeAddress)) failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'no ack within the quorum grace period' });
+    for (const m of targets) if (!answered.has(m.nodeAddress)) failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'no ack within the quorum grace period' });
     for (const f of failed) deps.metrics.replicationFailures.inc({ reason: f.error.split(':')[0]!.replace(/\s+/g, '_') });
-
-    // Gossip reaches the members that missed the direct send and every gateway; when every member
-    // acked directly and there are no gateways it would only repeat what everyone already stored.
-    if (failed.length > 0 || descriptor.nodes.length > descriptor.size) {
-      transport.publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
-    }
-    const ok = acked.length >= threshold;
-    deps.metrics.replicationDuration.observe({ kind: intent.kind, outcome: ok ? 'ok' : 'quorum_failed' }, (performance.now() - startedAt) / 1000);
-    if (!ok) {
-      log.warn({ kind: intent.kind, acked: acked.length, failed: failed.length }, 'quorum write failed');
-      throw new QuorumError(`Cluster membership failure: ${acked.length} of ${descriptor.size} members acknowledged, ${threshold} needed`, acked, failed);
-    }
-    return { record, acked, failed };
+    return { acked, failed };
   }
 
   return {
@@ -309,6 +329,11 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     },
     ingest,
     replicate,
+    async resend(record, slots) {
+      const targets = otherMembers.filter((m) => slots.includes(m.slot));
+      const { acked, failed } = await sendToMembers(record, targets, false);
+      return { record, acked, failed };
+    },
     versionVector: () => ({ ...vv }),
     get: (kind, key) => store.getState(kind, key),
     list: (kind, o) => store.listState(kind, o),

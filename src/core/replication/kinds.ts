@@ -2,8 +2,9 @@
  * Record kinds: each capability registers the kinds it owns with a body schema and its merge rule.
  *
  * Merge rule (a join-semilattice, so any order of delivery converges): for one (kind, key) the winner
- * is the maximum of `(absorbed, hlc, origin)`. An absorbing state (a consumed permit, a deleted
- * principal) therefore beats every non-absorbing one whatever its clock, and stays.
+ * is the maximum of `(rank, hlc, origin, seq)`. A state of higher rank (a verified account over an
+ * unverified one; a deleted principal or a consumed permit over everything) therefore beats every
+ * lower-ranked one whatever its clock, and the top rank is absorbing.
  */
 import type { ZodType } from 'zod';
 import type { Json } from './canonical-json.ts';
@@ -17,8 +18,13 @@ export interface RecordKindDefinition<B extends Json = Json> {
   body: ZodType<B>;
   /** Key format check. @default any non-empty string up to 512 chars */
   key?(key: string): boolean;
-  /** True when this body is an absorbing state for its key. @default never */
-  absorbing?(body: B): boolean;
+  /** Rank of a body in the merge order; higher ranks win regardless of clocks. @default 0 */
+  rank?(body: B): number;
+  /**
+   * Semantic check every node runs itself before storing (e.g. an Ed25519 signature inside the
+   * body); returns a refusal reason, or undefined when valid. @default always valid
+   */
+  validate?(body: B, key: string): string | undefined;
 }
 
 /** A set of kinds known to a node. */
@@ -39,13 +45,13 @@ export function createKindRegistry(definitions: RecordKindDefinition<Json>[]): K
 
 /**
  * True when `incoming` should replace `current` as the state of their key.
- * Total order: (absorbed, hlc, origin, seq).
+ * Total order: (rank, hlc, origin, seq).
  */
 export function supersedes(kind: RecordKindDefinition, current: ReplicatedRecord | undefined, incoming: ReplicatedRecord): boolean {
   if (!current) return true;
-  const ca = kind.absorbing?.(current.body) ? 1 : 0;
-  const ia = kind.absorbing?.(incoming.body) ? 1 : 0;
-  if (ca !== ia) return ia > ca;
+  const cr = kind.rank?.(current.body) ?? 0;
+  const ir = kind.rank?.(incoming.body) ?? 0;
+  if (cr !== ir) return ir > cr;
   const h = compareHlc(incoming.hlc, current.hlc);
   if (h !== 0) return h > 0;
   if (incoming.origin !== current.origin) return incoming.origin > current.origin;

@@ -71,7 +71,22 @@ export interface Replicator {
    * Sign, persist locally, send to every member with a deadline, then gossip.
    * Resolves at ≥ threshold acks; rejects with a QuorumError (503) otherwise.
    */
-  replicate(intent: WriteIntent, options?: { signal?: AbortSignal }): Promise<WriteReport>;
+  replicate(intent: WriteIntent, options?: ReplicateOptions): Promise<WriteReport>;
+  /**
+   * Send an existing record again to the given member slots only (e.g. retrying members that failed
+   * a registration); reports which acked. Never throws for missing acks.
+   */
+  resend(record: ReplicatedRecord, slots: number[]): Promise<WriteReport>;
+}
+
+/** Options of {@link Replicator.replicate}. */
+export interface ReplicateOptions {
+  signal?: AbortSignal;
+  /**
+   * When false, the write is attempted whatever the membership and the report returned even below
+   * threshold (callers that report partial propagation, like key registration). @default true
+   */
+  requireQuorum?: boolean;
 }
 
 /** Read access to the local replica's current state. */

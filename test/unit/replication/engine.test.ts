@@ -19,7 +19,7 @@ const noteKind: RecordKindDefinition<{ v: number }> = { name: 'note', body: z.st
 const flagKind: RecordKindDefinition<{ state: 'open' | 'closed' }> = {
   name: 'flag',
   body: z.strictObject({ state: z.enum(['open', 'closed']) }),
-  absorbing: (b) => b.state === 'closed',
+  rank: (b) => (b.state === 'closed' ? 1 : 0),
 };
 
 function makeCluster(n: number) {
