@@ -88,6 +88,15 @@ export const adminSchema = z.strictObject({
   token: z.string().default(''),
 });
 
+export const accountsSchema = z.strictObject({
+  /** OTP lifetime, ms (API.md: 10 minutes). @default 600000 */
+  otpTtlMs: z.number().int().positive().default(600_000),
+  /** Cooldown between OTP mails to one email, shared by resend-otp and forgot-password, ms. @default 60000 */
+  mailCooldownMs: z.number().int().nonnegative().default(60_000),
+  /** argon2id hashes (passwords, OTPs) running at once; more queue. @default 2 */
+  maxConcurrentHashes: z.number().int().positive().max(64).default(2),
+});
+
 /** The whole node configuration. */
 export const nodeConfigSchema = z.strictObject({
   /** Path of the cluster file (relative paths resolve against the config file's folder). */
@@ -105,6 +114,7 @@ export const nodeConfigSchema = z.strictObject({
   mail: mailSchema.default(mailSchema.parse({})),
   log: logSchema.default(logSchema.parse({})),
   admin: adminSchema.default(adminSchema.parse({})),
+  accounts: accountsSchema.default(accountsSchema.parse({})),
   /** Enabled EVM chains. @default Base (8453) */
   chains: z.array(chainSchema).default(DEFAULT_CHAINS),
 });

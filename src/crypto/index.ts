@@ -2,3 +2,6 @@
 export * from './bytes.ts';
 export * from './hash.ts';
 export * from './secp256k1.ts';
+export * from './password.ts';
+export * from './otp.ts';
+export * from './ed25519.ts';

@@ -22,10 +22,12 @@ import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { HealthSource } from '../core/health/index.ts';
 import type { ProbeService } from '../core/probe/index.ts';
+import type { AccountsService } from '../core/accounts/types.ts';
 import type { ChainConfig } from '../config/schema.ts';
 import { createJsonBodyParser, takesRawBody } from './body.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
 import { createAdminRouter } from './routes/admin.ts';
+import { createWeb2AuthRouter } from './routes/web2-auth.ts';
 
 /** What the app's middleware puts in `ctx.state` for handlers. */
 export interface HttpState {
@@ -80,6 +82,8 @@ export interface HttpAppDeps {
   clock: () => number;
   health: HealthSource;
   probe: ProbeService;
+  /** Web2 accounts (`/web2/auth`, `/web2/principal/byEmail`). */
+  accounts: AccountsService;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
 }
@@ -119,6 +123,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   const api = combineRouters([
     createDiscoveryRouter({ chains: options.chains }, routerDeps),
     options.adminToken === '' ? undefined : createAdminRouter({ token: options.adminToken }, routerDeps),
+    createWeb2AuthRouter(routerDeps),
   ]);
 
   const app: HttpApp = new Koa({ proxy: options.trustProxy });

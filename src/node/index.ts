@@ -17,14 +17,44 @@ import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/po
 import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
 import { createProbeService, probeKind } from '../core/probe/index.ts';
 import { createHttpApp, listenHttp } from '../http/index.ts';
-import { zeroize } from '../crypto/index.ts';
+import {
+  zeroize,
+  createHashLimiter,
+  createTimingEqualizer,
+  hashPassword,
+  verifyPassword,
+  generateOtp,
+  hashOtp,
+  verifyOtp,
+  isEd25519PublicKeyHex,
+  verifyEd25519,
+} from '../crypto/index.ts';
+import { createMailer, otpMail, type Mailer } from '../mail/index.ts';
+import { accountKinds } from '../core/accounts/records.ts';
+import { createAccountsService, type AccountCrypto, type AccountsCapability } from '../core/accounts/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 
 /** Every record kind this build knows. */
 function recordKinds() {
-  return createKindRegistry([probeKind]);
+  return createKindRegistry([probeKind, ...accountKinds]);
+}
+
+/** argon2id work for accounts, all behind one concurrency limit. */
+function accountCrypto(maxConcurrentHashes: number): AccountCrypto {
+  const limiter = createHashLimiter(maxConcurrentHashes);
+  const equalizer = createTimingEqualizer();
+  return {
+    hashPassword: (pw) => limiter.run(() => hashPassword(pw)),
+    verifyPassword: (pw, phc) => limiter.run(() => verifyPassword(pw, phc)),
+    verifyDummy: (pw) => limiter.run(() => equalizer.verifyAgainstDummy(pw)),
+    generateOtp: () => generateOtp(),
+    hashOtp: (code, context) => limiter.run(() => hashOtp(code, context)),
+    verifyOtp: (code, context, phc) => limiter.run(() => verifyOtp(code, context, phc)),
+    isEd25519PublicKeyHex,
+    verifyEd25519,
+  };
 }
 
 interface Running {
@@ -33,6 +63,7 @@ interface Running {
   cluster: Cluster;
   creator: CreatorService;
   http: { url: string; close(): Promise<void> } | undefined;
+  mailer: Mailer;
   signingKey: Uint8Array;
 }
 
@@ -82,20 +113,23 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     zeroize(keys.storage);
     const store = await openStore({ location: join(config.dataDir, 'db') });
     try {
-      // The engine and the cluster need each other; the engine reaches the cluster late, through this.
-      const late: { cluster?: Cluster } = {};
+      // The engine and the cluster need each other (and the engine calls accounts back): they reach
+      // each other late, through this.
+      const late: { cluster?: Cluster; accounts?: AccountsCapability } = {};
+      const membership = {
+        descriptor,
+        self: self!,
+        isReachable: (slot: number) => late.cluster!.membership.isReachable(slot),
+        reachableCount: () => late.cluster!.membership.reachableCount(),
+      };
       const engine = createReplicationEngine(
         { applyTimeoutMs: config.replication.applyTimeoutMs },
         {
           store: store.records,
           kinds: recordKinds(),
-          membership: {
-            descriptor,
-            self: self!,
-            isReachable: (slot) => late.cluster!.membership.isReachable(slot),
-            reachableCount: () => late.cluster!.membership.reachableCount(),
-          },
+          membership,
           transport: () => late.cluster!,
+          onApplied: (records) => late.accounts?.onRecordsApplied(records),
           signingKey: keys.signing,
           clock,
           logger,
@@ -107,6 +141,26 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { timeoutMs: config.replication.createTimeoutMs },
         { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => late.cluster!.requestCreate(req, o), logger },
       );
+      const mailer = createMailer(
+        { transport: config.mail.transport, from: config.mail.from, outboxDir: join(config.dataDir, 'outbox'), smtp: config.mail.smtp },
+        { logger, clock },
+      );
+      const publicUrl = config.http.publicUrl || `http://${config.http.host}:${config.http.port}`;
+      const accounts = createAccountsService(
+        { otpTtlMs: config.accounts.otpTtlMs, mailCooldownMs: config.accounts.mailCooldownMs, publicUrl },
+        {
+          replicator: engine,
+          state: engine,
+          creator,
+          membership,
+          claims: store.claims,
+          crypto: accountCrypto(config.accounts.maxConcurrentHashes),
+          mail: { send: (m) => mailer.send(m), otpMail },
+          clock,
+          logger,
+        },
+      );
+      late.accounts = accounts;
       const cluster = await createCluster(
         {
           listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
@@ -118,7 +172,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       );
       late.cluster = cluster;
       await cluster.start();
-      running = { store, engine, cluster, creator, http: undefined, signingKey: keys.signing };
+      running = { store, engine, cluster, creator, http: undefined, mailer, signingKey: keys.signing };
       if (config.http.enabled) {
         const app = createHttpApp(
           {
@@ -128,7 +182,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             chains: config.chains,
             adminToken: config.admin.token,
           },
-          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }) },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts },
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs });
       }
@@ -149,6 +203,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     await r.http?.close();
     await r.cluster.stop();
     await r.engine.drain();
+    await r.mailer.close();
     await r.store.close();
     zeroize(r.signingKey);
     log.info('node stopped');

@@ -20,6 +20,8 @@ export const SUBLEVELS = {
   counters: 'counters',
   /** Node metadata (schema version, cluster id). */
   meta: 'meta',
+  /** Slot-0 uniqueness claims: name (e.g. `email:<hex>`) → owner id. */
+  claims: 'claims',
 } as const;
 
 /** Schema version of the on-disk layout. */
@@ -48,11 +50,19 @@ export interface CounterRepo {
   current(name: string): Promise<number>;
 }
 
+/** Durable name → value claims (slot 0's uniqueness registry); callers serialise claims per name. */
+export interface ClaimRepo {
+  get(name: string): Promise<string | undefined>;
+  put(name: string, value: string): Promise<void>;
+}
+
 /** The opened store. */
 export interface NodeStore {
   /** Replication records (implements the core's RecordStore port). */
   records: RecordStore & { countLog(): Promise<number> };
   counters: CounterRepo;
+  /** Slot 0's durable uniqueness claims. */
+  claims: ClaimRepo;
   /** Read a metadata value. */
   getMeta(key: string): Promise<unknown>;
   /** Write a metadata value durably. */
@@ -79,9 +89,10 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const vv = db.sublevel<string, number>(SUBLEVELS.vv, { valueEncoding: 'json' });
   const counters = db.sublevel<string, number>(SUBLEVELS.counters, { valueEncoding: 'json' });
   const meta = db.sublevel<string, unknown>(SUBLEVELS.meta, { valueEncoding: 'json' });
+  const claims = db.sublevel<string, string>(SUBLEVELS.claims, { valueEncoding: 'json' });
 
   /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
-  async function durablePut<V>(sub: typeof meta | typeof counters, key: string, value: V): Promise<void> {
+  async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims, key: string, value: V): Promise<void> {
     const batch = db.batch();
     batch.put(key, value, { sublevel: sub as typeof meta });
     await batch.write({ sync });
@@ -170,6 +181,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   return {
     records,
     counters: counterRepo,
+    claims: { get: (name) => claims.get(name), put: (name, value) => durablePut(claims, name, value) },
     getMeta: (k) => meta.get(k),
     putMeta: (k, v) => durablePut(meta, k, v),
     async close() {

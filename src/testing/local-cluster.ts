@@ -12,6 +12,7 @@ import { generateNodeKeys, describeNodeKeys, writeNodeKeys } from '../cluster/id
 import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/ports.ts';
 import { createNode, type QuorumNode } from '../node/index.ts';
 import { createLogger } from '../log/index.ts';
+import type { DestinationStream } from 'pino';
 import { createMetrics } from '../metrics/index.ts';
 import { getFreePorts } from './ports.ts';
 import { startMailbox, type Mailbox } from './mailbox.ts';
@@ -33,6 +34,8 @@ export interface LocalClusterOptions {
   keepData?: boolean;
   /** Log level of every node. @default "silent" */
   logLevel?: string;
+  /** Where every node's log lines go (e.g. a capturing stream in tests). @default stdout */
+  logDestination?: DestinationStream;
   /** Extra config merged into every node's config (e.g. `{ replication: { applyTimeoutMs: 500 } }`). */
   nodeConfig?: Record<string, unknown>;
   /** Admin bearer token of the coordinators. @default random */
@@ -145,7 +148,7 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
     createNode(s.config, {
       descriptor,
       blockedPeers: s.blocked,
-      logger: createLogger({ level: s.config.log.level, base: { node: s.entry.id } }),
+      logger: createLogger({ level: s.config.log.level, base: { node: s.entry.id }, ...(options.logDestination ? { destination: options.logDestination } : {}) }),
       metrics: createMetrics({ processMetrics: false, labels: { node: s.entry.id } }),
       ...(options.clock ? { clock: options.clock } : {}),
     });

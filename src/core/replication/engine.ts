@@ -126,7 +126,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
     if (!verifyRecordSignature(clusterId, record, node.publicKey)) return refuse('bad signature');
     if (!kind.body.safeParse(record.body).success) return refuse('bad body');
-    const semantic = kind.validate?.(record.body, record.key);
+    const semantic = kind.validate?.(record.body, { key: record.key, origin, originSlot: node.entry.slot });
     if (semantic) return refuse(semantic);
     return { record };
   }
@@ -257,7 +257,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     }
     const parsed = kind.body.safeParse(intent.body);
     if (!parsed.success) throw new Error(`invalid ${intent.kind} body: ${parsed.error.message}`);
-    const semantic = kind.validate?.(intent.body, intent.key);
+    const semantic = kind.validate?.(intent.body, { key: intent.key, origin: self.nodeAddress, originSlot: self.slot });
     if (semantic) throw new Error(`invalid ${intent.kind} record: ${semantic}`);
     const record = signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey);
 

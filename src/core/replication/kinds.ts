@@ -24,7 +24,16 @@ export interface RecordKindDefinition<B extends Json = Json> {
    * Semantic check every node runs itself before storing (e.g. an Ed25519 signature inside the
    * body); returns a refusal reason, or undefined when valid. @default always valid
    */
-  validate?(body: B, key: string): string | undefined;
+  validate?(body: B, context: RecordContext): string | undefined;
+}
+
+/** Where a record sits and who wrote it, for semantic validation. */
+export interface RecordContext {
+  key: string;
+  /** Node address of the origin. */
+  origin: string;
+  /** The origin's member slot, or null for a gateway. */
+  originSlot: number | null;
 }
 
 /** A set of kinds known to a node. */

@@ -12,6 +12,7 @@ import type { ClusterHealth, HealthSource, Readiness } from '../../../src/core/h
 import type { ProbeService } from '../../../src/core/probe/index.ts';
 import type { ReplicatedRecord } from '../../../src/core/replication/record.ts';
 import type { WriteReport } from '../../../src/core/replication/ports.ts';
+import type { AccountsService } from '../../../src/core/accounts/types.ts';
 
 export const NODE_ADDRESS = '0x1111111111111111111111111111111111111111';
 export const ADMIN_TOKEN = 'admin-token-s3cret';
@@ -100,11 +101,66 @@ export function stubProbe(): StubProbe {
   };
 }
 
+/** The principal every {@link stubAccounts} answer names. */
+export const PRINCIPAL_ID = 'principal-0001';
+/** Hex of the UTF-8 bytes of `alice@example.com`. */
+export const EMAIL_HEX = '616c696365406578616d706c652e636f6d';
+
+/** An AccountsService that records every call and answers canned values (or throws `failure`). */
+export interface StubAccounts extends AccountsService {
+  calls: Array<{ method: keyof AccountsService; args: unknown[] }>;
+  /** When set, every method records its call, then throws it. */
+  failure: Error | undefined;
+  /** What register() answers for `created` (201 vs 200). */
+  created: boolean;
+}
+
+export function stubAccounts(): StubAccounts {
+  const stub: StubAccounts = {
+    calls: [],
+    failure: undefined,
+    created: true,
+    register: (...args) => answer('register', args, { created: stub.created, principalId: PRINCIPAL_ID, message: 'Check your email for a code' }),
+    verifyEmail: (...args) => answer('verifyEmail', args, { principalId: PRINCIPAL_ID, emailVerified: true }),
+    resendOtp: (...args) => answer('resendOtp', args, { message: 'If the account exists, a code was sent' }),
+    forgotPassword: (...args) => answer('forgotPassword', args, { message: 'If the account exists, a reset code was sent' }),
+    resetPassword: (...args) => answer('resetPassword', args, { message: 'Password updated' }),
+    verifyCredentials: (...args) => answer('verifyCredentials', args, { valid: true, principalId: PRINCIPAL_ID }),
+    registerKey: (...args) =>
+      answer('registerKey', args, {
+        principalId: PRINCIPAL_ID,
+        emailHex: EMAIL_HEX,
+        nodeRegistrationStatus: 'partial',
+        failedNodes: ['0x3333333333333333333333333333333333333333'],
+        nodeErrors: { '0x3333333333333333333333333333333333333333': 'timeout' },
+      }),
+    retryNodeRegistration: (...args) =>
+      answer('retryNodeRegistration', args, { principalId: PRINCIPAL_ID, nodeRegistrationStatus: 'complete', failedNodes: [], message: 'Key stored on every member' }),
+    nodeRegistrationStatus: (...args) =>
+      answer('nodeRegistrationStatus', args, {
+        principalId: PRINCIPAL_ID,
+        nodeRegistrationStatus: 'partial',
+        successNodes: [NODE_ADDRESS, '0x2222222222222222222222222222222222222222'],
+        failedNodes: ['0x3333333333333333333333333333333333333333'],
+      }),
+    requestDeletion: (...args) => answer('requestDeletion', args, { message: 'If the details match, a code was sent' }),
+    confirmDeletion: (...args) => answer('confirmDeletion', args, { success: true, message: 'Account deleted' }),
+    findByEmail: (...args) => answer('findByEmail', args, { principalId: PRINCIPAL_ID, emailHex: EMAIL_HEX }),
+  };
+  async function answer<T>(method: keyof AccountsService, args: unknown[], value: T): Promise<T> {
+    stub.calls.push({ method, args });
+    if (stub.failure) throw stub.failure;
+    return value;
+  }
+  return stub;
+}
+
 /** A running app plus everything a test inspects. */
 export interface TestServer {
   url: string;
   health: StubHealth;
   probe: StubProbe;
+  accounts: StubAccounts;
   metrics: NodeMetrics;
   /** Every log line written so far, raw. */
   logText(): string;
@@ -120,18 +176,20 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   const metrics = createMetrics({ processMetrics: false });
   const health = stubHealth();
   const probe = stubProbe();
+  const accounts = stubAccounts();
   // Ticks on every call, so two requests see two different serverTimes.
   let now = 1_700_000_000_000;
   const clock = () => (now += 1);
   const app = createHttpApp(
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
-    { logger, metrics, clock, health, probe },
+    { logger, metrics, clock, health, probe, accounts },
   );
   const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 });
   return {
     url: server.url,
     health,
     probe,
+    accounts,
     metrics,
     logText: () => lines.join(''),
     logLines: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),

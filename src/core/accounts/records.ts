@@ -1,0 +1,138 @@
+/**
+ * Replicated record kinds of the accounts capability (ARCHITECTURE.md, Replicated state):
+ * `principal`, `emailIndex`, `otp`, `mailCooldown` and `nodeRegistration`.
+ */
+import { z } from 'zod';
+import type { RecordKindDefinition } from '../replication/kinds.ts';
+import { verifyEd25519 } from '../../crypto/index.ts';
+
+/** Web2 principal ids: UUIDv4, allocated by slot 0. */
+export const PRINCIPAL_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** Longest accepted (normalised) email: RFC 5321's path limit. */
+export const MAX_EMAIL_LENGTH = 254;
+
+/** The message a principal signs with its Ed25519 key to register it (API.md, register-key). */
+export function keyRegistrationMessage(publicKeyHex: string): string {
+  return `cifer_register:${publicKeyHex}`;
+}
+
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+
+export const principalBodySchema = z.strictObject({
+  email: z.string().min(3).max(MAX_EMAIL_LENGTH),
+  emailVerified: z.boolean(),
+  /** argon2id PHC string. */
+  passwordHash: z.string().startsWith('$argon2id$').max(256),
+  /** Registered Ed25519 key (64 lowercase hex), or null. */
+  ed25519PublicKey: hex64.nullable(),
+  /**
+   * Proof for the key: the principal's signature over `cifer_register:<key>` (register-key), which
+   * every member checks itself before storing; null when no key.
+   */
+  keyProof: z.string().regex(/^[0-9a-f]{128}$/).nullable(),
+  status: z.enum(['active', 'deleted']),
+  createdAt: z.number().int().nonnegative(),
+  updatedAt: z.number().int().nonnegative(),
+});
+export type PrincipalBody = z.infer<typeof principalBodySchema>;
+
+/**
+ * `principal`, keyed by principalId. Rank: deleted (2, absorbing) > verified (1) > unverified (0), so
+ * an unverified re-register can never undo a verification, and nothing undoes a deletion.
+ */
+export const principalKind: RecordKindDefinition<PrincipalBody> = {
+  name: 'principal',
+  body: principalBodySchema,
+  key: (k) => PRINCIPAL_ID_RE.test(k),
+  rank: (b) => (b.status === 'deleted' ? 2 : b.emailVerified ? 1 : 0),
+  validate(b) {
+    if ((b.ed25519PublicKey === null) !== (b.keyProof === null)) return 'key without proof';
+    if (b.ed25519PublicKey && !verifyEd25519(b.ed25519PublicKey, keyRegistrationMessage(b.ed25519PublicKey), b.keyProof!)) return 'bad key signature';
+    return undefined;
+  },
+};
+
+export const emailIndexBodySchema = z.strictObject({
+  /** The active principal of this email, or null once it was deleted. */
+  principalId: z.string().regex(PRINCIPAL_ID_RE).nullable(),
+});
+export type EmailIndexBody = z.infer<typeof emailIndexBodySchema>;
+
+/** `emailIndex`, keyed by the hex of the normalised email's UTF-8 bytes. Last writer wins. */
+export const emailIndexKind: RecordKindDefinition<EmailIndexBody> = {
+  name: 'emailIndex',
+  body: emailIndexBodySchema,
+  key: (k) => /^([0-9a-f]{2}){3,254}$/.test(k),
+};
+
+/** What an OTP is for; the purposes never cross (the purpose is bound into the hash). */
+export const OTP_PURPOSES = ['verify', 'reset', 'delete'] as const;
+export type OtpPurpose = (typeof OTP_PURPOSES)[number];
+
+export const otpBodySchema = z.strictObject({
+  principalId: z.string().regex(PRINCIPAL_ID_RE),
+  purpose: z.enum(OTP_PURPOSES),
+  /** argon2id PHC of the code, bound to (principalId, purpose, issuedAt). */
+  codeHash: z.string().startsWith('$argon2id$').max(256),
+  issuedAt: z.number().int().nonnegative(),
+  expiresAt: z.number().int().nonnegative(),
+  /** Wrong guesses so far. */
+  attempts: z.number().int().min(0).max(1000),
+  consumed: z.boolean(),
+});
+export type OtpBody = z.infer<typeof otpBodySchema>;
+
+/** Wrong guesses after which an OTP is dead. */
+export const OTP_MAX_ATTEMPTS = 5;
+
+/**
+ * `otp`, keyed `<principalId>:<purpose>`: the current code of that purpose. Rank orders by issue
+ * time first (a newly issued code replaces any older one, consumed or not), then a consumed or dead
+ * code beats the same code's attempt updates, so a concurrent wrong guess can never revive it.
+ */
+export const otpKind: RecordKindDefinition<OtpBody> = {
+  name: 'otp',
+  body: otpBodySchema,
+  key: (k) => /^[0-9a-f-]{36}:(verify|reset|delete)$/.test(k),
+  rank: (b) => b.issuedAt * 4 + (b.consumed || b.attempts >= OTP_MAX_ATTEMPTS ? 2 : 0),
+  validate: (b, { key }) => (key === `${b.principalId}:${b.purpose}` ? undefined : 'key mismatch'),
+};
+
+export const mailCooldownBodySchema = z.strictObject({ lastSentAt: z.number().int().nonnegative() });
+export type MailCooldownBody = z.infer<typeof mailCooldownBodySchema>;
+
+/**
+ * `mailCooldown`, keyed by the email's hex — for known AND unknown emails alike, so that a 429 never
+ * tells whether an account exists. Shared by resend-otp and forgot-password.
+ */
+export const mailCooldownKind: RecordKindDefinition<MailCooldownBody> = {
+  name: 'mailCooldown',
+  body: mailCooldownBodySchema,
+  key: (k) => emailIndexKind.key!(k),
+};
+
+export const nodeRegistrationBodySchema = z.strictObject({
+  principalId: z.string().regex(PRINCIPAL_ID_RE),
+  slot: z.number().int().nonnegative(),
+  /** The registered key this member stored. */
+  ed25519PublicKey: hex64,
+  storedAt: z.number().int().nonnegative(),
+});
+export type NodeRegistrationBody = z.infer<typeof nodeRegistrationBodySchema>;
+
+/**
+ * `nodeRegistration`, keyed `<principalId>:<slot>`: written by each member once it has stored a
+ * principal's key (directly, by gossip or by catch-up), so every coordinator can tell which members
+ * hold it.
+ */
+export const nodeRegistrationKind: RecordKindDefinition<NodeRegistrationBody> = {
+  name: 'nodeRegistration',
+  body: nodeRegistrationBodySchema,
+  key: (k) => /^[0-9a-f-]{36}:\d{1,2}$/.test(k),
+  // Only the member itself can say it holds the key.
+  validate: (b, { key, originSlot }) => (key !== `${b.principalId}:${b.slot}` ? 'key mismatch' : originSlot !== b.slot ? 'not written by that member' : undefined),
+};
+
+/** Every kind of this capability. */
+export const accountKinds = [principalKind, emailIndexKind, otpKind, mailCooldownKind, nodeRegistrationKind];
