@@ -3,19 +3,76 @@
  * fsync) and prints every figure next to the loopback libp2p round trip measured in the same run, so
  * ratios survive a noisy shared machine. A benchmark, not a test: it asserts nothing.
  */
-import { startLocalCluster, type QuorumNode } from '../src/testing/index.ts';
+import { randomBytes } from 'node:crypto';
+import { startLocalCluster, type LocalCluster, type QuorumNode } from '../src/testing/index.ts';
+import { hashPassword, verifyPassword, createHashLimiter, signEd25519, ed25519PublicKeyOf, toHex } from '../src/crypto/index.ts';
 import { median, ms, percentile, runConcurrent, table } from './bench-lib.ts';
 
 const SEQUENTIAL_WRITES = Number(process.env.BENCH_SEQ ?? 500);
 const CONCURRENT_WRITES = Number(process.env.BENCH_CONC ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const CATCHUP_RECORDS = Number(process.env.BENCH_CATCHUP ?? 10_000);
+const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 40);
+const CREDENTIAL_CHECKS = Number(process.env.BENCH_CREDENTIALS ?? 200);
+
+async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Web2 accounts: register-key latency on 5 members; verify-credentials next to raw argon2id. */
+async function benchAccounts(cluster: LocalCluster): Promise<void> {
+  const url = cluster.coordinators[0]!;
+  // Verified accounts to register keys for (setup, not measured).
+  const accounts: Array<{ email: string; password: string; principalId: string }> = [];
+  for (let i = 0; i < ACCOUNTS; i++) {
+    const email = `bench-${i}-${randomBytes(4).toString('hex')}@example.test`;
+    const password = `bench-password-${i}`;
+    const reg = await post(`${url}/web2/auth/register`, { email, password });
+    const mail = await cluster.mailbox.waitFor((m) => m.to.includes(email));
+    const otp = /\b(\d{6})\b/.exec(mail.text)![1];
+    await post(`${url}/web2/auth/verify-email`, { email, otp });
+    accounts.push({ email, password, principalId: reg.body.principalId as string });
+  }
+  const keyLatencies: number[] = [];
+  for (const a of accounts) {
+    const seed = new Uint8Array(randomBytes(32));
+    const publicKey = toHex(ed25519PublicKeyOf(seed));
+    const signature = toHex(signEd25519(seed, `cifer_register:${publicKey}`));
+    const t0 = performance.now();
+    const res = await post(`${url}/web2/auth/register-key`, { principalId: a.principalId, password: a.password, publicKey, signature });
+    keyLatencies.push(performance.now() - t0);
+    if (res.status !== 201 || res.body.nodeRegistrationStatus !== 'complete') throw new Error(`register-key: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+
+  // Raw argon2id (the same parameters, the same concurrency limit of 2) vs the HTTP path.
+  const phc = await hashPassword('bench-password-raw');
+  const limiter = createHashLimiter(2);
+  const raw = await runConcurrent(CREDENTIAL_CHECKS, 4, () => limiter.run(() => verifyPassword('bench-password-raw', phc)));
+  const rawRate = (CREDENTIAL_CHECKS / raw.wallMs) * 1000;
+  const http = await runConcurrent(CREDENTIAL_CHECKS, 4, async (i) => {
+    const a = accounts[i % accounts.length]!;
+    const res = await post(`${url}/web2/auth/verify-credentials`, { email: a.email, password: a.password });
+    if (res.status !== 200) throw new Error(`verify-credentials: ${res.status}`);
+  });
+  const httpRate = (CREDENTIAL_CHECKS / http.wallMs) * 1000;
+
+  table(`POST /web2/auth/register-key (${ACCOUNTS} keys, 5 members, all complete)`, [
+    ['p50', ms(median(keyLatencies))],
+    ['p99', ms(percentile(keyLatencies, 99))],
+  ]);
+  table(`POST /web2/auth/verify-credentials vs raw argon2id (m=19 MiB t=2 p=1, 2 at once, ${CREDENTIAL_CHECKS} checks, 4 clients)`, [
+    ['raw argon2id verify', `${rawRate.toFixed(1)} /s`],
+    ['verify-credentials over HTTP', `${httpRate.toFixed(1)} /s  (${((httpRate / rawRate) * 100).toFixed(0)}% of raw)`],
+    ['HTTP p50 / p99', `${ms(median(http.latencies))} / ${ms(percentile(http.latencies, 99))}`],
+  ]);
+}
 
 const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kind: 'probe', key, body: { note: '', writtenAt: Date.now() } });
 
 async function main(): Promise<void> {
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
-  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 1, mailbox: false, logLevel: 'silent' });
+  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 1, logLevel: 'silent' });
   try {
     const [writer, ...others] = cluster.members as [QuorumNode, ...QuorumNode[]];
 
@@ -77,6 +134,7 @@ async function main(): Promise<void> {
       ['connected to caught up', `${ms(tDone - tConnected)}  (${(((tDone - tConnected) / CATCHUP_RECORDS) * 1000).toFixed(0)} µs/record, ${((tDone - tConnected) / rtt).toFixed(0)}× RTT)`],
       ['records/s', `${(CATCHUP_RECORDS / ((tDone - tConnected) / 1000)).toFixed(0)}`],
     ]);
+    await benchAccounts(cluster);
   } finally {
     await cluster.stop();
   }
