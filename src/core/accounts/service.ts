@@ -92,8 +92,9 @@ const GENERIC_MAIL_MESSAGE = 'If the account exists, a code has been sent to its
 /** Normalise an email (trim + lowercase) and check it; 400 when unusable. */
 export function normalizeEmail(raw: string): string {
   const email = raw.trim().toLowerCase();
-  // API.md: must contain `@`; we also refuse what no mail system can deliver to.
-  if (email.length < 3 || email.length > MAX_EMAIL_LENGTH || !/^[^@\s]+@[^@\s]+$/.test(email) || /\p{Cc}/u.test(email)) {
+  // API.md: must contain `@`; we also refuse what no mail system can deliver to, and anything that
+  // would read as more than one address (`,` `;` `<` `>` quotes, brackets).
+  if (email.length < 3 || email.length > MAX_EMAIL_LENGTH || !/^[^@\s,;<>()[\]\\"]+@[^@\s,;<>()[\]\\"]+$/.test(email) || /\p{Cc}/u.test(email)) {
     throw new AppError('BAD_REQUEST', 'Invalid email address');
   }
   return email;
@@ -152,10 +153,11 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
 
   /** Send mail without making the caller wait: response time must not depend on delivery. */
   function sendInBackground(message: OutgoingMail): void {
-    deps.mail.send(message).catch((err: unknown) => log.warn({ err: (err as Error).message, category: message.category }, 'mail delivery failed'));
+    // The mailer logs the failure (without the recipient or the code); nothing to add here.
+    deps.mail.send(message).catch(() => undefined);
   }
 
-  async function issueOtp(found: Found, purpose: OtpPurpose): Promise<void> {
+  async function issueOtp(found: Pick<Found, 'id' | 'body'>, purpose: OtpPurpose): Promise<void> {
     const code = crypto.generateOtp();
     const issuedAt = clock();
     const body: OtpBody = {
@@ -258,7 +260,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
         updatedAt: now,
       };
       await Promise.all([write('principal', principalId, body), write('emailIndex', emailHexOf(email), { principalId })]);
-      await issueOtp({ id: principalId, body, record: undefined as never }, 'verify');
+      await issueOtp({ id: principalId, body }, 'verify');
       log.info({ principalId, reregister: !!current }, 'principal registered');
       return {
         created: !current,
@@ -393,9 +395,9 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
     async requestDeletion(rawEmail, password, principalId) {
       const email = normalizeEmail(rawEmail);
       const found = await principalByEmail(email);
-      const matches = found && found.id === principalId && (await crypto.verifyPassword(password, found.body.passwordHash));
-      if (!found) await crypto.verifyDummy(password);
-      if (matches) await issueOtp(found, 'delete');
+      // Always one password check and one code hash, whichever part of the triple is wrong.
+      const passwordOk = found ? await crypto.verifyPassword(password, found.body.passwordHash) : await crypto.verifyDummy(password);
+      if (found && passwordOk && found.id === principalId) await issueOtp(found, 'delete');
       else await crypto.hashOtp(crypto.generateOtp(), 'timing');
       return { message: 'If the details match an account, a confirmation code has been sent to its email address.' };
     },
