@@ -3,9 +3,10 @@
  * the mailbox, verify, register an Ed25519 key.
  */
 import { randomBytes } from 'node:crypto';
-import type { LocalCluster } from 'quorumkeep/testing';
+import { expect } from 'vitest';
+import type { CaughtMail, LocalCluster } from 'quorumkeep/testing';
 import { signEd25519, ed25519PublicKeyOf, toHex } from '../../src/crypto/index.ts';
-import { postJson } from './http.ts';
+import { postJson, type JsonResponse } from './http.ts';
 
 /** Subjects of the OTP mails, by purpose. */
 export const OTP_SUBJECT = { verify: /verification code/i, reset: /reset/i, delete: /deletion/i } as const;
@@ -51,4 +52,35 @@ export async function registerKey(url: string, account: { principalId: string; p
     signature: key.sign(`cifer_register:${key.publicKey}`),
   });
   return { ...res, key };
+}
+
+/**
+ * Assert an API error reply (API.md, Conventions): the status, the machine `code`, and a non-empty
+ * human `error` string.
+ */
+export function expectApiError(res: JsonResponse, status: number, code: string): void {
+  const shown = JSON.stringify(res.body);
+  expect(res.status, shown).toBe(status);
+  expect(res.body.code, shown).toBe(code);
+  expect(typeof res.body.error, shown).toBe('string');
+  expect(res.body.error, shown).not.toBe('');
+}
+
+/** A 6-digit code that is not `code` (the `i`-th one after it). */
+export function wrongOtp(code: string, i = 0): string {
+  return String((Number(code) + 1 + i) % 1_000_000).padStart(6, '0');
+}
+
+/** Register (without verifying) an account through `url`; returns its ids and credentials. */
+export async function unverifiedAccount(url: string, tag = 'user') {
+  const email = newEmail(tag);
+  const password = `pw-${randomBytes(8).toString('hex')}`;
+  const reg = await postJson<{ principalId: string }>(`${url}/web2/auth/register`, { email, password });
+  if (reg.status !== 201) throw new Error(`register: ${reg.status} ${JSON.stringify(reg.body)}`);
+  return { email, password, principalId: reg.body.principalId };
+}
+
+/** OTP mails of a purpose caught so far for an address. */
+export function otpMails(cluster: LocalCluster, email: string, purpose: keyof typeof OTP_SUBJECT): CaughtMail[] {
+  return cluster.mailbox.to(email).filter((m) => OTP_SUBJECT[purpose].test(m.subject));
 }

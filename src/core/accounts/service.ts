@@ -94,7 +94,7 @@ export function normalizeEmail(raw: string): string {
   const email = raw.trim().toLowerCase();
   // API.md: must contain `@`; we also refuse what no mail system can deliver to, and anything that
   // would read as more than one address (`,` `;` `<` `>` quotes, brackets).
-  if (email.length < 3 || email.length > MAX_EMAIL_LENGTH || !/^[^@\s,;<>()[\]\\"]+@[^@\s,;<>()[\]\\"]+$/.test(email) || /\p{Cc}/u.test(email)) {
+  if (email.length < 3 || Buffer.byteLength(email, 'utf8') > MAX_EMAIL_LENGTH || !/^[^@\s,;<>()[\]\\"]+@[^@\s,;<>()[\]\\"]+$/.test(email) || /\p{Cc}/u.test(email)) {
     throw new AppError('BAD_REQUEST', 'Invalid email address');
   }
   return email;
@@ -116,6 +116,13 @@ function checkPrincipalId(id: string): void {
 
 function registrationStatus(acked: number, size: number, threshold: number): NodeRegistrationStatus {
   return acked >= size ? 'complete' : acked >= threshold ? 'partial' : acked > 0 ? 'pending' : 'failed';
+}
+
+/** Slot 0's answer to one OTP try. */
+interface OtpVerdict {
+  allowed: boolean;
+  attempts: number;
+  consumed: boolean;
 }
 
 interface Found {
@@ -186,11 +193,11 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       throw invalid;
     }
     const ok = /^\d{6}$/.test(code) && (await crypto.verifyOtp(code, `${key}:${otp.issuedAt}`, otp.codeHash));
-    if (!ok) {
-      await write('otp', key, { ...otp, attempts: otp.attempts + 1 });
-      throw invalid;
-    }
-    await write('otp', key, { ...otp, consumed: true });
+    // The verdict is slot 0's, serialised per code: parallel guesses through several coordinators
+    // can't exceed the try limit, and a code can't be consumed twice.
+    const verdict = (await deps.creator.call('otpAttempt', { key, issuedAt: otp.issuedAt, success: ok })) as OtpVerdict;
+    await write('otp', key, { ...otp, attempts: Math.max(otp.attempts, verdict.attempts), consumed: otp.consumed || verdict.consumed });
+    if (!ok || !verdict.allowed) throw invalid;
   }
 
   async function cooldown(email: string): Promise<void> {
@@ -236,6 +243,26 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       return { principalId };
     });
     claimChain = run.catch(() => undefined);
+    return run;
+  });
+
+  // Slot 0: the authoritative count of tries and the single use of each code.
+  let otpChain: Promise<unknown> = Promise.resolve();
+  deps.creator.register('otpAttempt', (params) => {
+    const run = otpChain.then(async (): Promise<OtpVerdict> => {
+      const { key, issuedAt, success } = params;
+      if (typeof key !== 'string' || !/^[0-9a-f-]{36}:(verify|reset|delete)$/.test(key) || !Number.isSafeInteger(issuedAt) || typeof success !== 'boolean') {
+        throw new AppError('BAD_REQUEST', 'malformed otp attempt');
+      }
+      const claimKey = `otp:${key}:${issuedAt as number}`;
+      const raw = await deps.claims.get(claimKey);
+      const seen: { attempts: number; consumed: boolean } = raw ? (JSON.parse(raw) as { attempts: number; consumed: boolean }) : { attempts: 0, consumed: false };
+      if (seen.consumed || seen.attempts >= OTP_MAX_ATTEMPTS) return { allowed: false, ...seen };
+      const next = success ? { attempts: seen.attempts, consumed: true } : { attempts: seen.attempts + 1, consumed: false };
+      await deps.claims.put(claimKey, JSON.stringify(next));
+      return { allowed: success, ...next };
+    });
+    otpChain = run.catch(() => undefined);
     return run;
   });
 

@@ -218,6 +218,15 @@ describe('replication engine: quorum writes', () => {
     expect((err as QuorumError).failed.every((f) => f.error === 'timeout')).toBe(true);
   });
 
+  it('refuses to write a record its peers would refuse, without using up a seq', async () => {
+    const { engine, descriptor } = await makeEngine();
+    await expect(engine.replicate({ kind: 'note', key: 'x'.repeat(600), body: { v: 1 } })).rejects.toThrow(/bad key/);
+    await expect(engine.replicate({ kind: 'note', key: 'k', body: { v: 'not a number' } as never })).rejects.toThrow(/bad body/);
+    const ok = await engine.replicate({ kind: 'note', key: 'k', body: { v: 1 } });
+    expect(ok.record.seq).toBe(1);
+    expect(engine.versionVector()[descriptor.nodes[0]!.nodeAddress]).toBe(1);
+  });
+
   it('numbers its own records contiguously across restarts', async () => {
     const { engine, store, descriptor, cluster } = await makeEngine();
     for (let i = 0; i < 3; i++) await engine.replicate({ kind: 'note', key: `k${i}`, body: { v: i } });
