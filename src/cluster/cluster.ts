@@ -96,6 +96,8 @@ interface Peer {
   links: Map<string, Link>;
   /** Applies queued in this event-loop turn, sent as one message. */
   applyQueue: PendingApply[];
+  /** Aborts the running sync round when the peer disconnects (its stream would only time out). */
+  syncAbort: AbortController | undefined;
 }
 
 /** Cap on one coalesced apply message's wait; each caller's own deadline is enforced separately. */
@@ -113,7 +115,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   const byPeerId = new Map<string, Peer>();
   for (const n of descriptor.nodes) {
     if (n.id === self.id) continue;
-    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false, links: new Map(), applyQueue: [] };
+    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false, links: new Map(), applyQueue: [], syncAbort: undefined };
     peers.set(n.id, p);
     byPeerId.set(n.peerId, p);
   }
@@ -267,13 +269,16 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   async function runSync(p: Peer): Promise<SyncResult> {
     const started = performance.now();
-    const ch = await openChannel(p, PROTOCOLS.sync, AbortSignal.timeout(syncReadTimeoutMs));
+    const abort = new AbortController();
+    p.syncAbort = abort;
+    const deadline = () => AbortSignal.any([abort.signal, AbortSignal.timeout(syncReadTimeoutMs)]);
+    const ch = await openChannel(p, PROTOCOLS.sync, deadline());
     let applied = 0;
     let pages = 0;
     try {
       await ch.write({ vv: engine.versionVector() });
       for (;;) {
-        const msg = (await ch.read(AbortSignal.timeout(syncReadTimeoutMs))) as { done?: boolean; records?: unknown[] };
+        const msg = (await ch.read(deadline())) as { done?: boolean; records?: unknown[] };
         if (msg?.done) break;
         if (!Array.isArray(msg?.records)) throw new Error('malformed sync page');
         pages++;
@@ -357,6 +362,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     deps.metrics.connectedMembers.set(membership.reachableCount());
     if (!p) return;
     closeLinks(p, 'peer disconnected');
+    p.syncAbort?.abort(new Error('peer disconnected'));
     if (!stopped) log.info({ peer: p.entry.id }, 'peer disconnected');
   });
 

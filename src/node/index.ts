@@ -172,6 +172,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       );
       late.cluster = cluster;
       await cluster.start();
+      accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       running = { store, engine, cluster, creator, http: undefined, mailer, signingKey: keys.signing };
       if (config.http.enabled) {
         const app = createHttpApp(

@@ -163,8 +163,19 @@ describe('key registration with a gateway coordinator', () => {
     expect(failed.body.failedNodes).toHaveLength(5);
     for (const i of [0, 1, 2, 3, 4]) await gw.restartMember(i);
     // Catch-up brings the stragglers in, and the status reflects it without a retry.
-    await waitFor(async () => (await getJson<{ nodeRegistrationStatus: string }>(`${G}/web2/auth/node-registration-status?principalId=${acct.principalId}`)).body.nodeRegistrationStatus === 'complete', { timeoutMs: 15_000, description: 'registration to complete by catch-up' });
-    await waitFor(async () => (await getJson<{ nodeRegistrationStatus: string }>(`${G}/web2/auth/node-registration-status?principalId=${otherAcct.principalId}`)).body.nodeRegistrationStatus === 'complete', { timeoutMs: 15_000, description: 'registration to complete by catch-up' });
+    for (const a of [acct, otherAcct]) {
+      let last: unknown;
+      await waitFor(
+        async () => {
+          const s = await getJson<{ nodeRegistrationStatus: string }>(`${G}/web2/auth/node-registration-status?principalId=${a.principalId}`);
+          last = { status: s.body, members: await Promise.all(gw.members.map(async (m) => [!!(await m.state.get('principal', a.principalId))?.body, m.membership.reachableCount()])) };
+          return s.body.nodeRegistrationStatus === 'complete';
+        },
+        { timeoutMs: 15_000, description: 'registration to complete by catch-up' },
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}: ${JSON.stringify(last)}`);
+      });
+    }
   });
 });
 

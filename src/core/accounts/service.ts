@@ -83,6 +83,12 @@ export interface AccountsDeps {
 export interface AccountsCapability extends AccountsService {
   /** After records are stored: a member acknowledges keys it now holds (nodeRegistration). */
   onRecordsApplied(records: ReplicatedRecord[]): void;
+  /**
+   * At start: acknowledge every held key whose ack is missing — an ack in flight when the node
+   * stopped is otherwise lost, since the principal record will not be applied again. Returns how
+   * many acks it wrote.
+   */
+  reconcileNodeRegistrations(): Promise<number>;
 }
 
 const MIN_PASSWORD = 8;
@@ -224,6 +230,20 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       if (m && b.ed25519PublicKey === key) out.add(m.nodeAddress);
     }
     return out;
+  }
+
+  /**
+   * A member's ack that it holds a principal's current key: written once per key. Returns true when
+   * it wrote one.
+   */
+  async function acknowledgeKey(principalId: string): Promise<boolean> {
+    if (self.slot === null) return false;
+    const key = ((await state.get('principal', principalId))?.body as PrincipalBody | undefined)?.ed25519PublicKey;
+    if (!key) return false;
+    const mine = (await state.get('nodeRegistration', `${principalId}:${self.slot}`))?.body as NodeRegistrationBody | undefined;
+    if (mine?.ed25519PublicKey === key) return false;
+    await write('nodeRegistration', `${principalId}:${self.slot}`, { principalId, slot: self.slot, ed25519PublicKey: key, storedAt: clock() }, { requireQuorum: false });
+    return true;
   }
 
   // Slot 0: one principal per email, ever active at a time.
@@ -459,21 +479,19 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
     },
 
     onRecordsApplied(records) {
-      if (self.slot === null) return;
-      const slot = self.slot;
       for (const r of records) {
-        if (r.kind !== 'principal') continue;
-        const key = (r.body as PrincipalBody).ed25519PublicKey;
-        if (!key) continue;
-        void (async () => {
-          // Only the key currently registered, and only once per key.
-          const current = (await state.get('principal', r.key))?.body as PrincipalBody | undefined;
-          if (current?.ed25519PublicKey !== key) return;
-          const mine = (await state.get('nodeRegistration', `${r.key}:${slot}`))?.body as NodeRegistrationBody | undefined;
-          if (mine?.ed25519PublicKey === key) return;
-          await write('nodeRegistration', `${r.key}:${slot}`, { principalId: r.key, slot, ed25519PublicKey: key, storedAt: clock() }, { requireQuorum: false });
-        })().catch((err: unknown) => log.warn({ err: (err as Error).message, principalId: r.key }, 'node registration ack failed'));
+        if (r.kind !== 'principal' || !(r.body as PrincipalBody).ed25519PublicKey) continue;
+        acknowledgeKey(r.key).catch((err: unknown) => log.warn({ err: (err as Error).message, principalId: r.key }, 'node registration ack failed'));
       }
+    },
+
+    async reconcileNodeRegistrations() {
+      let written = 0;
+      for await (const r of state.list('principal')) {
+        if ((r.body as PrincipalBody).ed25519PublicKey && (await acknowledgeKey(r.key))) written++;
+      }
+      if (written > 0) log.info({ written }, 'node registration acks reconciled');
+      return written;
     },
   };
   return service;
