@@ -10,6 +10,7 @@
  * part, the subject, the body or a code (STYLE.md rule 9). See docs/mail.md.
  */
 import { randomBytes } from 'node:crypto';
+import type { OutgoingMail } from '../core/mail-port.ts';
 import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createTransport, type SendMailOptions } from 'nodemailer';
@@ -65,19 +66,7 @@ export interface MailerDeps {
   clock?: () => number;
 }
 
-/** One message to send: both parts come from `templates.ts`. */
-export interface OutgoingMail {
-  /** One bare address (`user@example.org`). */
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-  /**
-   * What the message is (`otp-verify`, `permit-rotate`…): logged, and part of the outbox file name.
-   * Characters outside `[a-z0-9-]` become `-`.
-   */
-  category: string;
-}
+export type { OutgoingMail } from '../core/mail-port.ts';
 
 /** What a send produced. */
 export interface SentMail {

@@ -1,10 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster, type QuorumNode } from 'quorumkeep/testing';
-import { createCluster, loadOrCreateNodeKeys } from '../../src/cluster/index.ts';
+import { startImpostor } from '../utils/impostor.ts';
 import { signRecord } from '../../src/core/replication/record.ts';
 import { generatePrivateKey, addressOfPrivateKey } from '../../src/crypto/index.ts';
-import { createLogger } from '../../src/log/index.ts';
-import { createMetrics } from '../../src/metrics/index.ts';
 import { QuorumError, AppError } from '../../src/errors/index.ts';
 import { cleanupStack } from '../utils/temp.ts';
 import { getJson, postJson } from '../utils/http.ts';
@@ -120,24 +118,8 @@ describe('5 members, threshold 3', () => {
   it('a record forged by a key outside the cluster file, sent over the apply protocol by a cluster peer, is rejected and never stored', async () => {
     const cluster = await start();
     // Take node 4's identity so the connection gater admits us, then speak the real protocol.
-    await cluster.stopMember(4);
-    const { keys } = await loadOrCreateNodeKeys(cluster.members[4]!.config.keysDir);
-    const self = cluster.descriptor.nodes[4]!;
-    const rogue = await createCluster(
-      { listen: self.multiaddrs, reconnectIntervalMs: 100, syncIntervalMs: 60_000, syncBatchSize: 100 },
-      {
-        descriptor: cluster.descriptor,
-        self,
-        privateKey: keys.identity,
-        blockedPeers: new Set(),
-        engine: { ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }), versionVector: () => ({}), missingFor: async function* () {} },
-        logger: createLogger({ level: 'silent' }),
-        metrics: createMetrics({ processMetrics: false }),
-      },
-    );
+    const { peer: rogue } = await startImpostor(cluster, 4);
     stack.push(() => rogue.stop());
-    await rogue.start();
-    await waitFor(() => rogue.membership.isReachable(0), { timeoutMs: 5000 });
 
     const outsider = generatePrivateKey();
     const unknownOrigin = signRecord(cluster.descriptor.clusterId, { kind: 'probe', key: 'forged-1', origin: addressOfPrivateKey(outsider), seq: 1, hlc: [Date.now(), 0], body: { note: 'x', writtenAt: 1 } }, outsider);

@@ -5,11 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
-import { createCluster, loadOrCreateNodeKeys, type Cluster } from '../../src/cluster/index.ts';
+import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import type { Cluster } from '../../src/cluster/index.ts';
+import { startImpostor } from '../utils/impostor.ts';
 import { signRecord } from '../../src/core/replication/record.ts';
-import { createLogger } from '../../src/log/index.ts';
-import { createMetrics } from '../../src/metrics/index.ts';
 import { newEd25519 } from '../utils/web2.ts';
 
 let cluster: LocalCluster;
@@ -19,24 +18,7 @@ let hlc = Date.now();
 
 beforeAll(async () => {
   cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 1 });
-  await cluster.stopMember(4);
-  const { keys } = await loadOrCreateNodeKeys(cluster.members[4]!.config.keysDir);
-  signingKey = keys.signing;
-  const self = cluster.descriptor.nodes[4]!;
-  rogue = await createCluster(
-    { listen: self.multiaddrs, reconnectIntervalMs: 100, syncIntervalMs: 60_000, syncBatchSize: 100 },
-    {
-      descriptor: cluster.descriptor,
-      self,
-      privateKey: keys.identity,
-      blockedPeers: new Set(),
-      engine: { ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }), versionVector: () => ({}), missingFor: async function* () {} },
-      logger: createLogger({ level: 'silent' }),
-      metrics: createMetrics({ processMetrics: false }),
-    },
-  );
-  await rogue.start();
-  await waitFor(() => rogue.membership.isReachable(0));
+  ({ peer: rogue, signingKey } = await startImpostor(cluster, 4));
 });
 afterAll(async () => {
   await rogue?.stop();

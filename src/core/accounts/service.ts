@@ -13,6 +13,7 @@ import type { CreatorService } from '../replication/creator.ts';
 import type { MembershipView, Replicator, StateReader, WriteReport } from '../replication/ports.ts';
 import { membersOf } from '../replication/ports.ts';
 import type { ReplicatedRecord } from '../replication/record.ts';
+import type { OutgoingMail } from '../mail-port.ts';
 import type { Json } from '../replication/canonical-json.ts';
 import type { AccountsService, KeyRegistrationResult, NodeRegistrationStatus, NodeRegistrationView } from './types.ts';
 import {
@@ -38,15 +39,6 @@ export interface AccountCrypto {
   verifyOtp(code: string, context: string, phc: string): Promise<boolean>;
   isEd25519PublicKeyHex(hex: string): boolean;
   verifyEd25519(publicKeyHex: string, message: string, signatureHex: string): boolean;
-}
-
-/** An outgoing message (the mail module's contract). */
-export interface OutgoingMail {
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-  category: string;
 }
 
 /** Mail delivery and the OTP templates. */

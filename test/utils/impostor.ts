@@ -1,0 +1,32 @@
+/**
+ * An impostor peer: a stopped member's genuine identity driving the real cluster module, so a test
+ * can send crafted records over the real `apply` protocol (the connection gater admits it).
+ */
+import type { LocalCluster } from 'quorumkeep/testing';
+import { waitFor } from 'quorumkeep/testing';
+import { createCluster, loadOrCreateNodeKeys, type Cluster } from '../../src/cluster/index.ts';
+import { createLogger } from '../../src/log/index.ts';
+import { createMetrics } from '../../src/metrics/index.ts';
+
+/** Stop member `slot` and take its identity; resolves once connected to slot 0. */
+export async function startImpostor(cluster: LocalCluster, slot: number): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
+  await cluster.stopMember(slot);
+  const { keys } = await loadOrCreateNodeKeys(cluster.members[slot]!.config.keysDir);
+  const self = cluster.descriptor.nodes[slot]!;
+  const peer = await createCluster(
+    { listen: self.multiaddrs, reconnectIntervalMs: 100, syncIntervalMs: 60_000, syncBatchSize: 100 },
+    {
+      descriptor: cluster.descriptor,
+      self,
+      privateKey: keys.identity,
+      blockedPeers: new Set(),
+      // It stores nothing and offers nothing to sync: it only speaks.
+      engine: { ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }), versionVector: () => ({}), missingFor: async function* () {} },
+      logger: createLogger({ level: 'silent' }),
+      metrics: createMetrics({ processMetrics: false }),
+    },
+  );
+  await peer.start();
+  await waitFor(() => peer.membership.isReachable(0), { timeoutMs: 5000, description: 'impostor to connect' });
+  return { peer, signingKey: keys.signing };
+}
