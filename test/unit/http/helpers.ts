@@ -1,11 +1,11 @@
 import { afterEach } from 'vitest';
+import { captureLogger } from '../../utils/log.ts';
 /**
  * Test fixtures for the HTTP app: the real app bound on 127.0.0.1:0 with stub core services
  * injected through deps, a capturing logger and a fresh metrics registry.
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { createHttpApp, listenHttp, type HttpAppOptions, type HttpServerHandle } from '../../../src/http/index.ts';
-import { createLogger } from '../../../src/log/index.ts';
 import { createMetrics, type NodeMetrics } from '../../../src/metrics/index.ts';
 import { DEFAULT_CHAINS } from '../../../src/config/schema.ts';
 import type { ClusterHealth, HealthSource, Readiness } from '../../../src/core/health/index.ts';
@@ -171,8 +171,8 @@ export interface TestServer {
 
 /** Start the real app on 127.0.0.1:0. Close it with `server.close()` (see {@link useServers}). */
 export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): Promise<TestServer> {
-  const lines: string[] = [];
-  const logger = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+  const log = captureLogger();
+  const logger = log.logger;
   const metrics = createMetrics({ processMetrics: false });
   const health = stubHealth();
   const probe = stubProbe();
@@ -191,8 +191,8 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
     probe,
     accounts,
     metrics,
-    logText: () => lines.join(''),
-    logLines: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+    logText: log.raw,
+    logLines: log.lines,
     server,
   };
 }
