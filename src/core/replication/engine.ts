@@ -12,11 +12,12 @@ import type { Logger } from '../../log/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import { QuorumError, type MemberFailure } from '../../errors/index.ts';
 import { fromHex } from '../../crypto/index.ts';
-import type { KindRegistry } from './kinds.ts';
+import type { KindRegistry, RecordContext, RecordKindDefinition } from './kinds.ts';
 import { supersedes } from './kinds.ts';
 import { signRecord, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
 import type { ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, VersionVector, WriteIntent, WriteReport } from './ports.ts';
 import { membersOf } from './ports.ts';
+import type { Json } from './canonical-json.ts';
 
 /** Where an incoming record came from (a metrics label). */
 export type RecordSource = 'local' | 'apply' | 'gossip' | 'sync';
@@ -107,6 +108,17 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const queue: Pending[] = [];
   let working: Promise<void> | undefined;
 
+  /** The key rules every node applies to a kind; a refusal reason or undefined. */
+  function keyProblem(kind: RecordKindDefinition, key: string): string | undefined {
+    return key.length === 0 || key.length > MAX_KEY_LENGTH || (kind.key && !kind.key(key)) ? 'bad key' : undefined;
+  }
+
+  /** The body rules every node applies to a kind (schema, then the kind's own check). */
+  function bodyProblem(kind: RecordKindDefinition, body: Json, context: RecordContext): string | undefined {
+    if (!kind.body.safeParse(body).success) return 'bad body';
+    return kind.validate?.(body, context);
+  }
+
   /** Structural and cryptographic checks; returns a reason when the record must be refused. */
   function validate(raw: unknown): { record: ReplicatedRecord } | { reason: string; origin: string; seq: number } {
     const r = raw as Partial<ReplicatedRecord> | null;
@@ -122,13 +134,12 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     if (!node) return refuse('unknown origin');
     const kind = kinds.get(r.kind);
     if (!kind) return refuse('unknown kind');
-    if (r.key.length === 0 || r.key.length > MAX_KEY_LENGTH || (kind.key && !kind.key(r.key))) return refuse('bad key');
+    const badKey = keyProblem(kind, r.key);
+    if (badKey) return refuse(badKey);
     const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
     if (!verifyRecordSignature(clusterId, record, node.publicKey)) return refuse('bad signature');
-    if (!kind.body.safeParse(record.body).success) return refuse('bad body');
-    const semantic = kind.validate?.(record.body, { key: record.key, origin, originSlot: node.entry.slot });
-    if (semantic) return refuse(semantic);
-    return { record };
+    const badBody = bodyProblem(kind, record.body, { key: record.key, origin, originSlot: node.entry.slot });
+    return badBody ? refuse(badBody) : { record };
   }
 
   async function processBatch(batch: Pending[]): Promise<void> {
@@ -255,12 +266,11 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       const failed = otherMembers.filter((m) => !membership.isReachable(m.slot)).map((m) => ({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'unreachable' }));
       throw new QuorumError(`Cluster membership failure: ${reachable} of ${descriptor.size} members reachable, ${threshold} needed`, [], failed);
     }
-    // Our own records pass the very validator peers run: a record they would refuse must never get
-    // a seq here, or it would leave a permanent gap in every peer's version vector for this origin.
-    const checked = validate(signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ownSeq + 1, hlc: hlc.now(), body: intent.body }, deps.signingKey));
-    if (!('record' in checked)) throw new Error(`invalid ${intent.kind} record: ${checked.reason}`);
-    ownSeq++;
-    const record = checked.record;
+    // Our own records pass the key and body rules peers apply: a record they would refuse must never
+    // get a seq here, or it would leave a permanent gap in every peer's version vector for this origin.
+    const problem = keyProblem(kind, intent.key) ?? bodyProblem(kind, intent.body, { key: intent.key, origin: self.nodeAddress, originSlot: self.slot });
+    if (problem) throw new Error(`invalid ${intent.kind} record: ${problem}`);
+    const record = signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey);
 
     await enqueue([record], 'local');
     const { acked, failed } = await sendToMembers(record, otherMembers, selfIsMember, opts.signal);
