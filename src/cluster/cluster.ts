@@ -12,7 +12,8 @@ import type { PeerId, PrivateKey, Stream } from '@libp2p/interface';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { ReplicationEngine } from '../core/replication/engine.ts';
-import type { ClusterDescriptor, ClusterNodeEntry, MembershipView, PeerTransport } from '../core/replication/ports.ts';
+import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport } from '../core/replication/ports.ts';
+import { AppError, isAppError, ERROR_CODES, type ErrorCode } from '../errors/index.ts';
 import { membersOf } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
 import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
@@ -49,6 +50,8 @@ export interface ClusterDeps {
   engine: Pick<ReplicationEngine, 'ingest' | 'versionVector' | 'missingFor'>;
   /** Slot 0's create handler (absent on other nodes). */
   createHandler?: CreateHandler;
+  /** This member's `grant` and `shard` handlers (absent on gateways). */
+  memberHandlers?: Partial<Record<MemberService, MemberHandler>>;
   logger: Logger;
   metrics: NodeMetrics;
 }
@@ -67,6 +70,11 @@ export interface Cluster extends PeerTransport {
   stop(): Promise<void>;
   /** Send a `create` request to slot 0 and return its result; rejects when unreachable or refused. */
   requestCreate(request: unknown, options: { signal: AbortSignal }): Promise<unknown>;
+  /**
+   * Call a member's `grant` or `shard` service. Rejects with an AppError carrying the member's code
+   * when it refused, with a plain Error when unreachable or timed out.
+   */
+  callMember(slot: number, service: MemberService, body: unknown, options: { signal: AbortSignal }): Promise<unknown>;
   /** One catch-up round with a node (by id). */
   syncWith(nodeId: string): Promise<SyncResult>;
   /** One catch-up round with every reachable node. */
@@ -239,6 +247,21 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       return { ok: false, error: err instanceof Error ? err.message : 'create failed', code: (err as { code?: string }).code };
     }
   });
+
+  for (const service of ['grant', 'shard'] as const) {
+    await serve(PROTOCOLS[service], async (body, remote) => {
+      const handler = deps.memberHandlers?.[service];
+      if (!handler) return { ok: false, error: 'not a member', code: 'FORBIDDEN' };
+      try {
+        return { ok: true, result: await handler(body, remote.entry) };
+      } catch (err) {
+        // Refusals carry their code; anything else is reported without internals.
+        if (isAppError(err)) return { ok: false, error: err.message, code: err.code };
+        log.warn({ err, service, peer: remote.entry.id }, 'member service failed');
+        return { ok: false, error: 'member service failed' };
+      }
+    });
+  }
 
   // sync streams pages, so it does not fit the request/response link.
   await libp2p.handle(
@@ -425,6 +448,13 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       const res = (await request(peerOfSlot(0), PROTOCOLS.create, body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
       if (!res?.ok) throw Object.assign(new Error(res?.error ?? 'create refused'), { code: res?.code, refused: true });
       return res.result;
+    },
+    async callMember(slot, service, body, { signal }) {
+      const res = (await request(peerOfSlot(slot), PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
+      if (res?.ok) return res.result;
+      const code = typeof res?.code === 'string' && res.code in ERROR_CODES ? (res.code as ErrorCode) : undefined;
+      const message = typeof res?.error === 'string' ? res.error.slice(0, 300) : 'refused';
+      throw code ? new AppError(code, message) : new Error(message);
     },
     syncWith(nodeId) {
       const p = peers.get(nodeId);

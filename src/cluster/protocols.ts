@@ -8,6 +8,10 @@ export const PROTOCOLS = {
   sync: '/quorumkeep/sync/1.0.0',
   create: '/quorumkeep/create/1.0.0',
   ping: '/quorumkeep/ping/1.0.0',
+  /** A member signs a session grant after checking the principal's Ed25519 proof itself. */
+  grant: '/quorumkeep/grant/1.0.0',
+  /** A member stores its key share, or releases it (sealed to the caller) after its own checks. */
+  shard: '/quorumkeep/shard/1.0.0',
 } as const;
 
 /** The gossip topic of a cluster. */

@@ -97,6 +97,18 @@ export const accountsSchema = z.strictObject({
   maxConcurrentHashes: z.number().int().positive().max(64).default(2),
 });
 
+export const secretsSchema = z.strictObject({
+  /** Deadline of one member's share store or release (secret create, decrypt), ms. @default 2000 */
+  shardTimeoutMs: z.number().int().positive().default(2000),
+  /** Interval of the background delivery of shares members missed, ms. @default 5000 */
+  retryIntervalMs: z.number().int().positive().default(5000),
+});
+
+export const sessionsSchema = z.strictObject({
+  /** Deadline of one member's session grant, ms. @default 2000 */
+  grantTimeoutMs: z.number().int().positive().default(2000),
+});
+
 /** The whole node configuration. */
 export const nodeConfigSchema = z.strictObject({
   /** Path of the cluster file (relative paths resolve against the config file's folder). */
@@ -115,6 +127,8 @@ export const nodeConfigSchema = z.strictObject({
   log: logSchema.default(logSchema.parse({})),
   admin: adminSchema.default(adminSchema.parse({})),
   accounts: accountsSchema.default(accountsSchema.parse({})),
+  sessions: sessionsSchema.default(sessionsSchema.parse({})),
+  secrets: secretsSchema.default(secretsSchema.parse({})),
   /** Enabled EVM chains. @default Base (8453) */
   chains: z.array(chainSchema).default(DEFAULT_CHAINS),
 });

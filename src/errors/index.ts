@@ -11,7 +11,11 @@ export const ERROR_CODES = {
   BAD_REQUEST: 400,
   VALIDATION_FAILED: 400,
   INVALID_JSON: 400,
+  /** Valid input that does not decrypt: wrong key, tampered cifer or message. */
+  DECRYPTION_FAILED: 400,
   UNAUTHORIZED: 401,
+  /** A session that expired, was revoked (key rotation, account deletion) or never existed. */
+  SESSION_INACTIVE: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,

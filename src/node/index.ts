@@ -13,7 +13,7 @@ import { createCluster, loadOrCreateNodeKeys, describeNodeKeys, type Cluster } f
 import { createReplicationEngine, type ReplicationEngine } from '../core/replication/engine.ts';
 import { createKindRegistry } from '../core/replication/kinds.ts';
 import { createCreator, type CreatorService } from '../core/replication/creator.ts';
-import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/ports.ts';
+import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberRpc, MemberService } from '../core/replication/ports.ts';
 import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
 import { createProbeService, probeKind } from '../core/probe/index.ts';
 import { createHttpApp, listenHttp } from '../http/index.ts';
@@ -28,17 +28,40 @@ import {
   verifyOtp,
   isEd25519PublicKeyHex,
   verifyEd25519,
+  signDigest,
+  toHex,
+  openSealed,
+  encryptAtRest,
+  decryptAtRest,
+  recoverPersonalSigner,
+  systemRandom,
 } from '../crypto/index.ts';
 import { createMailer, otpMail, type Mailer } from '../mail/index.ts';
 import { accountKinds } from '../core/accounts/records.ts';
 import { createAccountsService, type AccountCrypto, type AccountsCapability } from '../core/accounts/service.ts';
+import { sessionKind } from '../core/sessions/records.ts';
+import { createSignedDataVerifier } from '../core/sessions/signed-data.ts';
+import { createSessionsService } from '../core/sessions/service.ts';
+import { secretKind } from '../core/secrets/records.ts';
+import { createSecretsService, type SecretsCapability } from '../core/secrets/service.ts';
+import type { NodeKeyring } from '../core/secrets/ports.ts';
+import { createPayloadsService } from '../core/payloads/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 
 /** Every record kind this build knows. */
-function recordKinds() {
-  return createKindRegistry([probeKind, ...accountKinds]);
+function recordKinds(descriptor: ClusterDescriptor) {
+  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor)]);
+}
+
+/** The node's private-key operations for shares; the keys stay here, the core gets functions. */
+function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array): NodeKeyring {
+  return {
+    openSealed: (box, aad) => openSealed(signingKey, box, aad),
+    encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
+    decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
+  };
 }
 
 /** argon2id work for accounts, all behind one concurrency limit. */
@@ -64,7 +87,9 @@ interface Running {
   creator: CreatorService;
   http: { url: string; close(): Promise<void> } | undefined;
   mailer: Mailer;
-  signingKey: Uint8Array;
+  secrets: SecretsCapability;
+  /** Private keys zeroed at stop. */
+  keys: Uint8Array[];
 }
 
 /**
@@ -109,13 +134,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     if (facts.peerId !== self!.peerId || facts.nodeAddress !== self!.nodeAddress) {
       throw new Error(`keys in ${keysDir} do not match the cluster file entry of ${self!.id} (peer id ${facts.peerId})`);
     }
-    // The storage key encrypts shards at rest (a later capability); nothing here needs it yet.
-    zeroize(keys.storage);
     const store = await openStore({ location: join(config.dataDir, 'db') });
     try {
       // The engine and the cluster need each other (and the engine calls accounts back): they reach
       // each other late, through this.
-      const late: { cluster?: Cluster; accounts?: AccountsCapability } = {};
+      const late: { cluster?: Cluster; accounts?: AccountsCapability; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
       const membership = {
         descriptor,
         self: self!,
@@ -126,7 +149,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { applyTimeoutMs: config.replication.applyTimeoutMs },
         {
           store: store.records,
-          kinds: recordKinds(),
+          kinds: recordKinds(descriptor),
           membership,
           transport: () => late.cluster!,
           onApplied: (records) => late.accounts?.onRecordsApplied(records),
@@ -161,6 +184,52 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       );
       late.accounts = accounts;
+      // Members call themselves in-process; everyone else over `grant`/`shard`.
+      const members: MemberRpc = {
+        async call(slot, service, body, { signal }) {
+          if (slot === self!.slot) {
+            const handler = late.handlers?.[service];
+            if (!handler) throw new Error(`no ${service} handler`);
+            signal.throwIfAborted();
+            return handler(body, self!);
+          }
+          return late.cluster!.callMember(slot, service, body, { signal });
+        },
+      };
+      const verifier = createSignedDataVerifier({ state: engine, recoverSigner: recoverPersonalSigner, clock });
+      const sessions = createSessionsService(
+        { grantTimeoutMs: config.sessions.grantTimeoutMs },
+        {
+          replicator: engine,
+          state: engine,
+          membership,
+          members,
+          verifier,
+          signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
+          verifyEd25519,
+          clock,
+          logger,
+        },
+      );
+      const secrets = createSecretsService(
+        { shardTimeoutMs: config.secrets.shardTimeoutMs, retryIntervalMs: config.secrets.retryIntervalMs },
+        {
+          replicator: engine,
+          state: engine,
+          membership,
+          members,
+          creator,
+          verifier,
+          shares: store.shares,
+          pending: store.pendingShares,
+          keyring: nodeKeyring(keys.signing, keys.storage),
+          random: systemRandom,
+          clock,
+          logger,
+        },
+      );
+      const payloads = createPayloadsService({ verifier, secrets, logger });
+      if (self!.slot !== null) late.handlers = { grant: (body) => sessions.handleGrant(body), shard: (body, from) => secrets.handleShard(body, from) };
       const cluster = await createCluster(
         {
           listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
@@ -168,12 +237,23 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           syncIntervalMs: config.replication.syncIntervalMs,
           syncBatchSize: config.replication.syncBatchSize,
         },
-        { descriptor, self: self!, privateKey: keys.identity, blockedPeers, engine, createHandler: self!.slot === 0 ? creator.handle : undefined, logger, metrics },
+        {
+          descriptor,
+          self: self!,
+          privateKey: keys.identity,
+          blockedPeers,
+          engine,
+          createHandler: self!.slot === 0 ? creator.handle : undefined,
+          memberHandlers: late.handlers,
+          logger,
+          metrics,
+        },
       );
       late.cluster = cluster;
       await cluster.start();
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
-      running = { store, engine, cluster, creator, http: undefined, mailer, signingKey: keys.signing };
+      secrets.start();
+      running = { store, engine, cluster, creator, http: undefined, mailer, secrets, keys: [keys.signing, keys.storage] };
       if (config.http.enabled) {
         const app = createHttpApp(
           {
@@ -183,7 +263,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             chains: config.chains,
             adminToken: config.admin.token,
           },
-          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads },
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs });
       }
@@ -192,7 +272,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await running?.cluster.stop().catch(() => undefined);
       running = undefined;
       await store.close();
-      zeroize(keys.signing);
+      zeroize(keys.signing, keys.storage);
       throw err;
     }
   }
@@ -202,11 +282,12 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     const r = running;
     if (!r) return;
     await r.http?.close();
+    await r.secrets.stop();
     await r.cluster.stop();
     await r.engine.drain();
     await r.mailer.close();
     await r.store.close();
-    zeroize(r.signingKey);
+    zeroize(...r.keys);
     log.info('node stopped');
   }
 

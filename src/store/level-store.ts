@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
 import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
+import type { PendingShares, PendingShareStore, ShareStore } from '../core/secrets/ports.ts';
 
 /** The sublevels, by role. Adding one is fine; renaming or reusing one is not. */
 export const SUBLEVELS = {
@@ -22,6 +23,10 @@ export const SUBLEVELS = {
   meta: 'meta',
   /** Slot-0 uniqueness claims: name (e.g. `email:<hex>`) → owner id. */
   claims: 'claims',
+  /** A member's own key shares, encrypted at rest: secretId (12 digits) → base64 box. Not replicated. */
+  shares: 'shares',
+  /** A coordinator's undelivered shares, sealed to their members: secretId (12 digits) → entry. */
+  pendingShares: 'pendingShares',
 } as const;
 
 /** Schema version of the on-disk layout. */
@@ -63,6 +68,10 @@ export interface NodeStore {
   counters: CounterRepo;
   /** Slot 0's durable uniqueness claims. */
   claims: ClaimRepo;
+  /** This member's shares (encrypted at rest by the caller). */
+  shares: ShareStore;
+  /** Shares this coordinator still has to deliver. */
+  pendingShares: PendingShareStore;
   /** Read a metadata value. */
   getMeta(key: string): Promise<unknown>;
   /** Write a metadata value durably. */
@@ -90,9 +99,12 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const counters = db.sublevel<string, number>(SUBLEVELS.counters, { valueEncoding: 'json' });
   const meta = db.sublevel<string, unknown>(SUBLEVELS.meta, { valueEncoding: 'json' });
   const claims = db.sublevel<string, string>(SUBLEVELS.claims, { valueEncoding: 'json' });
+  const shares = db.sublevel<string, string>(SUBLEVELS.shares, { valueEncoding: 'json' });
+  const pendingShares = db.sublevel<string, PendingShares>(SUBLEVELS.pendingShares, { valueEncoding: 'json' });
+  const idKey = (secretId: number) => String(secretId).padStart(12, '0');
 
   /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
-  async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims, key: string, value: V): Promise<void> {
+  async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims | typeof shares | typeof pendingShares, key: string, value: V): Promise<void> {
     const batch = db.batch();
     batch.put(key, value, { sublevel: sub as typeof meta });
     await batch.write({ sync });
@@ -182,6 +194,23 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     records,
     counters: counterRepo,
     claims: { get: (name) => claims.get(name), put: (name, value) => durablePut(claims, name, value) },
+    shares: {
+      async get(secretId) {
+        const v = await shares.get(idKey(secretId));
+        return v === undefined ? undefined : new Uint8Array(Buffer.from(v, 'base64'));
+      },
+      put: (secretId, box) => durablePut(shares, idKey(secretId), Buffer.from(box).toString('base64')),
+    },
+    pendingShares: {
+      get: (secretId) => pendingShares.get(idKey(secretId)),
+      put: (entry) => durablePut(pendingShares, idKey(entry.secretId), entry),
+      async delete(secretId) {
+        const batch = db.batch();
+        batch.del(idKey(secretId), { sublevel: pendingShares as unknown as typeof meta });
+        await batch.write({ sync });
+      },
+      list: () => pendingShares.values(),
+    },
     getMeta: (k) => meta.get(k),
     putMeta: (k, v) => durablePut(meta, k, v),
     async close() {

@@ -138,3 +138,22 @@ export interface PeerTransport {
   /** Best-effort gossip of a record to every subscriber. */
   publish(record: ReplicatedRecord): Promise<void>;
 }
+
+/** Member services a coordinator calls on each member (ARCHITECTURE.md, Network): grants and shards. */
+export type MemberService = 'grant' | 'shard';
+
+/**
+ * A member's handler for one {@link MemberService}: gets the request and the calling node's cluster
+ * entry (whose signing key shards are sealed to). A thrown AppError is a refusal the caller sees
+ * with its code; anything else is reported as a failure.
+ */
+export type MemberHandler = (body: unknown, from: ClusterNodeEntry) => Promise<unknown>;
+
+/** Calls to one member's services; self is called in-process. */
+export interface MemberRpc {
+  /**
+   * Rejects with an AppError carrying the member's refusal code when it refused, and with a plain
+   * Error when it could not be reached or timed out.
+   */
+  call(slot: number, service: MemberService, body: unknown, options: { signal: AbortSignal }): Promise<unknown>;
+}

@@ -1,0 +1,88 @@
+/**
+ * Payload encryption (API.md, Payload encryption; ARCHITECTURE.md, Keys and crypto). Encrypt needs
+ * only the secret's public key and runs on the coordinator alone; decrypt gathers ≥ threshold shares
+ * through the secrets capability, rebuilds the seed, opens the envelope and zeroes the seed in
+ * `finally`. Nothing private is cached.
+ */
+import { AppError } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { SignedDataVerifier } from '../sessions/types.ts';
+import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
+import { CIFER_BYTES, fromBase64, fromHex, openPayloadWithSeed, sealPayload, toBase64, toHex, zeroize } from '../../crypto/index.ts';
+import type { BinaryFormat, EncryptedPayload, PayloadsService } from './types.ts';
+
+const HEX_RE = /^(?:0x)?(?:[0-9a-fA-F]{2})*$/;
+const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const utf8Decoder = new TextDecoder();
+const utf8Encoder = new TextEncoder();
+
+/** Encode bytes in a client format: `0x`-prefixed hex or base64. */
+export function encodeBinary(bytes: Uint8Array, format: BinaryFormat): string {
+  return format === 'hex' ? '0x' + toHex(bytes) : toBase64(bytes);
+}
+
+/** Decode a client's hex (with or without `0x`) or base64; 400 naming `field` when malformed. */
+export function decodeBinary(text: string, format: BinaryFormat, field: string): Uint8Array {
+  if (format === 'hex') {
+    if (!HEX_RE.test(text)) throw new AppError('BAD_REQUEST', `${field} is not valid hex`);
+    return fromHex(text.startsWith('0x') ? text.slice(2) : text);
+  }
+  if (!BASE64_RE.test(text)) throw new AppError('BAD_REQUEST', `${field} is not valid base64`);
+  return fromBase64(text);
+}
+
+/** Dependencies of {@link createPayloadsService}. */
+export interface PayloadsDeps {
+  verifier: SignedDataVerifier;
+  secrets: Pick<SecretsCapability, 'getSecret' | 'recoverSeed'>;
+  logger: Logger;
+}
+
+/** Create the payloads service. */
+export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
+  const log = deps.logger.child({ module: 'payloads' });
+
+  async function secretFor(secretIdRaw: string) {
+    const secretId = parseSecretId(secretIdRaw);
+    const secret = await deps.secrets.getSecret(secretId);
+    if (!secret) throw new AppError('NOT_FOUND', `Secret ${secretId} not found`);
+    return secret;
+  }
+
+  return {
+    async encrypt(request, outputFormat): Promise<EncryptedPayload> {
+      const caller = await deps.verifier.verify(request, { parts: 5, rest: true });
+      const secret = await secretFor(caller.subject);
+      assertUsable(secret);
+      const { cifer, encryptedMessage } = sealPayload(fromBase64(secret.publicKeyCid), utf8Encoder.encode(caller.extra[0] ?? ''));
+      return {
+        chainId: caller.chainId,
+        secretId: secret.secretId,
+        outputFormat,
+        cifer: encodeBinary(cifer, outputFormat),
+        encryptedMessage: encodeBinary(encryptedMessage, outputFormat),
+      };
+    },
+
+    async decrypt(request, ciferText, inputFormat) {
+      const caller = await deps.verifier.verify(request, { parts: 5 });
+      const cifer = decodeBinary(ciferText, inputFormat, 'cifer');
+      if (cifer.length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', `cifer must be ${CIFER_BYTES} bytes, got ${cifer.length}`);
+      const message = decodeBinary(caller.extra[0] ?? '', inputFormat, 'encryptedMessage');
+      const secret = await secretFor(caller.subject);
+      assertDecryptRight(secret, caller.principalId);
+      const seed = await deps.secrets.recoverSeed(secret, request);
+      let plain: Uint8Array | undefined;
+      try {
+        plain = openPayloadWithSeed(seed, cifer, message);
+        if (!plain) {
+          log.info({ secretId: secret.secretId }, 'decryption failed');
+          throw new AppError('DECRYPTION_FAILED', 'Decryption failed');
+        }
+        return { decryptedMessage: utf8Decoder.decode(plain) };
+      } finally {
+        zeroize(seed, plain);
+      }
+    },
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * Storage and key ports of the secrets capability, implemented by src/store and the composition
+ * root. The core never holds a node's private keys: it asks these to open and seal.
+ */
+
+/** A member's own shares, encrypted at rest (not replicated). */
+export interface ShareStore {
+  get(secretId: number): Promise<Uint8Array | undefined>;
+  /** Durable. */
+  put(secretId: number, box: Uint8Array): Promise<void>;
+}
+
+/** Shares a coordinator still has to deliver: each sealed to its member's key, never in clear. */
+export interface PendingShares {
+  secretId: number;
+  /** Unix ms. */
+  createdAt: number;
+  retryCount: number;
+  /** Unix ms of the last delivery attempt. */
+  lastAttemptAt?: number;
+  /** Slot (as a string) → the sealed share (base64) and the last error. */
+  missing: Record<string, { box: string; error: string }>;
+}
+
+/** A coordinator's durable list of undelivered shares (the `secret-failures` operator view). */
+export interface PendingShareStore {
+  get(secretId: number): Promise<PendingShares | undefined>;
+  /** Durable. */
+  put(entry: PendingShares): Promise<void>;
+  delete(secretId: number): Promise<void>;
+  list(): AsyncIterable<PendingShares>;
+}
+
+/** Operations with this node's private keys (signing key for sealed shares, storage key at rest). */
+export interface NodeKeyring {
+  /** Open a box sealed to this node's secp256k1 key; undefined when it does not open. */
+  openSealed(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;
+  /** AES-256-GCM under the node's storage key. */
+  encryptAtRest(plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
+  decryptAtRest(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;
+}

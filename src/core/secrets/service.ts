@@ -1,0 +1,443 @@
+/**
+ * Web2 secrets (API.md, Secrets and Public keys; ARCHITECTURE.md, Keys and crypto). A secret is an
+ * ML-KEM-768 key pair from a 64-byte seed. The creating coordinator splits the seed with Shamir's
+ * scheme threshold-of-size, seals share i to member i's secp256k1 key and delivers it over `shard`;
+ * the member stores it encrypted at rest, bound to (secretId, slot). Only the public key is
+ * replicated. Members that missed their share are retried in the background from a durable list of
+ * sealed shares (the `secret-failures` operator view) — the coordinator never keeps a share in clear.
+ *
+ * Shares come back only through {@link SecretsCapability.recoverSeed}: each member checks the client's
+ * signed string, its freshness, the session and the owner/delegate right itself, then seals its share
+ * to the requesting coordinator.
+ */
+import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader } from '../replication/ports.ts';
+import { membersOf } from '../replication/ports.ts';
+import { gatherFromMembers } from '../replication/gather.ts';
+import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
+import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
+import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
+import {
+  combineShares,
+  fromBase64,
+  fromHex,
+  mlkemPublicKeyFromSeed,
+  sealTo,
+  splitSecret,
+  toBase64,
+  zeroize,
+  constantTimeEqual,
+  type RandomSource,
+} from '../../crypto/index.ts';
+import { SECRET_TYPE_MLKEM768, secretKey, shareAtRestAad, shareReleaseAad, shareStoreAad, type SecretBody } from './records.ts';
+import type { NodeKeyring, PendingShares, PendingShareStore, ShareStore } from './ports.ts';
+import type { CreatedSecret, PublicKeyView, RetryOutcome, SecretFailure, SecretsService, SecretView } from './types.ts';
+
+/** Bytes of an ML-KEM-768 seed (d ‖ z). */
+const SEED_BYTES = 64;
+const SECRET_ID_RE = /^[1-9]\d{0,15}$/;
+const CHAIN_ID_RE = /^-?\d{1,12}$/;
+
+/** Options of {@link createSecretsService}. */
+export interface SecretsOptions {
+  /** Deadline of one member's share store or release, ms. */
+  shardTimeoutMs: number;
+  /** Interval of the background delivery of missing shares, ms. */
+  retryIntervalMs: number;
+}
+
+/** Dependencies of {@link createSecretsService}. */
+export interface SecretsDeps {
+  replicator: Replicator;
+  state: StateReader;
+  membership: MembershipView;
+  members: MemberRpc;
+  creator: { allocate(counter: string, options?: { signal?: AbortSignal }): Promise<number> };
+  verifier: SignedDataVerifier;
+  /** This member's shares (members only). */
+  shares: ShareStore;
+  /** Shares this coordinator still has to deliver. */
+  pending: PendingShareStore;
+  keyring: NodeKeyring;
+  random: RandomSource;
+  clock: () => number;
+  logger: Logger;
+}
+
+/** The secrets capability: the HTTP port, the member's `shard` handler, and seed recovery. */
+export interface SecretsCapability extends SecretsService {
+  /** A member's `shard` handler (`store` and `release`). */
+  handleShard(body: unknown, from: ClusterNodeEntry): Promise<unknown>;
+  /** Current record of a secret, or undefined. */
+  getSecret(secretId: number): Promise<SecretBody | undefined>;
+  /**
+   * Gather ≥ threshold shares for a verified caller's decrypt and rebuild the seed; the caller zeroes
+   * it. 503 when fewer than threshold members release their share.
+   */
+  recoverSeed(secret: SecretBody, request: SignedRequest): Promise<Uint8Array>;
+  /** Start the background delivery loop. */
+  start(): void;
+  /** Stop it and wait for a running round. */
+  stop(): Promise<void>;
+}
+
+/** Parse a positive integer secret id; 400 otherwise. */
+export function parseSecretId(raw: string): number {
+  if (!SECRET_ID_RE.test(raw) || !Number.isSafeInteger(Number(raw))) throw new AppError('BAD_REQUEST', `Invalid secretId "${raw.slice(0, 24)}": expected a positive integer`);
+  return Number(raw);
+}
+
+/** Parse a chain id param; only Web2 (-1) is served. */
+function parseChainId(raw: string): number {
+  if (!CHAIN_ID_RE.test(raw)) throw new AppError('BAD_REQUEST', `Invalid chainId "${raw.slice(0, 24)}"`);
+  const chainId = Number(raw);
+  if (chainId !== WEB2_CHAIN_ID) throw new AppError('BAD_REQUEST', `Chain ${chainId} is not supported`);
+  return chainId;
+}
+
+/** 403 unless `principalId` may decrypt with the secret. */
+export function assertDecryptRight(secret: SecretBody, principalId: string): void {
+  if (secret.ownerPrincipalId !== principalId && secret.delegatePrincipalId !== principalId) throw new AppError('FORBIDDEN', 'Only the owner or the delegate may decrypt with this secret');
+  assertUsable(secret);
+}
+
+/** 403 while syncing or for a type this service cannot use. */
+export function assertUsable(secret: SecretBody): void {
+  if (secret.isSyncing) throw new AppError('FORBIDDEN', 'Secret is syncing; try again shortly');
+  if (secret.secretType !== SECRET_TYPE_MLKEM768) throw new AppError('FORBIDDEN', `Secret type ${secret.secretType} is not supported`);
+}
+
+function view(b: SecretBody): SecretView {
+  return {
+    secretId: b.secretId,
+    ownerPrincipalId: b.ownerPrincipalId,
+    delegatePrincipalId: b.delegatePrincipalId,
+    isSyncing: b.isSyncing,
+    clusterId: b.clusterId,
+    secretType: b.secretType,
+    publicKeyCid: b.publicKeyCid,
+    createdAt: new Date(b.createdAt).toISOString(),
+    updatedAt: new Date(b.updatedAt).toISOString(),
+  };
+}
+
+function failureView(p: PendingShares, addressOf: (slot: number) => string): SecretFailure {
+  const slots = Object.keys(p.missing).map(Number);
+  const out: SecretFailure = {
+    secretId: p.secretId,
+    stage: 'share-delivery',
+    failedNodeAddresses: slots.map(addressOf),
+    nodeErrors: Object.fromEntries(slots.map((s) => [addressOf(s), p.missing[String(s)]!.error])),
+    retryCount: p.retryCount,
+    createdAt: new Date(p.createdAt).toISOString(),
+  };
+  if (p.lastAttemptAt !== undefined) out.lastAttemptAt = new Date(p.lastAttemptAt).toISOString();
+  return out;
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 200);
+
+/** Create the secrets service. */
+export function createSecretsService(options: SecretsOptions, deps: SecretsDeps): SecretsCapability {
+  const { state, membership, keyring, clock } = deps;
+  const { descriptor, self } = membership;
+  const clusterId = descriptor.clusterId;
+  const memberList = membersOf(descriptor);
+  const addressOf = (slot: number) => memberList[slot]!.nodeAddress;
+  const log = deps.logger.child({ module: 'secrets' });
+
+  async function getSecret(secretId: number): Promise<SecretBody | undefined> {
+    return (await state.get('secret', secretKey(secretId)))?.body as SecretBody | undefined;
+  }
+
+  async function requireSecret(secretId: number): Promise<SecretBody> {
+    const s = await getSecret(secretId);
+    if (!s) throw new AppError('NOT_FOUND', `Secret ${secretId} not found`);
+    return s;
+  }
+
+  async function web2Caller(request: SignedRequest, parts: 4 | 5): Promise<VerifiedCaller> {
+    return deps.verifier.verify(request, { parts });
+  }
+
+  /** Deliver sealed shares to members; returns the slots that stored theirs and the errors of the rest. */
+  async function deliver(secretId: number, boxes: Map<number, Uint8Array>): Promise<{ stored: number[]; errors: Map<number, string> }> {
+    const stored: number[] = [];
+    const errors = new Map<number, string>();
+    await Promise.all(
+      [...boxes].map(async ([slot, box]) => {
+        if (!membership.isReachable(slot)) {
+          errors.set(slot, 'unreachable');
+          return;
+        }
+        try {
+          await deps.members.call(slot, 'shard', { op: 'store', secretId, box: toBase64(box) }, { signal: AbortSignal.timeout(options.shardTimeoutMs) });
+          stored.push(slot);
+        } catch (err) {
+          errors.set(slot, errorText(err));
+        }
+      }),
+    );
+    return { stored, errors };
+  }
+
+  /** One delivery attempt for a pending entry; deletes it once every member has its share. */
+  async function retryPending(p: PendingShares): Promise<PendingShares> {
+    const boxes = new Map(Object.entries(p.missing).map(([slot, m]) => [Number(slot), fromBase64(m.box)]));
+    const { stored, errors } = await deliver(p.secretId, boxes);
+    const next: PendingShares = { ...p, retryCount: p.retryCount + 1, lastAttemptAt: clock(), missing: {} };
+    for (const [slot, error] of errors) next.missing[String(slot)] = { box: p.missing[String(slot)]!.box, error };
+    if (Object.keys(next.missing).length === 0) {
+      await deps.pending.delete(p.secretId);
+      log.info({ secretId: p.secretId, delivered: stored.length, retryCount: next.retryCount }, 'secret shares complete');
+    } else {
+      await deps.pending.put(next);
+    }
+    return next;
+  }
+
+  // Background delivery: one round at a time; a manual retry of one secret waits for nothing.
+  let timer: NodeJS.Timeout | undefined;
+  let round: Promise<void> | undefined;
+  const inFlight = new Map<number, Promise<PendingShares>>();
+  const retryOnce = (p: PendingShares): Promise<PendingShares> => {
+    let run = inFlight.get(p.secretId);
+    if (!run) {
+      run = retryPending(p).finally(() => inFlight.delete(p.secretId));
+      inFlight.set(p.secretId, run);
+    }
+    return run;
+  };
+  async function backgroundRound(): Promise<void> {
+    for await (const p of deps.pending.list()) {
+      if (Object.keys(p.missing).some((slot) => membership.isReachable(Number(slot)))) {
+        await retryOnce(p).catch((err: unknown) => log.warn({ secretId: p.secretId, err: errorText(err) }, 'share delivery retry failed'));
+      }
+    }
+  }
+
+  /** What a member checks before storing a share. */
+  async function handleStore(b: Record<string, unknown>): Promise<unknown> {
+    const secretId = Number(b.secretId);
+    if (!Number.isSafeInteger(secretId) || secretId <= 0 || typeof b.box !== 'string') throw new AppError('BAD_REQUEST', 'malformed share store');
+    const share = keyring.openSealed(fromBase64(b.box), shareStoreAad(clusterId, secretId, self.slot!));
+    if (!share) throw new AppError('FORBIDDEN', 'share does not open for this member');
+    try {
+      const existing = await deps.shares.get(secretId);
+      if (existing) {
+        const have = keyring.decryptAtRest(existing, shareAtRestAad(clusterId, secretId, self.slot!));
+        const same = !!have && constantTimeEqual(have, share);
+        zeroize(have);
+        if (!same) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
+        return { stored: true };
+      }
+      await deps.shares.put(secretId, keyring.encryptAtRest(share, shareAtRestAad(clusterId, secretId, self.slot!)));
+      return { stored: true };
+    } finally {
+      zeroize(share);
+    }
+  }
+
+  /** What a member checks before releasing a share: everything, itself. */
+  async function handleRelease(b: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown> {
+    const secretId = Number(b.secretId);
+    if (!Number.isSafeInteger(secretId) || secretId <= 0 || typeof b.data !== 'string' || typeof b.signature !== 'string') throw new AppError('BAD_REQUEST', 'malformed share release');
+    const caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 5 });
+    if (caller.subject !== String(secretId)) throw new AppError('FORBIDDEN', 'signed data names another secret');
+    const secret = await requireSecret(secretId);
+    assertDecryptRight(secret, caller.principalId);
+    const box = await deps.shares.get(secretId);
+    if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
+    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, secretId, self.slot!));
+    if (!share) throw new AppError('CONFLICT', 'stored share does not open');
+    try {
+      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, secretId, self.slot!, from.nodeAddress));
+      return { slot: self.slot, box: toBase64(sealed) };
+    } finally {
+      zeroize(share);
+    }
+  }
+
+  const service: SecretsCapability = {
+    getSecret,
+
+    async createSecret(request): Promise<CreatedSecret> {
+      const caller = await web2Caller(request, 4);
+      if (caller.subject !== '0') throw new AppError('BAD_REQUEST', 'Invalid data format: the second part must be 0 when creating a secret');
+      const reachable = membership.reachableCount();
+      if (reachable < descriptor.threshold) throw new AppError('QUORUM_UNAVAILABLE', `Only ${reachable} of ${descriptor.size} members are reachable; ${descriptor.threshold} are needed`);
+      const secretId = await deps.creator.allocate('secretId');
+
+      const seed = deps.random(SEED_BYTES);
+      let publicKey: Uint8Array;
+      const boxes = new Map<number, Uint8Array>();
+      try {
+        publicKey = mlkemPublicKeyFromSeed(seed);
+        const shares = await splitSecret(seed, descriptor.size, descriptor.threshold);
+        try {
+          for (const m of memberList) boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(clusterId, secretId, m.slot)));
+        } finally {
+          zeroize(...shares);
+        }
+      } finally {
+        zeroize(seed);
+      }
+
+      const { stored, errors } = await deliver(secretId, boxes);
+      if (stored.length < descriptor.threshold) {
+        const failed: MemberFailure[] = [...errors].map(([slot, error]) => ({ slot, nodeAddress: addressOf(slot), error }));
+        log.warn({ secretId, stored: stored.length, failed }, 'secret shares below threshold; secret abandoned');
+        throw new QuorumError(`Only ${stored.length} members stored their share; ${descriptor.threshold} are needed`, stored.map(addressOf), failed);
+      }
+      const now = clock();
+      const body: SecretBody = {
+        secretId,
+        ownerPrincipalId: caller.principalId,
+        delegatePrincipalId: null,
+        clusterId,
+        secretType: SECRET_TYPE_MLKEM768,
+        publicKeyCid: toBase64(publicKey),
+        isSyncing: false,
+        createdAt: now,
+        updatedAt: now,
+      };
+      if (errors.size > 0) {
+        // Before the record: a crash in between leaves a retry for a secret nobody knows, never a secret with shares nobody retries.
+        const missing: PendingShares['missing'] = {};
+        for (const [slot, error] of errors) missing[String(slot)] = { box: toBase64(boxes.get(slot)!), error };
+        await deps.pending.put({ secretId, createdAt: now, retryCount: 0, missing });
+      }
+      await deps.replicator.replicate({ kind: 'secret', key: secretKey(secretId), body });
+      const status = errors.size === 0 ? 'complete' : 'propagating';
+      log.info({ secretId, status, stored: stored.length }, 'secret created');
+      return { secretId, clusterId, publicKeyCid: body.publicKeyCid, status };
+    },
+
+    async listSecrets(request) {
+      const caller = await web2Caller(request, 4);
+      if (caller.subject !== caller.principalId) throw new AppError('FORBIDDEN', 'The principal in data does not match the session');
+      const out: SecretView[] = [];
+      for await (const r of state.list('secret')) {
+        const b = r.body as SecretBody;
+        if (b.ownerPrincipalId === caller.principalId || b.delegatePrincipalId === caller.principalId) out.push(view(b));
+      }
+      return out;
+    },
+
+    async setDelegate(request) {
+      const caller = await web2Caller(request, 5);
+      const secretId = parseSecretId(caller.subject);
+      const delegate = caller.extra[0] ?? '';
+      if (delegate !== '' && !PRINCIPAL_ID_RE.test(delegate)) throw new AppError('BAD_REQUEST', 'Invalid delegatePrincipalId: expected a principal id or nothing');
+      const secret = await requireSecret(secretId);
+      if (secret.ownerPrincipalId !== caller.principalId) throw new AppError('FORBIDDEN', 'Only the owner may set the delegate');
+      if (delegate === secret.ownerPrincipalId) throw new AppError('FORBIDDEN', 'The owner cannot be the delegate');
+      if (delegate !== '') {
+        const p = (await state.get('principal', delegate))?.body as PrincipalBody | undefined;
+        if (!p || p.status !== 'active') throw new AppError('NOT_FOUND', 'Delegate principal not found');
+      }
+      const body: SecretBody = { ...secret, delegatePrincipalId: delegate === '' ? null : delegate, updatedAt: clock() };
+      await deps.replicator.replicate({ kind: 'secret', key: secretKey(secretId), body });
+      log.info({ secretId, delegateSet: delegate !== '' }, 'secret delegate changed');
+      return { secretId };
+    },
+
+    async publicKey(chainIdRaw, secretIdRaw): Promise<PublicKeyView> {
+      const chainId = parseChainId(chainIdRaw);
+      const secretId = parseSecretId(secretIdRaw);
+      const secret = await requireSecret(secretId);
+      return { chainId, secretId, publicKey: secret.publicKeyCid };
+    },
+
+    async publicKeySigned(request, chainIdRaw, secretIdRaw) {
+      const keyView = await service.publicKey(chainIdRaw, secretIdRaw);
+      const caller = await web2Caller(request, 4);
+      if (caller.subject !== String(keyView.secretId) || caller.chainId !== keyView.chainId) throw new AppError('BAD_REQUEST', 'chainId and secretId must match the signed data');
+      return keyView;
+    },
+
+    async listFailures() {
+      const out: SecretFailure[] = [];
+      for await (const p of deps.pending.list()) out.push(failureView(p, addressOf));
+      return out;
+    },
+
+    async retryFailure(secretIdRaw): Promise<RetryOutcome> {
+      const secretId = parseSecretId(secretIdRaw);
+      const p = await deps.pending.get(secretId);
+      if (!p) throw new AppError('NOT_FOUND', `No undelivered shares for secret ${secretId}`);
+      const next = await retryOnce(p);
+      const failedNodeAddresses = Object.keys(next.missing).map((s) => addressOf(Number(s)));
+      return {
+        message: failedNodeAddresses.length === 0 ? 'Every member now holds its share' : `${failedNodeAddresses.length} members still miss their share`,
+        stage: failedNodeAddresses.length === 0 ? 'complete' : 'share-delivery',
+        failedNodeAddresses,
+        retryCount: next.retryCount,
+      };
+    },
+
+    async handleShard(body, from) {
+      if (self.slot === null) throw new AppError('FORBIDDEN', 'not a member');
+      const b = (body ?? {}) as Record<string, unknown>;
+      if (b.op === 'store') return handleStore(b);
+      if (b.op === 'release') return handleRelease(b, from);
+      throw new AppError('BAD_REQUEST', 'unknown shard operation');
+    },
+
+    async recoverSeed(secret, request) {
+      const reachable = memberList.filter((m) => membership.isReachable(m.slot)).map((m) => m.slot);
+      if (reachable.length < descriptor.threshold) throw new AppError('QUORUM_UNAVAILABLE', `Only ${reachable.length} of ${descriptor.size} members are reachable; ${descriptor.threshold} are needed`);
+      const slots = reachable.sort((a, b) => (a === self.slot ? -1 : b === self.slot ? 1 : a - b));
+      const secretId = secret.secretId;
+      const { results, failures } = await gatherFromMembers({
+        slots,
+        needed: descriptor.threshold,
+        timeoutMs: options.shardTimeoutMs,
+        call: async (slot, signal) => {
+          const res = (await deps.members.call(slot, 'shard', { op: 'release', secretId, data: request.data, signature: request.signature }, { signal })) as { box?: unknown };
+          if (typeof res?.box !== 'string') throw new Error('malformed release');
+          const share = keyring.openSealed(fromBase64(res.box), shareReleaseAad(clusterId, secretId, slot, self.nodeAddress));
+          if (!share) throw new Error('released share does not open');
+          return share;
+        },
+      });
+      const shares = results.map((r) => r.value);
+      try {
+        if (shares.length < descriptor.threshold) {
+          const failed: MemberFailure[] = failures.map((f) => ({ slot: f.slot, nodeAddress: addressOf(f.slot), error: errorText(f.error) }));
+          log.warn({ secretId, released: shares.length, failed }, 'fewer than threshold shares released');
+          throw new QuorumError(`Only ${shares.length} members released their share; ${descriptor.threshold} are needed`, results.map((r) => addressOf(r.slot)), failed);
+        }
+        const seed = await combineShares(shares);
+        // A corrupt or lying member's share rebuilds another seed: refuse to decrypt with it.
+        if (toBase64(mlkemPublicKeyFromSeed(seed)) !== secret.publicKeyCid) {
+          zeroize(seed);
+          log.error({ secretId, slots: results.map((r) => r.slot) }, 'released shares do not rebuild the secret');
+          throw new QuorumError('The released shares do not rebuild the secret', [], []);
+        }
+        return seed;
+      } finally {
+        zeroize(...shares);
+      }
+    },
+
+    start() {
+      timer = setInterval(() => {
+        if (round) return;
+        round = backgroundRound()
+          .catch((err: unknown) => log.warn({ err: errorText(err) }, 'share delivery round failed'))
+          .finally(() => {
+            round = undefined;
+          });
+      }, options.retryIntervalMs);
+      timer.unref();
+    },
+    async stop() {
+      clearInterval(timer);
+      await round;
+      await Promise.allSettled([...inFlight.values()]);
+    },
+  };
+  return service;
+}

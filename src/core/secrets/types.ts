@@ -1,0 +1,84 @@
+/**
+ * The secrets capability's ports (API.md, Secrets and Public keys): secrets whose ML-KEM-768 private
+ * key exists only as Shamir shares on the members. Inputs arrive shape-checked by the routes; the
+ * service owns every rule and throws AppErrors.
+ */
+import type { SignedRequest } from '../sessions/types.ts';
+
+/** `complete`: every member holds its share; `propagating`: ≥ threshold do, the rest is retried. */
+export type SecretStatus = 'complete' | 'propagating';
+
+/** 201 body of POST /web2/secret (without `success`). */
+export interface CreatedSecret {
+  secretId: number;
+  clusterId: string;
+  /** ML-KEM-768 public key, base64 (1184 bytes decoded). */
+  publicKeyCid: string;
+  status: SecretStatus;
+}
+
+/** One secret as listed by POST /web2/secrets. */
+export interface SecretView {
+  secretId: number;
+  ownerPrincipalId: string;
+  delegatePrincipalId: string | null;
+  isSyncing: boolean;
+  clusterId: string;
+  secretType: number;
+  publicKeyCid: string;
+  /** ISO-8601 UTC. */
+  createdAt: string;
+  /** ISO-8601 UTC. */
+  updatedAt: string;
+}
+
+/** A secret whose shares have not reached every member yet (operator view). */
+export interface SecretFailure {
+  secretId: number;
+  /** What is still undone: `share-delivery`. */
+  stage: string;
+  /** Node addresses of the members still missing their share. */
+  failedNodeAddresses: string[];
+  /** Node address → last error. */
+  nodeErrors: Record<string, string>;
+  retryCount: number;
+  /** ISO-8601 UTC. */
+  createdAt: string;
+  /** ISO-8601 UTC, absent before the first retry. */
+  lastAttemptAt?: string;
+}
+
+/** 200 body of POST /web2/secret-failures/:secretId/retry (without `success`). */
+export interface RetryOutcome {
+  message: string;
+  stage: string;
+  /** Members still missing their share after this retry (empty: done). */
+  failedNodeAddresses: string[];
+  retryCount: number;
+}
+
+/** 200 body of the public-key routes (without `success`). */
+export interface PublicKeyView {
+  chainId: number;
+  secretId: number;
+  /** base64 ML-KEM-768 public key. */
+  publicKey: string;
+}
+
+/** The secrets service (HTTP port). */
+export interface SecretsService {
+  /** POST /web2/secret — data `-1_0_<sessionAddress>_<ts>`. */
+  createSecret(request: SignedRequest): Promise<CreatedSecret>;
+  /** POST /web2/secrets — data `-1_<principalId>_<sessionAddress>_<ts>`. */
+  listSecrets(request: SignedRequest): Promise<SecretView[]>;
+  /** POST /web2/setDelegate — data `-1_<secretId>_<sessionAddress>_<ts>_<delegate or empty>`. */
+  setDelegate(request: SignedRequest): Promise<{ secretId: number }>;
+  /** GET /secret-public-key/:chainId/:secretId — params raw; 400 bad params, 404 unknown. */
+  publicKey(chainId: string, secretId: string): Promise<PublicKeyView>;
+  /** POST /secret-public-key (deprecated signed form). */
+  publicKeySigned(request: SignedRequest, chainId: string, secretId: string): Promise<PublicKeyView>;
+  /** GET /web2/secret-failures (operator). */
+  listFailures(): Promise<SecretFailure[]>;
+  /** POST /web2/secret-failures/:secretId/retry (operator); 400 bad id, 404 no failure for it. */
+  retryFailure(secretId: string): Promise<RetryOutcome>;
+}

@@ -1,0 +1,101 @@
+/**
+ * The one signed-data verifier (API.md, Signed data strings): every signed route and every member's
+ * own check (`shard`) goes through {@link createSignedDataVerifier}. It splits `data` into the
+ * endpoint's exact part count, checks the chain and freshness, recovers the EIP-191 signer, compares
+ * it case-insensitively with the address inside `data`, and resolves the session (Web2).
+ *
+ * Cheap checks run first, so malformed input never costs a signature recovery.
+ */
+import { AppError } from '../../errors/index.ts';
+import type { StateReader } from '../replication/ports.ts';
+import type { PrincipalBody } from '../accounts/records.ts';
+import { isSessionActive, type SessionBody } from './records.ts';
+import type { SignedDataShape, SignedDataVerifier, SignedRequest, VerifiedCaller } from './types.ts';
+
+/** Web2 chain id. */
+export const WEB2_CHAIN_ID = -1;
+/** Web2 freshness window: |now − timestamp| ≤ 10 min (API.md). */
+export const WEB2_FRESHNESS_MS = 600_000;
+/** Longest `data` the verifier parses (the JSON body limit binds first on the routes). */
+const MAX_DATA_CHARS = 4 * 1024 * 1024;
+
+const CHAIN_RE = /^-?\d{1,12}$/;
+const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+const FRESH_RE = /^\d{1,16}$/;
+const SIGNATURE_RE = /^(?:0x)?[0-9a-fA-F]{130}$/;
+
+/** Dependencies of {@link createSignedDataVerifier}. */
+export interface SignedDataVerifierDeps {
+  state: StateReader;
+  /** EIP-191 signer recovery: lowercase 0x address, or undefined for an invalid signature. */
+  recoverSigner(message: string, signature: string): string | undefined;
+  /** Wall clock, Unix ms. */
+  clock: () => number;
+}
+
+/** Split `data` per the shape; undefined when the part count is wrong. */
+export function splitSignedData(data: string, shape: SignedDataShape): string[] | undefined {
+  if (!shape.rest) {
+    const parts = data.split('_');
+    return parts.length === shape.parts ? parts : undefined;
+  }
+  const parts: string[] = [];
+  let from = 0;
+  for (let i = 0; i < shape.parts - 1; i++) {
+    const at = data.indexOf('_', from);
+    if (at < 0) return undefined;
+    parts.push(data.slice(from, at));
+    from = at + 1;
+  }
+  parts.push(data.slice(from));
+  return parts;
+}
+
+function bad(message: string): AppError {
+  return new AppError('BAD_REQUEST', message);
+}
+
+/** Create the verifier. */
+export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDataVerifier {
+  const { state, clock } = deps;
+  return {
+    async verify(request: SignedRequest, shape: SignedDataShape): Promise<VerifiedCaller> {
+      if (request.data.length > MAX_DATA_CHARS) throw bad('data is too long');
+      const parts = splitSignedData(request.data, shape);
+      if (!parts) throw bad(`Invalid data format: expected ${shape.parts} parts separated by "_"`);
+      const [chainPart, subject, address, freshPart] = parts as [string, string, string, string];
+      if (!CHAIN_RE.test(chainPart)) throw bad(`Invalid chain id "${chainPart.slice(0, 24)}"`);
+      const chainId = Number(chainPart);
+      // Web3 principals plug in here (chain reads through src/evm); until then every chain but -1 is refused.
+      if (chainId !== WEB2_CHAIN_ID) throw bad(`Chain ${chainId} is not supported`);
+      if (!ADDRESS_RE.test(address)) throw bad('Invalid address in data: expected 0x and 40 hex characters');
+      if (!FRESH_RE.test(freshPart)) throw bad('Invalid timestamp in data: expected Unix milliseconds');
+      const fresh = Number(freshPart);
+      const now = clock();
+      if (Math.abs(now - fresh) > WEB2_FRESHNESS_MS) {
+        throw bad(`Timestamp ${fresh} is outside the allowed window of ±${WEB2_FRESHNESS_MS} ms (now: ${now})`);
+      }
+      if (!SIGNATURE_RE.test(request.signature)) throw bad('Invalid signature format: expected 65 bytes of hex');
+      const signer = deps.recoverSigner(request.data, request.signature);
+      if (!signer) throw new AppError('FORBIDDEN', 'Invalid signature');
+      const sessionAddress = address.toLowerCase();
+      if (signer !== sessionAddress) throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');
+
+      const session = (await state.get('session', sessionAddress))?.body as SessionBody | undefined;
+      const principal = session ? ((await state.get('principal', session.principalId))?.body as PrincipalBody | undefined) : undefined;
+      if (!session || !isSessionActive(session, principal, now)) {
+        if (shape.inactiveSession === 'session-inactive') throw new AppError('SESSION_INACTIVE', 'Session inactive');
+        throw new AppError('FORBIDDEN', 'No active session');
+      }
+      return {
+        chainId,
+        subject,
+        signer,
+        fresh,
+        extra: parts.slice(4),
+        principalId: session.principalId,
+        session: { principalId: session.principalId, sessionAddress, expiresAt: session.expiresAt },
+      };
+    },
+  };
+}

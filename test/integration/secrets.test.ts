@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import { getJson, postJson } from '../utils/http.ts';
+import { expectApiError } from '../utils/web2.ts';
+import { principalWithSession, type Principal } from '../utils/session.ts';
+
+let cluster: LocalCluster;
+let A: string;
+let B: string;
+let alice: Principal;
+let bob: Principal;
+let carol: Principal;
+beforeAll(async () => {
+  cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2 });
+  [A, B] = cluster.coordinators as [string, string];
+  [alice, bob, carol] = await Promise.all([principalWithSession(cluster, A, 'alice'), principalWithSession(cluster, A, 'bob'), principalWithSession(cluster, B, 'carol')]);
+}, 60_000);
+afterAll(() => cluster?.stop());
+
+async function createSecret(url: string, p: Principal) {
+  const res = await postJson<{ success: boolean; secretId: number; clusterId: string; publicKeyCid: string; status: string }>(`${url}/web2/secret`, p.signed(0));
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+async function encrypt(url: string, p: Principal, secretId: number, plaintext: string, outputFormat?: 'hex' | 'base64') {
+  return postJson<{ cifer: string; encryptedMessage: string; outputFormat: string; chainId: number; secretId: number }>(`${url}/encrypt-payload`, { ...p.signed(secretId, plaintext), ...(outputFormat ? { outputFormat } : {}) });
+}
+
+async function decrypt(url: string, p: Principal, secretId: number, cifer: string, encryptedMessage: string, inputFormat?: 'hex' | 'base64') {
+  return postJson<{ decryptedMessage: string }>(`${url}/decrypt-payload`, { cifer, ...p.signed(secretId, encryptedMessage), ...(inputFormat ? { inputFormat } : {}) });
+}
+
+describe('sessions, secrets and payloads across coordinators', () => {
+  it('session on A, secret on B, encrypt on A, decrypt on B; the public key is served unsigned', async () => {
+    const status = await postJson(`${B}/web2/session/status`, alice.signed(0));
+    expect(status.status).toBe(200);
+    expect(status.body).toMatchObject({ active: true, principalId: alice.principalId, sessionAddress: alice.wallet.address });
+
+    const secret = await createSecret(B, alice);
+    expect(secret).toMatchObject({ success: true, status: 'complete' });
+    expect(secret.secretId).toBeGreaterThan(0);
+    expect(Buffer.from(secret.publicKeyCid, 'base64')).toHaveLength(1184);
+
+    const pub = await getJson(`${A}/secret-public-key/-1/${secret.secretId}`);
+    expect(pub.status).toBe(200);
+    expect(pub.body).toEqual({ success: true, chainId: -1, secretId: secret.secretId, publicKey: secret.publicKeyCid });
+
+    const plaintext = 'hello_world: ünïcødé _ with underscores_';
+    const enc = await encrypt(A, alice, secret.secretId, plaintext);
+    expect(enc.status, JSON.stringify(enc.body)).toBe(200);
+    expect(enc.body.cifer).toMatch(/^0x[0-9a-f]{2208}$/);
+    expect(enc.body.encryptedMessage.startsWith('0x')).toBe(true);
+
+    const dec = await decrypt(B, alice, secret.secretId, enc.body.cifer, enc.body.encryptedMessage);
+    expect(dec.status, JSON.stringify(dec.body)).toBe(200);
+    expect(dec.body).toEqual({ success: true, decryptedMessage: plaintext });
+
+    const enc64 = await encrypt(B, bob, secret.secretId, 'anyone may encrypt', 'base64');
+    expect(enc64.status).toBe(200);
+    expect(Buffer.from(enc64.body.cifer, 'base64')).toHaveLength(1104);
+    const dec64 = await decrypt(A, alice, secret.secretId, enc64.body.cifer, enc64.body.encryptedMessage, 'base64');
+    expect(dec64.body).toEqual({ success: true, decryptedMessage: 'anyone may encrypt' });
+  });
+
+  it('the delegate decrypts, a third principal gets 403, and after clearing the delegate it gets 403 too', async () => {
+    const secret = await createSecret(A, alice);
+    const enc = await encrypt(A, alice, secret.secretId, 'for bob');
+    expect(enc.status).toBe(200);
+
+    expectApiError(await decrypt(B, bob, secret.secretId, enc.body.cifer, enc.body.encryptedMessage), 403, 'FORBIDDEN');
+    const set = await postJson(`${A}/web2/setDelegate`, alice.signed(secret.secretId, bob.principalId));
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body).toEqual({ success: true, secretId: secret.secretId });
+
+    const dec = await decrypt(B, bob, secret.secretId, enc.body.cifer, enc.body.encryptedMessage);
+    expect(dec.status, JSON.stringify(dec.body)).toBe(200);
+    expect(dec.body.decryptedMessage).toBe('for bob');
+    expectApiError(await decrypt(B, carol, secret.secretId, enc.body.cifer, enc.body.encryptedMessage), 403, 'FORBIDDEN');
+
+    const bobList = await postJson<{ secrets: Array<{ secretId: number; delegatePrincipalId: string | null; ownerPrincipalId: string }> }>(`${B}/web2/secrets`, bob.signed(bob.principalId));
+    expect(bobList.status).toBe(200);
+    expect(bobList.body.secrets.map((s) => s.secretId)).toContain(secret.secretId);
+
+    const clear = await postJson(`${B}/web2/setDelegate`, alice.signed(secret.secretId, ''));
+    expect(clear.status).toBe(200);
+    expectApiError(await decrypt(A, bob, secret.secretId, enc.body.cifer, enc.body.encryptedMessage), 403, 'FORBIDDEN');
+    const after = await postJson<{ secrets: Array<{ secretId: number }> }>(`${A}/web2/secrets`, bob.signed(bob.principalId));
+    expect(after.body.secrets.map((s) => s.secretId)).not.toContain(secret.secretId);
+
+    const aliceList = await postJson<{ secrets: Array<Record<string, unknown>> }>(`${A}/web2/secrets`, alice.signed(alice.principalId));
+    const mine = aliceList.body.secrets.find((s) => s.secretId === secret.secretId);
+    expect(mine).toMatchObject({ ownerPrincipalId: alice.principalId, delegatePrincipalId: null, isSyncing: false, secretType: 1, publicKeyCid: secret.publicKeyCid });
+  });
+});
