@@ -5,7 +5,21 @@
  */
 import { randomBytes } from 'node:crypto';
 import { startLocalCluster, type LocalCluster, type QuorumNode } from '../src/testing/index.ts';
-import { hashPassword, verifyPassword, createHashLimiter, signEd25519, ed25519PublicKeyOf, toHex } from '../src/crypto/index.ts';
+import { Worker } from 'node:worker_threads';
+import {
+  hashPassword,
+  verifyPassword,
+  createHashLimiter,
+  signEd25519,
+  ed25519PublicKeyOf,
+  toHex,
+  fromBase64,
+  generatePrivateKey,
+  addressOfPrivateKey,
+  signPersonalMessage,
+  recoverPersonalSigner,
+  sealPayload,
+} from '../src/crypto/index.ts';
 import { median, ms, percentile, runConcurrent, table } from './bench-lib.ts';
 
 const SEQUENTIAL_WRITES = Number(process.env.BENCH_SEQ ?? 500);
@@ -14,6 +28,13 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const CATCHUP_RECORDS = Number(process.env.BENCH_CATCHUP ?? 10_000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 40);
 const CREDENTIAL_CHECKS = Number(process.env.BENCH_CREDENTIALS ?? 200);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
+const SECRETS = Number(process.env.BENCH_SECRETS ?? 200);
+const ENCRYPTS = Number(process.env.BENCH_ENCRYPTS ?? 4000);
+const ENCRYPT_CLIENTS = Number(process.env.BENCH_ENCRYPT_CLIENTS ?? 16);
+const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
+/** Plaintext of the encrypt/decrypt figures, bytes. */
+const PAYLOAD_BYTES = 256;
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -66,6 +87,110 @@ async function benchAccounts(cluster: LocalCluster): Promise<void> {
     ['verify-credentials over HTTP', `${httpRate.toFixed(1)} /s  (${((httpRate / rawRate) * 100).toFixed(0)}% of raw)`],
     ['HTTP p50 / p99', `${ms(median(http.latencies))} / ${ms(percentile(http.latencies, 99))}`],
   ]);
+}
+
+/** A verified principal with a registered Ed25519 key, through the HTTP API. */
+async function benchPrincipal(cluster: LocalCluster, url: string) {
+  const email = `bench-secrets-${randomBytes(4).toString('hex')}@example.test`;
+  const password = 'bench-password-secrets';
+  const reg = await post(`${url}/web2/auth/register`, { email, password });
+  const mail = await cluster.mailbox.waitFor((m) => m.to.includes(email));
+  await post(`${url}/web2/auth/verify-email`, { email, otp: /\b(\d{6})\b/.exec(mail.text)![1] });
+  const principalId = reg.body.principalId as string;
+  const seed = new Uint8Array(randomBytes(32));
+  const publicKey = toHex(ed25519PublicKeyOf(seed));
+  const key = await post(`${url}/web2/auth/register-key`, { principalId, password, publicKey, signature: toHex(signEd25519(seed, `cifer_register:${publicKey}`)) });
+  if (key.status !== 201) throw new Error(`register-key: ${key.status}`);
+  const newSession = () => {
+    const wallet = generatePrivateKey();
+    const address = addressOfPrivateKey(wallet);
+    const timestamp = String(Date.now());
+    const body = { principalId, timestamp, sessionAddress: address, signature: toHex(signEd25519(seed, `cifer_session:${principalId}:${timestamp}:${address}`)) };
+    return { wallet, address, body };
+  };
+  return { principalId, newSession };
+}
+
+/** Run the load worker against one route. */
+function load(url: string, bodies: string[], concurrency: number): Promise<{ latencies: number[]; wallMs: number; failures: number; firstFailure?: string }> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(new URL('./bench-load.ts', import.meta.url), { workerData: { url, bodies, concurrency } });
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+}
+
+/** Sessions, secrets and payloads on 5 members: latencies, and encrypt over HTTP next to its crypto bound. */
+async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
+  const url = cluster.coordinators[0]!;
+  const { newSession } = await benchPrincipal(cluster, url);
+
+  const sessionLatencies: number[] = [];
+  let session = newSession();
+  for (let i = 0; i < SESSIONS; i++) {
+    session = newSession();
+    const t0 = performance.now();
+    const res = await post(`${url}/web2/session`, session.body);
+    sessionLatencies.push(performance.now() - t0);
+    if (res.status !== 201) throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  const signed = (subject: string | number, extra?: string) => {
+    const data = `-1_${subject}_${session.address}_${Date.now()}` + (extra === undefined ? '' : `_${extra}`);
+    return { data, signature: signPersonalMessage(data, session.wallet) };
+  };
+
+  const secretLatencies: number[] = [];
+  let secretId = 0;
+  let publicKeyCid = '';
+  for (let i = 0; i < SECRETS; i++) {
+    const body = signed(0);
+    const t0 = performance.now();
+    const res = await post(`${url}/web2/secret`, body);
+    secretLatencies.push(performance.now() - t0);
+    if (res.status !== 201 || res.body.status !== 'complete') throw new Error(`secret: ${res.status} ${JSON.stringify(res.body)}`);
+    secretId = res.body.secretId as number;
+    publicKeyCid = res.body.publicKeyCid as string;
+  }
+
+  // Encrypt: the in-process bound (recover the signer + encapsulate + HKDF + AES-GCM) on one core…
+  const plaintext = 'x'.repeat(PAYLOAD_BYTES);
+  const bodies = Array.from({ length: ENCRYPTS }, () => JSON.stringify(signed(secretId, plaintext)));
+  const publicKey = fromBase64(publicKeyCid);
+  const encoder = new TextEncoder();
+  const bound = await runConcurrent(ENCRYPTS, 1, async (i) => {
+    const { data, signature } = JSON.parse(bodies[i]!) as { data: string; signature: string };
+    if (!recoverPersonalSigner(data, signature)) throw new Error('recover');
+    sealPayload(publicKey, encoder.encode(data.slice(data.indexOf('_', data.indexOf('_', data.indexOf('_', data.indexOf('_') + 1) + 1) + 1) + 1)));
+  });
+  const boundRate = (ENCRYPTS / bound.wallMs) * 1000;
+  // …and the HTTP path, with the clients on the other core (a worker thread).
+  await load(`${url}/encrypt-payload`, bodies.slice(0, 200), ENCRYPT_CLIENTS); // warm-up
+  const http = await load(`${url}/encrypt-payload`, bodies, ENCRYPT_CLIENTS);
+  if (http.failures > 0) throw new Error(`encrypt: ${http.failures} failures, first: ${http.firstFailure}`);
+  const httpRate = (ENCRYPTS / http.wallMs) * 1000;
+
+  const enc = await post(`${url}/encrypt-payload`, signed(secretId, plaintext));
+  const decryptLatencies: number[] = [];
+  for (let i = 0; i < DECRYPTS; i++) {
+    const body = { cifer: enc.body.cifer, ...signed(secretId, enc.body.encryptedMessage as string) };
+    const t0 = performance.now();
+    const res = await post(`${url}/decrypt-payload`, body);
+    decryptLatencies.push(performance.now() - t0);
+    if (res.status !== 200) throw new Error(`decrypt: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+
+  const row = (values: number[]): [string, string][] => [
+    ['p50', `${ms(median(values))}  (${(median(values) / rtt).toFixed(1)}× RTT)`],
+    ['p99', ms(percentile(values, 99))],
+  ];
+  table(`POST /web2/session (${SESSIONS} sessions, 3 grants of 5 members, replicated)`, row(sessionLatencies));
+  table(`POST /web2/secret (${SECRETS} secrets, 5 shares delivered, replicated; all complete)`, row(secretLatencies));
+  table(`POST /encrypt-payload (${ENCRYPTS} × ${PAYLOAD_BYTES} B, ${ENCRYPT_CLIENTS} clients in a worker thread)`, [
+    ['in-process bound: recover + encapsulate + AES-GCM, one core', `${boundRate.toFixed(0)} /s`],
+    ['over HTTP', `${httpRate.toFixed(0)} /s  (${((httpRate / boundRate) * 100).toFixed(0)}% of the bound)`],
+    ['HTTP p50 / p99', `${ms(median(http.latencies))} / ${ms(percentile(http.latencies, 99))}`],
+  ]);
+  table(`POST /decrypt-payload (${DECRYPTS} sequential, 3 shares gathered of 5 members)`, row(decryptLatencies));
 }
 
 const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kind: 'probe', key, body: { note: '', writtenAt: Date.now() } });
@@ -135,6 +260,7 @@ async function main(): Promise<void> {
       ['records/s', `${(CATCHUP_RECORDS / ((tDone - tConnected) / 1000)).toFixed(0)}`],
     ]);
     await benchAccounts(cluster);
+    await benchSecrets(cluster, rtt);
   } finally {
     await cluster.stop();
   }
