@@ -1,0 +1,105 @@
+/**
+ * AES-256-GCM, the one AEAD of quorumkeep (payload envelopes, sealed boxes, shares at rest), and the
+ * at-rest box: a member keeps its Shamir share encrypted under its 32-byte node storage key, bound to
+ * the secretId and slot as associated data, so a share copied to another record or slot never opens
+ * (ARCHITECTURE.md, Keys and crypto).
+ */
+import { createCipheriv, createDecipheriv } from 'node:crypto';
+import { concatBytes, systemRandom, type RandomSource } from './bytes.ts';
+
+/** AES-256 key length, in bytes. */
+export const AES_256_KEY_BYTES = 32;
+/** AES-GCM nonce (IV) length, in bytes: 96 bits, the size GCM is specified for. */
+export const AES_GCM_NONCE_BYTES = 12;
+/** AES-GCM authentication tag length, in bytes: the full 128 bits, never truncated. */
+export const AES_GCM_TAG_BYTES = 16;
+/** Bytes an at-rest box adds to its plaintext: nonce ‖ … ‖ tag. */
+export const AT_REST_OVERHEAD_BYTES = AES_GCM_NONCE_BYTES + AES_GCM_TAG_BYTES;
+
+const EMPTY = new Uint8Array(0);
+
+function checkKey(key: Uint8Array): void {
+  if (!(key instanceof Uint8Array) || key.length !== AES_256_KEY_BYTES) throw new TypeError(`AES-256 key must be ${AES_256_KEY_BYTES} bytes`);
+}
+
+function checkKeyAndNonce(key: Uint8Array, nonce: Uint8Array): void {
+  checkKey(key);
+  if (!(nonce instanceof Uint8Array) || nonce.length !== AES_GCM_NONCE_BYTES) throw new TypeError(`AES-GCM nonce must be ${AES_GCM_NONCE_BYTES} bytes`);
+}
+
+/** An AES-GCM ciphertext (as long as its plaintext) and its 16-byte tag. */
+export interface AesGcmSealed {
+  /** The encrypted bytes, as many as the plaintext. */
+  readonly ciphertext: Uint8Array;
+  /** The 16-byte authentication tag over ciphertext and associated data. */
+  readonly tag: Uint8Array;
+}
+
+/**
+ * AES-256-GCM encryption. A (key, nonce) pair must never encrypt twice: callers use a random nonce or
+ * a key derived for this one message. Throws a TypeError on a wrong key or nonce length.
+ */
+export function aes256GcmEncrypt(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array = EMPTY): AesGcmSealed {
+  checkKeyAndNonce(key, nonce);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: AES_GCM_TAG_BYTES });
+  cipher.setAAD(aad);
+  const head = cipher.update(plaintext);
+  const tail = cipher.final();
+  return { ciphertext: tail.length === 0 ? new Uint8Array(head) : concatBytes(head, tail), tag: new Uint8Array(cipher.getAuthTag()) };
+}
+
+/**
+ * AES-256-GCM decryption: the plaintext, or undefined when the tag does not verify (wrong key,
+ * nonce or associated data, or any changed byte) or is not 16 bytes. Throws a TypeError on a wrong
+ * key or nonce length, which is the caller's bug rather than bad input.
+ */
+export function aes256GcmDecrypt(
+  key: Uint8Array,
+  nonce: Uint8Array,
+  ciphertext: Uint8Array,
+  tag: Uint8Array,
+  aad: Uint8Array = EMPTY,
+): Uint8Array | undefined {
+  checkKeyAndNonce(key, nonce);
+  if (tag.length !== AES_GCM_TAG_BYTES) return undefined;
+  const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: AES_GCM_TAG_BYTES });
+  decipher.setAAD(aad);
+  decipher.setAuthTag(tag);
+  const head = decipher.update(ciphertext);
+  try {
+    const tail = decipher.final();
+    return tail.length === 0 ? new Uint8Array(head) : concatBytes(head, tail);
+  } catch {
+    return undefined;
+  } finally {
+    // Bytes released before the tag is checked are unauthenticated; no copy of them is left behind.
+    head.fill(0);
+  }
+}
+
+/**
+ * Encrypt a share (or any private value) under a node storage key: random nonce (12) ‖ ciphertext ‖
+ * tag (16). `aad` binds the box to its place, e.g. the secretId and slot of a share.
+ */
+export function encryptAtRest(key: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, random: RandomSource = systemRandom): Uint8Array {
+  const nonce = random(AES_GCM_NONCE_BYTES);
+  const { ciphertext, tag } = aes256GcmEncrypt(key, nonce, plaintext, aad);
+  return concatBytes(nonce, ciphertext, tag);
+}
+
+/**
+ * Open a box made by {@link encryptAtRest} with the same key and associated data; undefined when the
+ * box is too short, altered, or made for other associated data. Throws a TypeError on a wrong key length.
+ */
+export function decryptAtRest(key: Uint8Array, box: Uint8Array, aad: Uint8Array): Uint8Array | undefined {
+  checkKey(key);
+  if (!(box instanceof Uint8Array) || box.length < AT_REST_OVERHEAD_BYTES) return undefined;
+  const tagStart = box.length - AES_GCM_TAG_BYTES;
+  return aes256GcmDecrypt(
+    key,
+    box.subarray(0, AES_GCM_NONCE_BYTES),
+    box.subarray(AES_GCM_NONCE_BYTES, tagStart),
+    box.subarray(tagStart),
+    aad,
+  );
+}
