@@ -1,0 +1,186 @@
+/**
+ * A coordinator gone rogue gets no share (ARCHITECTURE.md, Network: "`shard`: a member releases its
+ * key shard for a decrypt only after verifying the client's signed data string, freshness and
+ * owner/delegate rights itself — a coordinator alone can never obtain shards"). Member 4 is stopped
+ * and its genuine identity drives the real cluster module: a listed node, so the connection gater
+ * admits it, asking members 0..3 over the real `shard` and `grant` protocols with requests no client
+ * signed. The positive control — Alice's genuine request yields boxes that open to shares that
+ * rebuild her secret — shows the refusals come from the members' checks, not from the plumbing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
+import type { Cluster } from '../../src/cluster/index.ts';
+import { AppError, type ErrorCode } from '../../src/errors/index.ts';
+import { combineShares, fromBase64, mlkemPublicKeyFromSeed, openSealed, toBase64 } from '../../src/crypto/index.ts';
+import { shareReleaseAad } from '../../src/core/secrets/records.ts';
+import { sessionMessage } from '../../src/core/sessions/service.ts';
+import { WEB2_FRESHNESS_MS } from '../../src/core/sessions/signed-data.ts';
+import { startImpostor } from '../utils/impostor.ts';
+import { postJson } from '../utils/http.ts';
+import { newSessionWallet, principalWithSession, signData, type Principal } from '../utils/session.ts';
+import { cleanupStack } from '../utils/temp.ts';
+import { newEd25519 } from '../utils/web2.ts';
+
+const ROGUE_SLOT = 4;
+/** The members the rogue asks: every member but the one whose identity it took. */
+const MEMBERS = [0, 1, 2, 3];
+const THRESHOLD = 3;
+const CALL_TIMEOUT_MS = 5000;
+
+const stack = cleanupStack();
+let cluster: LocalCluster;
+let rogue: Cluster;
+let rogueSigningKey: Uint8Array;
+let rogueAddress: string;
+let clusterId: string;
+let alice: Principal;
+let bob: Principal;
+/** Alice's secret, its public key, and a second secret of hers. */
+let secretId: number;
+let publicKeyCid: string;
+let otherSecretId: number;
+/** A genuine encrypted message for Alice's secret: the fifth part of her decrypt strings. */
+let encryptedMessage: string;
+
+async function createSecret(url: string, p: Principal) {
+  const res = await postJson<{ secretId: number; publicKeyCid: string; status: string }>(`${url}/web2/secret`, p.signed(0));
+  if (res.status !== 201) throw new Error(`create secret: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+beforeAll(async () => {
+  cluster = await startLocalCluster({ size: 5, threshold: THRESHOLD, coordinators: 2 });
+  stack.push(() => cluster.stop());
+  clusterId = cluster.descriptor.clusterId;
+  const [A, B] = cluster.coordinators as [string, string];
+  [alice, bob] = await Promise.all([principalWithSession(cluster, A, 'alice'), principalWithSession(cluster, B, 'bob')]);
+  const secret = await createSecret(A, alice);
+  // Every member, the rogue's slot included, holds its share before the rogue takes over slot 4.
+  expect(secret.status).toBe('complete');
+  ({ secretId, publicKeyCid } = secret);
+  otherSecretId = (await createSecret(B, alice)).secretId;
+  const enc = await postJson<{ encryptedMessage: string }>(`${A}/encrypt-payload`, alice.signed(secretId, 'for alice only'));
+  if (enc.status !== 200) throw new Error(`encrypt: ${enc.status} ${JSON.stringify(enc.body)}`);
+  encryptedMessage = enc.body.encryptedMessage;
+  await cluster.waitForConvergence({ timeoutMs: 10_000 });
+
+  ({ peer: rogue, signingKey: rogueSigningKey } = await startImpostor(cluster, ROGUE_SLOT));
+  stack.push(() => rogue.stop());
+  rogueAddress = cluster.descriptor.nodes[ROGUE_SLOT]!.nodeAddress;
+  await waitFor(() => MEMBERS.every((slot) => rogue.membership.isReachable(slot)), { timeoutMs: 10_000, description: 'the rogue to reach members 0..3' });
+}, 60_000);
+afterAll(() => stack.run());
+
+/** The rogue asks member `slot` for its share of `id` with a signed string it did not get from a decrypt. */
+function release(slot: number, id: number, signed: { data: string; signature: string }) {
+  return rogue.callMember(slot, 'shard', { op: 'release', secretId: id, data: signed.data, signature: signed.signature }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+}
+
+/**
+ * Every member refuses the rogue's `service` request: the call rejects with an AppError carrying
+ * `code` (and, to pin which check refused, a message matching `reason`), so nothing comes back.
+ */
+async function expectEveryMemberRefuses(service: 'shard' | 'grant', body: unknown, code: ErrorCode, reason: RegExp) {
+  const outcomes = await Promise.allSettled(MEMBERS.map((slot) => rogue.callMember(slot, service, body, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })));
+  for (const [slot, outcome] of outcomes.entries()) {
+    // A fulfilled call is a released share or a granted session: say so, with what came back.
+    expect(outcome.status === 'fulfilled' ? `member ${slot} answered ${service} with ${JSON.stringify(outcome.value)}` : 'refused').toBe('refused');
+    const err = (outcome as PromiseRejectedResult).reason as unknown;
+    expect(err, `member ${slot}: ${String(err)}`).toBeInstanceOf(AppError);
+    expect((err as AppError).code, `member ${slot}: ${(err as AppError).message}`).toBe(code);
+    expect((err as AppError).message, `member ${slot}`).toMatch(reason);
+  }
+}
+
+/** Every member refuses to release its share of `id` for `signed`. */
+const expectNoRelease = (id: number, signed: { data: string; signature: string }, code: ErrorCode, reason: RegExp) =>
+  expectEveryMemberRefuses('shard', { op: 'release', secretId: id, data: signed.data, signature: signed.signature }, code, reason);
+
+/** Alice's decrypt string for `id` (5 parts), signed by her session wallet at `at`. */
+const aliceDecrypt = (id: number, at?: number) => alice.signed(id, encryptedMessage, at);
+
+/** Each member's released share for Alice's secret, opened with the rogue's genuine key. */
+async function releasedShares(signed: { data: string; signature: string }): Promise<Uint8Array[]> {
+  return Promise.all(
+    MEMBERS.map(async (slot) => {
+      const res = (await release(slot, secretId, signed)) as { slot?: unknown; box?: unknown };
+      expect(res.slot).toBe(slot);
+      expect(typeof res.box).toBe('string');
+      const box = fromBase64(res.box as string);
+      // Bound to this secret, this slot and this requester.
+      expect(openSealed(rogueSigningKey, box, shareReleaseAad(clusterId, secretId, (slot + 1) % MEMBERS.length, rogueAddress)), `slot ${slot} box under another slot`).toBeUndefined();
+      expect(openSealed(rogueSigningKey, box, shareReleaseAad(clusterId, secretId, slot, cluster.descriptor.nodes[0]!.nodeAddress)), `slot ${slot} box for another requester`).toBeUndefined();
+      const share = openSealed(rogueSigningKey, box, shareReleaseAad(clusterId, secretId, slot, rogueAddress));
+      expect(share, `slot ${slot} box opens`).toBeDefined();
+      expect(share).toHaveLength(65);
+      return share!;
+    }),
+  );
+}
+
+/** Every THRESHOLD-subset of `shares`, as index lists. */
+function thresholdSubsets(n: number): number[][] {
+  const out: number[][] = [];
+  const pick = (from: number, chosen: number[]) => {
+    if (chosen.length === THRESHOLD) return void out.push(chosen);
+    for (let i = from; i < n; i++) pick(i + 1, [...chosen, i]);
+  };
+  pick(0, []);
+  return out;
+}
+
+describe('a coordinator gone rogue (a listed node with its genuine key) asks members for shares', () => {
+  it('positive control: Alice’s genuine fresh decrypt string gets a box from every member, and any 3 shares rebuild her secret', async () => {
+    const shares = await releasedShares(aliceDecrypt(secretId));
+    for (const subset of thresholdSubsets(shares.length)) {
+      const seed = await combineShares(subset.map((i) => shares[i]!));
+      expect(toBase64(mlkemPublicKeyFromSeed(seed)), `seed from slots ${subset.join(',')}`).toBe(publicKeyCid);
+    }
+    // Fewer than threshold rebuild something else: the threshold is real.
+    const two = await combineShares(shares.slice(0, 2));
+    expect(toBase64(mlkemPublicKeyFromSeed(two))).not.toBe(publicKeyCid);
+  });
+
+  it('(a) a forged signature: a string naming Alice’s session, signed by another wallet, is refused', async () => {
+    const mallory = newSessionWallet();
+    const data = `-1_${secretId}_${alice.wallet.address}_${Date.now()}_${encryptedMessage}`;
+    await expectNoRelease(secretId, { data, signature: signData(mallory, data).signature }, 'FORBIDDEN', /signature does not match/i);
+    // The same forger naming its own wallet has no session.
+    await expectNoRelease(secretId, signData(mallory, `-1_${secretId}_${mallory.address}_${Date.now()}_${encryptedMessage}`), 'FORBIDDEN', /no active session/i);
+  });
+
+  it('(b) Alice’s genuine string 10 min + 1 s old (or ahead) is refused; 9.5 min old is still served', async () => {
+    const now = Date.now();
+    await expectNoRelease(secretId, aliceDecrypt(secretId, now - WEB2_FRESHNESS_MS - 1000), 'BAD_REQUEST', /outside the allowed window/);
+    await expectNoRelease(secretId, aliceDecrypt(secretId, now + WEB2_FRESHNESS_MS + 1000), 'BAD_REQUEST', /outside the allowed window/);
+    // Control at the edge: the refusal above is about age alone.
+    expect(await releasedShares(aliceDecrypt(secretId, now - WEB2_FRESHNESS_MS + 30_000))).toHaveLength(MEMBERS.length);
+  });
+
+  it('(c) Bob’s genuine fresh string for Alice’s secret (neither owner nor delegate) is refused', async () => {
+    await expectNoRelease(secretId, bob.signed(secretId, encryptedMessage), 'FORBIDDEN', /only the owner or the delegate/i);
+  });
+
+  it('(d) Alice’s genuine string for her other secret, replayed for this one, is refused', async () => {
+    await expectNoRelease(secretId, aliceDecrypt(otherSecretId), 'FORBIDDEN', /names another secret/);
+    await expectNoRelease(otherSecretId, aliceDecrypt(secretId), 'FORBIDDEN', /names another secret/);
+  });
+
+  it('(e) Alice’s genuine 4-part string (e.g. signed for the public-key route) is refused', async () => {
+    await expectNoRelease(secretId, alice.signed(secretId), 'BAD_REQUEST', /expected 5 parts/);
+  });
+
+  it('a session grant with a forged Ed25519 signature is refused; a genuine one is granted', async () => {
+    const wallet = newSessionWallet();
+    const timestamp = String(Date.now());
+    const message = sessionMessage(alice.principalId, timestamp, wallet.address);
+    const grant = (signature: string) => ({ principalId: alice.principalId, timestamp, sessionAddress: wallet.address, ttl: null, signature, issuedAt: Date.now() });
+    await expectEveryMemberRefuses('grant', grant(newEd25519().sign(message)), 'UNAUTHORIZED', /invalid signature/i);
+    const genuine = grant(alice.key.sign(message));
+    for (const slot of MEMBERS) {
+      const res = (await rogue.callMember(slot, 'grant', genuine, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })) as { nodeAddress: string; signature: string };
+      expect(res.nodeAddress).toBe(cluster.descriptor.nodes[slot]!.nodeAddress);
+      expect(res.signature).toMatch(/^0x[0-9a-f]{130}$/);
+    }
+  });
+});
