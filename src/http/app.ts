@@ -23,11 +23,18 @@ import type { NodeMetrics } from '../metrics/index.ts';
 import type { HealthSource } from '../core/health/index.ts';
 import type { ProbeService } from '../core/probe/index.ts';
 import type { AccountsService } from '../core/accounts/types.ts';
+import type { SessionsService } from '../core/sessions/types.ts';
+import type { SecretsService } from '../core/secrets/types.ts';
+import type { PayloadsService } from '../core/payloads/types.ts';
 import type { ChainConfig } from '../config/schema.ts';
 import { createJsonBodyParser, takesRawBody } from './body.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
 import { createAdminRouter } from './routes/admin.ts';
 import { createWeb2AuthRouter } from './routes/web2-auth.ts';
+import { createSessionsRouter } from './routes/sessions.ts';
+import { createSecretFailuresRouter, createSecretsRouter } from './routes/secrets.ts';
+import { createPublicKeysRouter } from './routes/public-keys.ts';
+import { createPayloadsRouter } from './routes/payloads.ts';
 
 /** What the app's middleware puts in `ctx.state` for handlers. */
 export interface HttpState {
@@ -69,7 +76,10 @@ export interface HttpAppOptions {
   trustProxy: boolean;
   /** Enabled EVM chains, advertised by `GET /healthz`. */
   chains: ChainConfig[];
-  /** Bearer token of the operator endpoints under `/admin`; `""` disables them (they answer 404). */
+  /**
+   * Bearer token of the operator endpoints (`/admin`, `/web2/secret-failures`); `""` disables them
+   * (they answer 404).
+   */
   adminToken: string;
 }
 
@@ -84,6 +94,12 @@ export interface HttpAppDeps {
   probe: ProbeService;
   /** Web2 accounts (`/web2/auth`, `/web2/principal/byEmail`). */
   accounts: AccountsService;
+  /** Web2 sessions (`/web2/session`, `/web2/session/status`). */
+  sessions: SessionsService;
+  /** Secrets (`/web2/secret`, `/web2/secrets`, `/web2/setDelegate`, `/web2/secret-failures`, `/secret-public-key`). */
+  secrets: SecretsService;
+  /** Payload encryption (`/encrypt-payload`, `/decrypt-payload`). */
+  payloads: PayloadsService;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
 }
@@ -120,10 +136,16 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   const random = deps.random ?? systemRandom;
   // Each router takes the few deps its factory declares from this set.
   const routerDeps = { ...deps, random };
+  const operator = options.adminToken !== '';
   const api = combineRouters([
     createDiscoveryRouter({ chains: options.chains }, routerDeps),
-    options.adminToken === '' ? undefined : createAdminRouter({ token: options.adminToken }, routerDeps),
+    operator ? createAdminRouter({ token: options.adminToken }, routerDeps) : undefined,
     createWeb2AuthRouter(routerDeps),
+    createSessionsRouter(routerDeps),
+    createSecretsRouter(routerDeps),
+    operator ? createSecretFailuresRouter({ token: options.adminToken }, routerDeps) : undefined,
+    createPublicKeysRouter(routerDeps),
+    createPayloadsRouter(routerDeps),
   ]);
 
   const app: HttpApp = new Koa({ proxy: options.trustProxy });

@@ -79,8 +79,11 @@ export function createAdminRouter(options: AdminOptions, deps: AdminDeps): ApiRo
 /** `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1). */
 const BEARER_RE = /^Bearer +(\S+) *$/i;
 
-/** 401 unless the request carries the token; compared in constant time. */
-function requireBearer(token: string): HttpMiddleware {
+/**
+ * 401 unless the request carries `Authorization: Bearer <token>`; compared in constant time. Used by
+ * every operator endpoint (also `/web2/secret-failures`). Put it per route, not in `router.use`.
+ */
+export function requireBearer(token: string): HttpMiddleware {
   return (ctx, next) => {
     const presented = BEARER_RE.exec(ctx.get('Authorization'))?.[1];
     if (presented === undefined || !constantTimeEqual(presented, token)) {

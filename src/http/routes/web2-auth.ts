@@ -17,6 +17,7 @@ import { z } from 'zod';
 import type { AccountsService } from '../../core/accounts/types.ts';
 import type { ApiRouter } from '../app.ts';
 import { parseBody, parseQuery } from '../validate.ts';
+import { PRINCIPAL_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, text } from '../fields.ts';
 
 /** Longest email accepted: a 64-character local part, `@`, a 255-character domain (RFC 3696). */
 const EMAIL_MAX_CHARS = 320;
@@ -26,25 +27,11 @@ const PASSWORD_MAX_CHARS = 1024;
 const OTP_MAX_CHARS = 16;
 /** Longest Ed25519 public key accepted (64 hex chars expected; the service checks the value). */
 const PUBLIC_KEY_MAX_CHARS = 4096;
-/** Longest Ed25519 signature accepted (128 hex chars expected; the service checks the value). */
-const SIGNATURE_MAX_CHARS = 1024;
-/** Longest principal id accepted. */
-const PRINCIPAL_ID_MAX_CHARS = 128;
 /** Longest `emailHex` accepted (hex of the UTF-8 bytes of an email: 2 chars per byte). */
 const EMAIL_HEX_MAX_CHARS = 1024;
 
 /** One or more whole bytes of hex, either case. */
 const HEX_BYTES_RE = /^(?:[0-9a-fA-F]{2})+$/;
-
-/**
- * A required string of at most `maxChars` characters. Type failures read `Required` (absent) or
- * `Expected string` (anything else); length failures keep zod's message.
- */
-function text(maxChars: number) {
-  return z
-    .string({ error: (issue) => (issue.code === 'invalid_type' ? (issue.input === undefined ? 'Required' : 'Expected string') : undefined) })
-    .max(maxChars);
-}
 
 const email = text(EMAIL_MAX_CHARS);
 const password = text(PASSWORD_MAX_CHARS);

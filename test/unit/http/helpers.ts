@@ -5,7 +5,7 @@ import { captureLogger } from '../../utils/log.ts';
  * injected through deps, a capturing logger and a fresh metrics registry.
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { createHttpApp, listenHttp, type HttpAppOptions, type HttpServerHandle } from '../../../src/http/index.ts';
+import { createHttpApp, listenHttp, type HttpApp, type HttpAppOptions, type HttpServerHandle } from '../../../src/http/index.ts';
 import { createMetrics, type NodeMetrics } from '../../../src/metrics/index.ts';
 import { DEFAULT_CHAINS } from '../../../src/config/schema.ts';
 import type { ClusterHealth, HealthSource, Readiness } from '../../../src/core/health/index.ts';
@@ -13,6 +13,9 @@ import type { ProbeService } from '../../../src/core/probe/index.ts';
 import type { ReplicatedRecord } from '../../../src/core/replication/record.ts';
 import type { WriteReport } from '../../../src/core/replication/ports.ts';
 import type { AccountsService } from '../../../src/core/accounts/types.ts';
+import type { SessionsService } from '../../../src/core/sessions/types.ts';
+import type { PublicKeyView, SecretFailure, SecretView, SecretsService } from '../../../src/core/secrets/types.ts';
+import type { PayloadsService } from '../../../src/core/payloads/types.ts';
 
 export const NODE_ADDRESS = '0x1111111111111111111111111111111111111111';
 export const ADMIN_TOKEN = 'admin-token-s3cret';
@@ -106,11 +109,24 @@ export const PRINCIPAL_ID = 'principal-0001';
 /** Hex of the UTF-8 bytes of `alice@example.com`. */
 export const EMAIL_HEX = '616c696365406578616d706c652e636f6d';
 
-/** An AccountsService that records every call and answers canned values (or throws `failure`). */
-export interface StubAccounts extends AccountsService {
-  calls: Array<{ method: keyof AccountsService; args: unknown[] }>;
+/** What a recording stub keeps: every call in order, and an error to throw instead of answering. */
+export interface CallLog<S> {
+  calls: Array<{ method: keyof S; args: unknown[] }>;
   /** When set, every method records its call, then throws it. */
   failure: Error | undefined;
+}
+
+/** The answer function of a recording stub: record the call, then throw `failure` or resolve `value`. */
+function recorder<S>(log: CallLog<S>) {
+  return async <T>(method: keyof S, args: unknown[], value: T): Promise<T> => {
+    log.calls.push({ method, args });
+    if (log.failure) throw log.failure;
+    return value;
+  };
+}
+
+/** An AccountsService that records every call and answers canned values (or throws `failure`). */
+export interface StubAccounts extends AccountsService, CallLog<AccountsService> {
   /** What register() answers for `created` (201 vs 200). */
   created: boolean;
 }
@@ -147,20 +163,125 @@ export function stubAccounts(): StubAccounts {
     confirmDeletion: (...args) => answer('confirmDeletion', args, { success: true, message: 'Account deleted' }),
     findByEmail: (...args) => answer('findByEmail', args, { principalId: PRINCIPAL_ID, emailHex: EMAIL_HEX }),
   };
-  async function answer<T>(method: keyof AccountsService, args: unknown[], value: T): Promise<T> {
-    stub.calls.push({ method, args });
-    if (stub.failure) throw stub.failure;
-    return value;
-  }
+  const answer = recorder(stub);
+  return stub;
+}
+
+/** The session wallet every {@link stubSessions} answer names. */
+export const SESSION_ADDRESS = '0x5e55105e55105e55105e55105e55105e55105e55';
+/** The session grant digest {@link stubSessions} answers. */
+export const SESSION_TOKEN = `0x${'ab'.repeat(32)}`;
+/** The member signatures {@link stubSessions} answers. */
+export const QUORUM_PROOF = [
+  { nodeAddress: NODE_ADDRESS, signature: `0x${'11'.repeat(65)}` },
+  { nodeAddress: '0x2222222222222222222222222222222222222222', signature: `0x${'22'.repeat(65)}` },
+];
+/** The expiry every stub answers, ISO-8601 UTC. */
+export const EXPIRES_AT = '2023-11-14T22:28:20.000Z';
+
+/** A SessionsService that records every call and answers canned values (or throws `failure`). */
+export interface StubSessions extends SessionsService, CallLog<SessionsService> {}
+
+export function stubSessions(): StubSessions {
+  const stub: StubSessions = {
+    calls: [],
+    failure: undefined,
+    createSession: (...args) =>
+      answer('createSession', args, {
+        sessionToken: SESSION_TOKEN,
+        sessionAddress: SESSION_ADDRESS,
+        quorumProof: QUORUM_PROOF,
+        expiresAt: EXPIRES_AT,
+      }),
+    sessionStatus: (...args) => answer('sessionStatus', args, { active: true, principalId: PRINCIPAL_ID, sessionAddress: SESSION_ADDRESS, expiresAt: EXPIRES_AT }),
+  };
+  const answer = recorder(stub);
+  return stub;
+}
+
+/** The secret every {@link stubSecrets} and {@link stubPayloads} answer names. */
+export const SECRET_ID = 7;
+/** An EVM chain id the stubs answer. */
+export const CHAIN_ID = 8453;
+/** Base64 of a 1184-byte ML-KEM-768 public key (all 0x07). */
+export const PUBLIC_KEY_B64 = Buffer.alloc(1184, 7).toString('base64');
+
+/** What {@link stubSecrets} lists. */
+export const SECRET_VIEW: SecretView = {
+  secretId: SECRET_ID,
+  ownerPrincipalId: PRINCIPAL_ID,
+  delegatePrincipalId: null,
+  isSyncing: false,
+  clusterId: 'test-cluster',
+  secretType: 1,
+  publicKeyCid: PUBLIC_KEY_B64,
+  createdAt: '2023-11-14T22:13:20.000Z',
+  updatedAt: '2023-11-14T22:13:20.000Z',
+};
+
+/** What {@link stubSecrets} lists as still propagating. */
+export const SECRET_FAILURE: SecretFailure = {
+  secretId: SECRET_ID,
+  stage: 'share-delivery',
+  failedNodeAddresses: ['0x3333333333333333333333333333333333333333'],
+  nodeErrors: { '0x3333333333333333333333333333333333333333': 'timeout' },
+  retryCount: 1,
+  createdAt: '2023-11-14T22:13:20.000Z',
+  lastAttemptAt: '2023-11-14T22:14:20.000Z',
+};
+
+/** What both public-key methods of {@link stubSecrets} answer. */
+export const PUBLIC_KEY_VIEW: PublicKeyView = { chainId: CHAIN_ID, secretId: SECRET_ID, publicKey: PUBLIC_KEY_B64 };
+
+/** A SecretsService that records every call and answers canned values (or throws `failure`). */
+export interface StubSecrets extends SecretsService, CallLog<SecretsService> {}
+
+export function stubSecrets(): StubSecrets {
+  const stub: StubSecrets = {
+    calls: [],
+    failure: undefined,
+    createSecret: (...args) => answer('createSecret', args, { secretId: SECRET_ID, clusterId: 'test-cluster', publicKeyCid: PUBLIC_KEY_B64, status: 'propagating' }),
+    listSecrets: (...args) => answer('listSecrets', args, [SECRET_VIEW]),
+    setDelegate: (...args) => answer('setDelegate', args, { secretId: SECRET_ID }),
+    publicKey: (...args) => answer('publicKey', args, PUBLIC_KEY_VIEW),
+    publicKeySigned: (...args) => answer('publicKeySigned', args, PUBLIC_KEY_VIEW),
+    listFailures: (...args) => answer('listFailures', args, [SECRET_FAILURE]),
+    retryFailure: (...args) =>
+      answer('retryFailure', args, { message: 'Share delivered to every member', stage: 'share-delivery', failedNodeAddresses: [], retryCount: 2 }),
+  };
+  const answer = recorder(stub);
+  return stub;
+}
+
+/** The `cifer` {@link stubPayloads} answers (1104 bytes, hex). */
+export const CIFER_HEX = `0x${'cc'.repeat(1104)}`;
+
+/** A PayloadsService that records every call and answers canned values (or throws `failure`). */
+export interface StubPayloads extends PayloadsService, CallLog<PayloadsService> {}
+
+export function stubPayloads(): StubPayloads {
+  const stub: StubPayloads = {
+    calls: [],
+    failure: undefined,
+    encrypt: (...args) =>
+      answer('encrypt', args, { chainId: CHAIN_ID, secretId: SECRET_ID, outputFormat: args[1], cifer: CIFER_HEX, encryptedMessage: '0x68656c6c6f' }),
+    decrypt: (...args) => answer('decrypt', args, { decryptedMessage: 'hello_world' }),
+  };
+  const answer = recorder(stub);
   return stub;
 }
 
 /** A running app plus everything a test inspects. */
 export interface TestServer {
   url: string;
+  /** The app the server runs (e.g. to list its routes). */
+  app: HttpApp;
   health: StubHealth;
   probe: StubProbe;
   accounts: StubAccounts;
+  sessions: StubSessions;
+  secrets: StubSecrets;
+  payloads: StubPayloads;
   metrics: NodeMetrics;
   /** Every log line written so far, raw. */
   logText(): string;
@@ -177,19 +298,26 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   const health = stubHealth();
   const probe = stubProbe();
   const accounts = stubAccounts();
+  const sessions = stubSessions();
+  const secrets = stubSecrets();
+  const payloads = stubPayloads();
   // Ticks on every call, so two requests see two different serverTimes.
   let now = 1_700_000_000_000;
   const clock = () => (now += 1);
   const app = createHttpApp(
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
-    { logger, metrics, clock, health, probe, accounts },
+    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads },
   );
   const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 });
   return {
     url: server.url,
+    app,
     health,
     probe,
     accounts,
+    sessions,
+    secrets,
+    payloads,
     metrics,
     logText: log.raw,
     logLines: log.lines,
@@ -197,7 +325,6 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   };
 }
 
-/** Poll until `condition` holds (no fixed sleeps); fails after `timeoutMs`. */
 /**
  * Register an afterEach that closes every server this returns' `start` opened; call once per test file.
  */
@@ -213,6 +340,7 @@ export function useTestServers(): (overrides?: Partial<HttpAppOptions>) => Promi
   };
 }
 
+/** Poll until `condition` holds (no fixed sleeps); fails after `timeoutMs`. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 2000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

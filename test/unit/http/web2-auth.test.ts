@@ -1,16 +1,18 @@
 /**
  * Web2 account routes (API.md, Web2 accounts and GET /web2/principal/byEmail) through the real app,
  * with a stub AccountsService: argument passing, status codes, response shapes, input shape checks,
- * error mapping, and a property that no body can make the HTTP layer answer 5xx.
+ * error mapping, and a property that no body or query can make the HTTP layer answer 5xx. The POST
+ * routes run the shared body-route suite (./body-routes.ts); the route specifics and the GET routes
+ * are here.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { EMAIL_HEX, NODE_ADDRESS, PRINCIPAL_ID, useTestServers, type TestServer } from './helpers.ts';
-import { AppError, QuorumError } from '../../../src/errors/index.ts';
-import type { AccountsService } from '../../../src/core/accounts/types.ts';
+import { describeBodyRoutes, json, post, SERVICE_ERRORS, type BodyRoute } from './body-routes.ts';
+import { AppError } from '../../../src/errors/index.ts';
 
 const start = useTestServers();
-/** Large enough for the longest valid field (publicKey, 4096 chars) and the 200 KB fuzz strings. */
+/** Large enough for the longest valid field (publicKey, 4096 chars). */
 const BODY_LIMIT_BYTES = 1024 * 1024;
 const startServer = () => start({ bodyLimitBytes: BODY_LIMIT_BYTES });
 
@@ -20,36 +22,10 @@ const OTP = '123456';
 const PUBLIC_KEY = 'ab'.repeat(32);
 const SIGNATURE = 'cd'.repeat(64);
 
-type Json = Record<string, unknown>;
-
-function post(url: string, path: string, body: unknown): Promise<Response> {
-  return postRaw(url, path, JSON.stringify(body));
-}
-
-function postRaw(url: string, path: string, text: string): Promise<Response> {
-  return fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: text });
-}
-
-async function json(res: Response): Promise<Json> {
-  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-  return (await res.json()) as Json;
-}
-
-/** One body route: a valid body, the call it must make, and its answer with the stub's defaults. */
-interface PostRoute {
-  path: string;
-  method: keyof AccountsService;
-  body: Record<string, string>;
-  args: string[];
-  status: number;
-  response: Json;
-  /** Max length of each body field. */
-  limits: Record<string, number>;
-}
-
-const POST_ROUTES: PostRoute[] = [
+const POST_ROUTES: BodyRoute[] = [
   {
     path: '/web2/auth/register',
+    service: 'accounts',
     method: 'register',
     body: { email: EMAIL, password: PASSWORD },
     args: [EMAIL, PASSWORD],
@@ -59,6 +35,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/verify-email',
+    service: 'accounts',
     method: 'verifyEmail',
     body: { email: EMAIL, otp: OTP },
     args: [EMAIL, OTP],
@@ -68,6 +45,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/resend-otp',
+    service: 'accounts',
     method: 'resendOtp',
     body: { email: EMAIL },
     args: [EMAIL],
@@ -77,6 +55,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/forgot-password',
+    service: 'accounts',
     method: 'forgotPassword',
     body: { email: EMAIL },
     args: [EMAIL],
@@ -86,6 +65,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/reset-password',
+    service: 'accounts',
     method: 'resetPassword',
     body: { email: EMAIL, otp: OTP, newPassword: 'new password 123' },
     args: [EMAIL, OTP, 'new password 123'],
@@ -95,6 +75,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/verify-credentials',
+    service: 'accounts',
     method: 'verifyCredentials',
     body: { email: EMAIL, password: PASSWORD },
     args: [EMAIL, PASSWORD],
@@ -104,6 +85,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/register-key',
+    service: 'accounts',
     method: 'registerKey',
     body: { principalId: PRINCIPAL_ID, password: PASSWORD, publicKey: PUBLIC_KEY, signature: SIGNATURE },
     args: [PRINCIPAL_ID, PASSWORD, PUBLIC_KEY, SIGNATURE],
@@ -119,6 +101,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/retry-node-registration',
+    service: 'accounts',
     method: 'retryNodeRegistration',
     body: { principalId: PRINCIPAL_ID },
     args: [PRINCIPAL_ID],
@@ -128,6 +111,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/request-deletion',
+    service: 'accounts',
     method: 'requestDeletion',
     body: { email: EMAIL, password: PASSWORD, principalId: PRINCIPAL_ID },
     args: [EMAIL, PASSWORD, PRINCIPAL_ID],
@@ -137,6 +121,7 @@ const POST_ROUTES: PostRoute[] = [
   },
   {
     path: '/web2/auth/confirm-deletion',
+    service: 'accounts',
     method: 'confirmDeletion',
     body: { email: EMAIL, otp: OTP },
     args: [EMAIL, OTP],
@@ -146,68 +131,15 @@ const POST_ROUTES: PostRoute[] = [
   },
 ];
 
-/** Values of every JSON type but string. */
-const NON_STRINGS: unknown[] = [1, 0, true, false, null, [], ['a'], {}, { a: 'b' }];
-
-/** Errors the service may throw, and the exact response each must become. */
-const SERVICE_ERRORS: Array<{ error: Error; status: number; body: Json }> = [
-  { error: new AppError('BAD_REQUEST', 'Invalid email'), status: 400, body: { error: 'Invalid email', code: 'BAD_REQUEST' } },
-  { error: new AppError('UNAUTHORIZED', 'Invalid or expired code'), status: 401, body: { error: 'Invalid or expired code', code: 'UNAUTHORIZED' } },
-  { error: new AppError('FORBIDDEN', 'Email not verified'), status: 403, body: { error: 'Email not verified', code: 'FORBIDDEN' } },
-  { error: new AppError('NOT_FOUND', 'Account not found'), status: 404, body: { error: 'Account not found', code: 'NOT_FOUND' } },
-  {
-    error: new AppError('CONFLICT', 'Key registration failed', { nodeRegistrationStatus: 'failed', failedNodes: ['0x2222222222222222222222222222222222222222'] }),
-    status: 409,
-    body: { error: 'Key registration failed', code: 'CONFLICT', nodeRegistrationStatus: 'failed', failedNodes: ['0x2222222222222222222222222222222222222222'] },
-  },
-  {
-    error: new AppError('RATE_LIMITED', 'Please wait before requesting another code', { retryAfterSeconds: 42 }),
-    status: 429,
-    body: { error: 'Please wait before requesting another code', code: 'RATE_LIMITED', retryAfterSeconds: 42 },
-  },
-  {
-    error: new QuorumError('Quorum not reached (1 of 2 acks)', [NODE_ADDRESS], [{ nodeAddress: '0x3333333333333333333333333333333333333333', slot: 2, error: 'timeout' }]),
-    status: 503,
-    body: { error: 'Quorum not reached (1 of 2 acks)', code: 'QUORUM_UNAVAILABLE', failedNodes: ['0x3333333333333333333333333333333333333333'] },
-  },
-  { error: new AppError('SLOT0_UNAVAILABLE', 'Creator unreachable'), status: 503, body: { error: 'Creator unreachable', code: 'SLOT0_UNAVAILABLE' } },
-  // A bug in the service: generic 500, nothing of the error exposed.
-  { error: new Error('db exploded: /var/lib/secret'), status: 500, body: { error: 'Internal error', code: 'INTERNAL' } },
-];
-
-/** Every route as one request with a valid input, for the tables that apply to all of them. */
-const ALL_ROUTES: Array<{ name: string; send: (url: string) => Promise<Response> }> = [
-  ...POST_ROUTES.map((route) => ({ name: `POST ${route.path}`, send: (url: string) => post(url, route.path, route.body) })),
+/** The GET routes as one request with a valid input (the POST routes are in POST_ROUTES). */
+const GET_ROUTES: Array<{ name: string; send: (url: string) => Promise<Response> }> = [
   { name: 'GET /web2/auth/node-registration-status', send: (url: string) => fetch(`${url}/web2/auth/node-registration-status?principalId=${PRINCIPAL_ID}`) },
   { name: 'GET /web2/principal/byEmail', send: (url: string) => fetch(`${url}/web2/principal/byEmail?emailHex=${EMAIL_HEX}`) },
 ];
 
-describe('POST routes: success', () => {
-  it.each(POST_ROUTES)('$path calls $method with the parsed fields and answers $status', async (route) => {
-    const { url, accounts } = await startServer();
-    const res = await post(url, route.path, route.body);
-    expect(res.status).toBe(route.status);
-    expect(await json(res)).toEqual(route.response);
-    expect(accounts.calls).toEqual([{ method: route.method, args: route.args }]);
-  });
+describeBodyRoutes(POST_ROUTES, start);
 
-  it.each(POST_ROUTES)('$path ignores unknown fields and passes no object on', async (route) => {
-    const { url, accounts } = await startServer();
-    const text = JSON.stringify({ ...route.body, sdkVersion: '0.5.6', nested: { deep: [1] } }).replace(/}$/, ',"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}');
-    const res = await postRaw(url, route.path, text);
-    expect(res.status).toBe(route.status);
-    expect(accounts.calls).toEqual([{ method: route.method, args: route.args }]);
-    expect(({} as Json)['polluted']).toBeUndefined();
-  });
-
-  it.each(POST_ROUTES)('$path accepts every field at its maximum length', async (route) => {
-    const { url, accounts } = await startServer();
-    const body = Object.fromEntries(Object.entries(route.limits).map(([field, max]) => [field, 'x'.repeat(max)]));
-    const res = await post(url, route.path, body);
-    expect(res.status).toBe(route.status);
-    expect(accounts.calls[0]?.args).toEqual(route.args.map(() => expect.stringMatching(/^x+$/)));
-  });
-
+describe('POST routes: route specifics', () => {
   it('register answers 200 when the service renewed an unverified registration', async () => {
     const { url, accounts } = await startServer();
     accounts.created = false;
@@ -240,66 +172,6 @@ describe('POST routes: success', () => {
     accounts.register = async () => leaky;
     const res = await post(url, '/web2/auth/register', { email: EMAIL, password: PASSWORD });
     expect(await json(res)).toEqual({ principalId: PRINCIPAL_ID, message: 'ok' });
-  });
-});
-
-describe('POST routes: input shapes', () => {
-  it.each(POST_ROUTES)('$path: a missing field is 400 "<field>: Required"', async (route) => {
-    const { url, accounts } = await startServer();
-    for (const field of Object.keys(route.limits)) {
-      const body: Json = { ...route.body };
-      delete body[field];
-      const res = await post(url, route.path, body);
-      expect(res.status).toBe(400);
-      expect(await json(res)).toEqual({ error: `${field}: Required`, code: 'VALIDATION_FAILED' });
-    }
-    // An empty body is `{}`: the first field is named.
-    const empty = await postRaw(url, route.path, '');
-    expect(empty.status).toBe(400);
-    expect(await json(empty)).toEqual({ error: `${Object.keys(route.limits)[0]}: Required`, code: 'VALIDATION_FAILED' });
-    expect(accounts.calls).toEqual([]);
-  });
-
-  it.each(POST_ROUTES)('$path: a field of another type is 400 "<field>: Expected string"', async (route) => {
-    const { url, accounts } = await startServer();
-    for (const field of Object.keys(route.limits)) {
-      for (const value of NON_STRINGS) {
-        const res = await post(url, route.path, { ...route.body, [field]: value });
-        expect(res.status).toBe(400);
-        expect(await json(res)).toEqual({ error: `${field}: Expected string`, code: 'VALIDATION_FAILED' });
-      }
-    }
-    expect(accounts.calls).toEqual([]);
-  });
-
-  it.each(POST_ROUTES)('$path: a field over its limit is 400 naming the field', async (route) => {
-    const { url, accounts } = await startServer();
-    for (const [field, max] of Object.entries(route.limits)) {
-      const res = await post(url, route.path, { ...route.body, [field]: 'x'.repeat(max + 1) });
-      expect(res.status).toBe(400);
-      const body = await json(res);
-      expect(body['code']).toBe('VALIDATION_FAILED');
-      expect(body['error']).toBe(`${field}: Too big: expected string to have <=${max} characters`);
-    }
-    expect(accounts.calls).toEqual([]);
-  });
-
-  it.each(POST_ROUTES)('$path: a __proto__ key cannot supply the fields', async (route) => {
-    const { url, accounts } = await startServer();
-    const res = await postRaw(url, route.path, `{"__proto__":${JSON.stringify(route.body)}}`);
-    expect(res.status).toBe(400);
-    expect(await json(res)).toEqual({ error: `${Object.keys(route.limits)[0]}: Required`, code: 'VALIDATION_FAILED' });
-    expect(accounts.calls).toEqual([]);
-  });
-
-  it.each(POST_ROUTES)('$path: a body that is not a JSON object is 400', async (route) => {
-    const { url, accounts } = await startServer();
-    for (const text of ['[]', '"x"', '1', 'null', '{"email":']) {
-      const res = await postRaw(url, route.path, text);
-      expect(res.status).toBe(400);
-      expect((await json(res))['code']).toMatch(/^(VALIDATION_FAILED|INVALID_JSON)$/);
-    }
-    expect(accounts.calls).toEqual([]);
   });
 });
 
@@ -407,7 +279,7 @@ describe('GET /web2/principal/byEmail', () => {
 });
 
 describe('service errors', () => {
-  it.each(ALL_ROUTES)('$name maps every AppError to its status and body', async (route) => {
+  it.each(GET_ROUTES)('$name maps every AppError to its status and body', async (route) => {
     const { url, accounts } = await startServer();
     for (const { error, status, body } of SERVICE_ERRORS) {
       accounts.failure = error;
@@ -431,61 +303,6 @@ describe('service errors', () => {
 });
 
 describe('arbitrary input', () => {
-  const FIELD_NAMES = ['email', 'password', 'otp', 'newPassword', 'principalId', 'publicKey', 'signature'];
-  const key = fc.oneof(
-    fc.constantFrom(...FIELD_NAMES, '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '__defineGetter__', ''),
-    fc.string({ maxLength: 20 }),
-  );
-  /** Strings up to 200 KB, built by repetition (generating them char by char is slow). */
-  const hugeString = fc
-    .tuple(fc.string({ unit: 'binary', minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 200_000 }))
-    .map(([unit, length]) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length));
-  /** JSON text nested `depth` levels deep, arrays and objects mixed. */
-  const deepJson = fc.tuple(fc.integer({ min: 1, max: 5_000 }), fc.boolean()).map(([depth, objects]) =>
-    objects ? '{"a":'.repeat(depth) + '1' + '}'.repeat(depth) : '['.repeat(depth) + ']'.repeat(depth),
-  );
-  const valueText = fc.oneof(
-    fc.jsonValue().map((value) => JSON.stringify(value)),
-    fc.string().map((value) => JSON.stringify(value)),
-    hugeString.map((value) => JSON.stringify(value)),
-    deepJson,
-  );
-  // Objects are written as text so `__proto__` arrives as a literal key, as an attacker would send it.
-  const objectText = fc
-    .array(fc.tuple(key, valueText), { maxLength: 8 })
-    .map((entries) => `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`);
-  const bodyText = fc.oneof(
-    { weight: 4, arbitrary: objectText },
-    { weight: 1, arbitrary: fc.jsonValue().map((value) => JSON.stringify(value)) },
-    { weight: 1, arbitrary: deepJson },
-  );
-
-  it('never answers 5xx to a POST body, and every error is JSON with error and code', async () => {
-    // Room for 8 fields of 200 K escaped characters: the property is about parsing, not the 413.
-    const { url, accounts } = await start({ bodyLimitBytes: 16 * 1024 * 1024 });
-    // The property is about the HTTP layer: whatever reaches the service is refused as bad input.
-    accounts.failure = new AppError('BAD_REQUEST', 'Refused by stub');
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...POST_ROUTES), bodyText, async (route, text) => {
-        const before = accounts.calls.length;
-        const res = await postRaw(url, route.path, text);
-        expect(res.status).toBeGreaterThanOrEqual(400);
-        expect(res.status).toBeLessThan(500);
-        const body = await json(res);
-        expect(typeof body['error']).toBe('string');
-        expect(typeof body['code']).toBe('string');
-        // Anything that reached the service was exactly the route's fields, as strings.
-        for (const call of accounts.calls.slice(before)) {
-          expect(call.method).toBe(route.method);
-          expect(call.args).toHaveLength(route.args.length);
-          for (const arg of call.args) expect(typeof arg).toBe('string');
-        }
-        expect(({} as Json)['polluted']).toBeUndefined();
-      }),
-      { numRuns: 300 },
-    );
-  });
-
   it('never answers 5xx to a GET query string', async () => {
     const { url, accounts } = await startServer();
     accounts.failure = new AppError('BAD_REQUEST', 'Refused by stub');
