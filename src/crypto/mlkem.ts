@@ -71,6 +71,31 @@ export function mlkemPublicKeyFromSeed(seed: Uint8Array): Uint8Array {
   return new Uint8Array(spki.subarray(SPKI_PREFIX.length));
 }
 
+/** A key pair imported once from its seed: the public key and decapsulation with the same import. */
+export interface MlkemSeedKey {
+  /** Raw 1184-byte public key. */
+  readonly publicKey: Uint8Array;
+  /** Decapsulate a 1088-byte ciphertext (implicit rejection: never fails on tampering). */
+  decapsulate(ciphertext: Uint8Array): Uint8Array;
+}
+
+/**
+ * Import a seed's key pair once (the import runs the whole key generation, the dominant cost), for a
+ * caller that needs both the public key — e.g. to check the seed rebuilt from shares is the right
+ * one — and a decapsulation. Nothing is cached; drop the object when done.
+ */
+export function mlkemKeyFromSeed(seed: Uint8Array): MlkemSeedKey {
+  const priv = privateKeyFromSeed(seed);
+  const spki = createPublicKey(priv).export({ format: 'der', type: 'spki' });
+  return {
+    publicKey: new Uint8Array(spki.subarray(SPKI_PREFIX.length)),
+    decapsulate(ciphertext) {
+      checkLength(ciphertext, MLKEM768_CIPHERTEXT_BYTES, 'ML-KEM-768 ciphertext');
+      return takeBytes(decapsulate(priv, asBuffer(ciphertext)));
+    },
+  };
+}
+
 /** The output of one encapsulation. */
 export interface MlkemEncapsulation {
   /** 32 bytes both sides share; private: zero it once the payload key is derived. */

@@ -6,9 +6,9 @@
  * safe because every envelope has its own encapsulation, hence its own key.
  */
 import { hkdfSync } from 'node:crypto';
-import { concatBytes, utf8, zeroize } from './bytes.ts';
+import { concatBytes, constantTimeEqual, utf8, zeroize } from './bytes.ts';
 import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, aes256GcmDecrypt, aes256GcmEncrypt } from './at-rest.ts';
-import { MLKEM768_CIPHERTEXT_BYTES, MLKEM_SHARED_SECRET_BYTES, mlkemDecapsulateWithSeed, mlkemEncapsulate } from './mlkem.ts';
+import { MLKEM768_CIPHERTEXT_BYTES, MLKEM_SHARED_SECRET_BYTES, mlkemDecapsulateWithSeed, mlkemEncapsulate, mlkemKeyFromSeed } from './mlkem.ts';
 
 /** Length of a `cifer`: ML-KEM-768 ciphertext ‖ GCM tag, in bytes. */
 export const CIFER_BYTES = MLKEM768_CIPHERTEXT_BYTES + AES_GCM_TAG_BYTES;
@@ -89,6 +89,28 @@ export function openPayloadWithSeed(seed: Uint8Array, cifer: Uint8Array, encrypt
   const sharedSecret = mlkemDecapsulateWithSeed(seed, cifer.subarray(0, MLKEM768_CIPHERTEXT_BYTES));
   try {
     return openPayloadWithSharedSecret(sharedSecret, cifer, encryptedMessage);
+  } finally {
+    zeroize(sharedSecret);
+  }
+}
+
+/** Result of {@link openPayloadWithCheckedSeed}. */
+export type CheckedOpen = { ok: true; plaintext: Uint8Array } | { ok: false; reason: 'wrong-seed' | 'decryption-failed' };
+
+/**
+ * Open an envelope with a seed rebuilt from shares, after checking that the seed's public key is
+ * `expectedPublicKey` (a corrupt or lying share rebuilds another seed: that is not the client's
+ * fault and must not read as "Decryption failed"). One key import serves the check and the
+ * decapsulation. The shared secret, key and nonce are zeroed; the seed stays the caller's to zero.
+ */
+export function openPayloadWithCheckedSeed(seed: Uint8Array, expectedPublicKey: Uint8Array, cifer: Uint8Array, encryptedMessage: Uint8Array): CheckedOpen {
+  const key = mlkemKeyFromSeed(seed);
+  if (!constantTimeEqual(key.publicKey, expectedPublicKey)) return { ok: false, reason: 'wrong-seed' };
+  if (!(cifer instanceof Uint8Array) || cifer.length !== CIFER_BYTES || !(encryptedMessage instanceof Uint8Array)) return { ok: false, reason: 'decryption-failed' };
+  const sharedSecret = key.decapsulate(cifer.subarray(0, MLKEM768_CIPHERTEXT_BYTES));
+  try {
+    const plaintext = openPayloadWithSharedSecret(sharedSecret, cifer, encryptedMessage);
+    return plaintext ? { ok: true, plaintext } : { ok: false, reason: 'decryption-failed' };
   } finally {
     zeroize(sharedSecret);
   }

@@ -8,7 +8,7 @@ import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
 import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
-import { CIFER_BYTES, fromBase64, fromHex, openPayloadWithSeed, sealPayload, toBase64, toHex, zeroize } from '../../crypto/index.ts';
+import { CIFER_BYTES, fromBase64, fromHex, openPayloadWithCheckedSeed, sealPayload, toBase64, toHex, zeroize } from '../../crypto/index.ts';
 import type { BinaryFormat, EncryptedPayload, PayloadsService } from './types.ts';
 
 const HEX_RE = /^(?:0x)?(?:[0-9a-fA-F]{2})*$/;
@@ -38,9 +38,22 @@ export interface PayloadsDeps {
   logger: Logger;
 }
 
+/** Decoded public keys kept (public data): encrypts go to the same few secrets again and again. */
+const PUBLIC_KEY_CACHE_ENTRIES = 256;
+
 /** Create the payloads service. */
 export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
   const log = deps.logger.child({ module: 'payloads' });
+  const publicKeys = new Map<string, Uint8Array>();
+  const publicKeyOf = (cid: string): Uint8Array => {
+    let key = publicKeys.get(cid);
+    if (!key) {
+      key = fromBase64(cid);
+      if (publicKeys.size >= PUBLIC_KEY_CACHE_ENTRIES) publicKeys.delete(publicKeys.keys().next().value!);
+      publicKeys.set(cid, key);
+    }
+    return key;
+  };
 
   async function secretFor(secretIdRaw: string) {
     const secretId = parseSecretId(secretIdRaw);
@@ -54,7 +67,7 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const caller = await deps.verifier.verify(request, { parts: 5, rest: true });
       const secret = await secretFor(caller.subject);
       assertUsable(secret);
-      const { cifer, encryptedMessage } = sealPayload(fromBase64(secret.publicKeyCid), utf8Encoder.encode(caller.extra[0] ?? ''));
+      const { cifer, encryptedMessage } = sealPayload(publicKeyOf(secret.publicKeyCid), utf8Encoder.encode(caller.extra[0] ?? ''));
       return {
         chainId: caller.chainId,
         secretId: secret.secretId,
@@ -72,16 +85,21 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const secret = await secretFor(caller.subject);
       assertDecryptRight(secret, caller.principalId);
       const seed = await deps.secrets.recoverSeed(secret, request);
-      let plain: Uint8Array | undefined;
+      let opened: ReturnType<typeof openPayloadWithCheckedSeed> | undefined;
       try {
-        plain = openPayloadWithSeed(seed, cifer, message);
-        if (!plain) {
+        opened = openPayloadWithCheckedSeed(seed, publicKeyOf(secret.publicKeyCid), cifer, message);
+        if (!opened.ok && opened.reason === 'wrong-seed') {
+          // A corrupt or lying member's share: not the client's fault, and never "Decryption failed".
+          log.error({ secretId: secret.secretId }, 'released shares do not rebuild the secret');
+          throw new AppError('QUORUM_UNAVAILABLE', 'The released shares do not rebuild the secret; try again');
+        }
+        if (!opened.ok) {
           log.info({ secretId: secret.secretId }, 'decryption failed');
           throw new AppError('DECRYPTION_FAILED', 'Decryption failed');
         }
-        return { decryptedMessage: utf8Decoder.decode(plain) };
+        return { decryptedMessage: utf8Decoder.decode(opened.plaintext) };
       } finally {
-        zeroize(seed, plain);
+        zeroize(seed, opened?.ok ? opened.plaintext : undefined);
       }
     },
   };

@@ -55,9 +55,27 @@ function bad(message: string): AppError {
   return new AppError('BAD_REQUEST', message);
 }
 
+/**
+ * Recovered signers remembered (LRU), for strings up to {@link SIGNER_CACHE_MAX_DATA_CHARS}: a decrypt
+ * verifies the same string on the coordinator and again as a member releasing its own share.
+ * Only the recovery is cached; freshness and the session are checked on every call.
+ */
+const SIGNER_CACHE_ENTRIES = 1024;
+const SIGNER_CACHE_MAX_DATA_CHARS = 8192;
+
 /** Create the verifier. */
 export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDataVerifier {
   const { state, clock } = deps;
+  const signers = new Map<string, { data: string; signer: string | undefined }>();
+  const recover = (data: string, signature: string): string | undefined => {
+    if (data.length > SIGNER_CACHE_MAX_DATA_CHARS) return deps.recoverSigner(data, signature);
+    const hit = signers.get(signature);
+    if (hit && hit.data === data) return hit.signer;
+    const signer = deps.recoverSigner(data, signature);
+    if (signers.size >= SIGNER_CACHE_ENTRIES) signers.delete(signers.keys().next().value!);
+    signers.set(signature, { data, signer });
+    return signer;
+  };
   return {
     async verify(request: SignedRequest, shape: SignedDataShape): Promise<VerifiedCaller> {
       if (request.data.length > MAX_DATA_CHARS) throw bad('data is too long');
@@ -76,7 +94,7 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
         throw bad(`Timestamp ${fresh} is outside the allowed window of ±${WEB2_FRESHNESS_MS} ms (now: ${now})`);
       }
       if (!SIGNATURE_RE.test(request.signature)) throw bad('Invalid signature format: expected 65 bytes of hex');
-      const signer = deps.recoverSigner(request.data, request.signature);
+      const signer = recover(request.data, request.signature);
       if (!signer) throw new AppError('FORBIDDEN', 'Invalid signature');
       const sessionAddress = address.toLowerCase();
       if (signer !== sessionAddress) throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');

@@ -10,6 +10,8 @@ import {
   mlkemNoble,
   mlkemPublicKeyFromSeed,
   openPayloadWithSeed,
+  openPayloadWithCheckedSeed,
+  mlkemKeyFromSeed,
   openPayloadWithSharedSecret,
   sealPayload,
   sealPayloadWithSharedSecret,
@@ -129,5 +131,24 @@ describe('payload envelope: the @noble/post-quantum path interoperates', () => {
     expect(openPayloadWithSharedSecret(sharedSecret, cifer.subarray(1), encryptedMessage)).toBeUndefined();
     expect(() => sealPayloadWithSharedSecret(sharedSecret, ciphertext.subarray(1), utf8('x'))).toThrow(TypeError);
     expect(() => sealPayloadWithSharedSecret(sharedSecret.subarray(1), ciphertext, utf8('x'))).toThrow(TypeError);
+  });
+});
+
+describe('openPayloadWithCheckedSeed (decrypt with a seed rebuilt from shares)', () => {
+  it('opens with the right seed, and tells a wrong seed apart from a tampered envelope', () => {
+    const { cifer, encryptedMessage } = sealPayload(publicKey, utf8('checked'));
+    const ok = openPayloadWithCheckedSeed(seed, publicKey, cifer, encryptedMessage);
+    expect(ok.ok && Buffer.from(ok.plaintext).toString()).toBe('checked');
+    expect(openPayloadWithCheckedSeed(newSeed(), publicKey, cifer, encryptedMessage)).toEqual({ ok: false, reason: 'wrong-seed' });
+    expect(openPayloadWithCheckedSeed(seed, publicKey, flipped(cifer, 5), encryptedMessage)).toEqual({ ok: false, reason: 'decryption-failed' });
+    expect(openPayloadWithCheckedSeed(seed, publicKey, cifer, flipped(encryptedMessage, 0))).toEqual({ ok: false, reason: 'decryption-failed' });
+  });
+
+  it('mlkemKeyFromSeed gives the same public key and shared secrets as the separate functions', () => {
+    const s = newSeed();
+    const key = mlkemKeyFromSeed(s);
+    expect(toHex(key.publicKey)).toBe(toHex(mlkemPublicKeyFromSeed(s)));
+    const { ciphertext } = mlkemNoble.encapsulate(key.publicKey);
+    expect(toHex(key.decapsulate(ciphertext))).toBe(toHex(mlkemDecapsulateWithSeed(s, ciphertext)));
   });
 });
