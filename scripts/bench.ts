@@ -153,8 +153,10 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
   }
 
   // Encrypt: the in-process bound (recover the signer + encapsulate + HKDF + AES-GCM) on one core…
+  // Every body distinct (signatures are deterministic: identical strings signed in the same ms would
+  // be identical requests, and the verifier remembers recovered signers).
   const plaintext = 'x'.repeat(PAYLOAD_BYTES);
-  const bodies = Array.from({ length: ENCRYPTS }, () => JSON.stringify(signed(secretId, plaintext)));
+  const bodies = Array.from({ length: ENCRYPTS }, (_, i) => JSON.stringify(signed(secretId, String(i).padStart(PAYLOAD_BYTES, 'x'))));
   const publicKey = fromBase64(publicKeyCid);
   const encoder = new TextEncoder();
   const bound = await runConcurrent(ENCRYPTS, 1, async (i) => {
@@ -164,7 +166,7 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
   });
   const boundRate = (ENCRYPTS / bound.wallMs) * 1000;
   // …and the HTTP path, with the clients on the other core (a worker thread).
-  await load(`${url}/encrypt-payload`, bodies.slice(0, 200), ENCRYPT_CLIENTS); // warm-up
+  await load(`${url}/encrypt-payload`, Array.from({ length: 200 }, () => JSON.stringify(signed(secretId, plaintext))), ENCRYPT_CLIENTS); // warm-up
   const http = await load(`${url}/encrypt-payload`, bodies, ENCRYPT_CLIENTS);
   if (http.failures > 0) throw new Error(`encrypt: ${http.failures} failures, first: ${http.firstFailure}`);
   const httpRate = (ENCRYPTS / http.wallMs) * 1000;

@@ -7,7 +7,7 @@
  */
 import { hkdfSync } from 'node:crypto';
 import { concatBytes, constantTimeEqual, utf8, zeroize } from './bytes.ts';
-import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, aes256GcmDecrypt, aes256GcmEncrypt } from './at-rest.ts';
+import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, aes256GcmDecrypt, aes256GcmEncrypt, secretKeyOf } from './at-rest.ts';
 import { MLKEM768_CIPHERTEXT_BYTES, MLKEM_SHARED_SECRET_BYTES, mlkemDecapsulateWithSeed, mlkemEncapsulate, mlkemKeyFromSeed } from './mlkem.ts';
 
 /** Length of a `cifer`: ML-KEM-768 ciphertext ‖ GCM tag, in bytes. */
@@ -32,7 +32,7 @@ function withPayloadKey<T>(sharedSecret: Uint8Array, use: (key: Uint8Array, nonc
   if (!(sharedSecret instanceof Uint8Array) || sharedSecret.length !== MLKEM_SHARED_SECRET_BYTES) {
     throw new TypeError(`shared secret must be ${MLKEM_SHARED_SECRET_BYTES} bytes`);
   }
-  const okm = new Uint8Array(hkdfSync('sha256', sharedSecret, EMPTY_SALT, INFO, AES_256_KEY_BYTES + AES_GCM_NONCE_BYTES));
+  const okm = new Uint8Array(hkdfSync('sha256', secretKeyOf(sharedSecret), EMPTY_SALT, INFO, AES_256_KEY_BYTES + AES_GCM_NONCE_BYTES));
   try {
     return use(okm.subarray(0, AES_256_KEY_BYTES), okm.subarray(AES_256_KEY_BYTES));
   } finally {

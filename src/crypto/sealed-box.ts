@@ -14,7 +14,7 @@
 import { ECDH, createECDH, hkdfSync } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { concatBytes, systemRandom, utf8, zeroize, type RandomSource } from './bytes.ts';
-import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, aes256GcmDecrypt, aes256GcmEncrypt } from './at-rest.ts';
+import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, aes256GcmDecrypt, aes256GcmEncrypt, secretKeyOf } from './at-rest.ts';
 import { generatePrivateKey, publicKeyOf } from './secp256k1.ts';
 
 /** HKDF info of the box key: a key derived for sealed boxes is never usable elsewhere. */
@@ -94,7 +94,7 @@ function hasPublicKeyShape(key: Uint8Array): boolean {
 function boxKey(privateKey: Uint8Array, peerPublicKey: Uint8Array, salt: Uint8Array): Uint8Array {
   const shared = secp256k1EcdhX(privateKey, peerPublicKey);
   try {
-    return new Uint8Array(hkdfSync('sha256', shared, salt, INFO, AES_256_KEY_BYTES));
+    return new Uint8Array(hkdfSync('sha256', secretKeyOf(shared), salt, INFO, AES_256_KEY_BYTES));
   } finally {
     zeroize(shared);
   }

@@ -29,6 +29,9 @@ export const SUBLEVELS = {
   pendingShares: 'pendingShares',
 } as const;
 
+/** Encrypted share boxes kept in memory (about 120 bytes each). */
+const SHARE_CACHE_ENTRIES = 10_000;
+
 /** Schema version of the on-disk layout. */
 export const STORE_SCHEMA_VERSION = 1;
 
@@ -102,6 +105,11 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const shares = db.sublevel<string, string>(SUBLEVELS.shares, { valueEncoding: 'json' });
   const pendingShares = db.sublevel<string, PendingShares>(SUBLEVELS.pendingShares, { valueEncoding: 'json' });
   const idKey = (secretId: number) => String(secretId).padStart(12, '0');
+  const shareCache = new Map<number, Uint8Array>();
+  const cacheShare = (secretId: number, box: Uint8Array) => {
+    if (shareCache.size >= SHARE_CACHE_ENTRIES) shareCache.delete(shareCache.keys().next().value!);
+    shareCache.set(secretId, box);
+  };
 
   /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
   async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims | typeof shares | typeof pendingShares, key: string, value: V): Promise<void> {
@@ -195,11 +203,21 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     counters: counterRepo,
     claims: { get: (name) => claims.get(name), put: (name, value) => durablePut(claims, name, value) },
     shares: {
+      // The boxes are encrypted at rest, so keeping recent ones in memory holds nothing in clear and
+      // saves a LevelDB read on every decrypt. Shares are written once and never change.
       async get(secretId) {
+        const hit = shareCache.get(secretId);
+        if (hit) return hit;
         const v = await shares.get(idKey(secretId));
-        return v === undefined ? undefined : new Uint8Array(Buffer.from(v, 'base64'));
+        if (v === undefined) return undefined;
+        const box = new Uint8Array(Buffer.from(v, 'base64'));
+        cacheShare(secretId, box);
+        return box;
       },
-      put: (secretId, box) => durablePut(shares, idKey(secretId), Buffer.from(box).toString('base64')),
+      async put(secretId, box) {
+        await durablePut(shares, idKey(secretId), Buffer.from(box).toString('base64'));
+        cacheShare(secretId, box);
+      },
     },
     pendingShares: {
       get: (secretId) => pendingShares.get(idKey(secretId)),
