@@ -242,9 +242,14 @@ function errorResponses(log: Logger): HttpMiddleware {
 // Request id, access log and metrics
 
 function requestId(log: Logger, random: RandomSource): HttpMiddleware {
+  // A random per-app prefix and a counter: unique, 32 hex chars, and no call into the CSPRNG per
+  // request (node's randomFillSync for 16 bytes cost ~15 µs, a visible share of a cheap request).
+  // Request ids correlate log lines; they are not secrets.
+  const prefix = toHex(random(REQUEST_ID_BYTES / 2));
+  let counter = 0;
   return (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
-    const reqId = REQUEST_ID_RE.test(incoming) ? incoming : toHex(random(REQUEST_ID_BYTES));
+    const reqId = REQUEST_ID_RE.test(incoming) ? incoming : prefix + (counter++).toString(16).padStart(REQUEST_ID_BYTES, '0');
     ctx.state.reqId = reqId;
     ctx.state.log = log.child({ reqId });
     ctx.set('X-Request-Id', reqId);
