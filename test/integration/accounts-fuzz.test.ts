@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import { bigTextUpTo, checkReply, fetchReply, objectText, shortTextWith, wrongType, type Reply } from '../utils/fuzz.ts';
 import { getJson, postJson } from '../utils/http.ts';
 import { newEmail, otpFrom } from '../utils/web2.ts';
 
@@ -50,17 +51,10 @@ const POST_FIELDS: Record<string, readonly string[]> = {
 };
 
 /** Short strings of every flavour: ASCII, any code point, graphemes, lone surrogates. */
-const shortText = fc.oneof(
-  fc.string({ maxLength: 24 }),
-  fc.string({ unit: 'grapheme', maxLength: 24 }),
-  fc.string({ unit: 'binary', maxLength: 24 }),
-  fc.constantFrom('', ' ', '\u0000', '\ud800', '__proto__', 'constructor', 'toString', '0x', '-1', 'null', '<script>'),
-);
+const shortText = shortTextWith(['', ' ', '\u0000', '\ud800', '__proto__', 'constructor', 'toString', '0x', '-1', 'null', '<script>']);
 
 /** Strings of 1,000 to 100,000 characters (one repeated chunk, possibly cut inside a surrogate pair). */
-const bigText = fc
-  .tuple(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 4 }), fc.integer({ min: 1_000, max: 100_000 }))
-  .map(([chunk, n]) => chunk.repeat(Math.ceil(n / chunk.length)).slice(0, n));
+const bigText = bigTextUpTo(100_000);
 
 /** Characters whose UTF-8 form is longer than their UTF-16 form, and a few ASCII ones. */
 const wideChar = fc.constantFrom('é', 'ß', 'ж', '中', '😀', 'a', '.', '-');
@@ -113,23 +107,8 @@ function fieldValue(field: string): fc.Arbitrary<unknown> {
   }
 }
 
-/** Anything but a string. */
-const wrongType: fc.Arbitrary<unknown> = fc.oneof(
-  fc.integer(),
-  fc.double(),
-  fc.boolean(),
-  fc.constant(null),
-  fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 3 }),
-  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }),
-);
-
 /** What is sent: a JSON value (stringified here) or a raw body, with its Content-Type. */
 type Payload = { kind: 'json'; value: unknown } | { kind: 'raw'; body: string | Uint8Array; contentType: string };
-
-/** JSON text of an object with these entries, in order (so `__proto__` travels as a plain key). */
-function objectText(entries: Array<[string, unknown]>): string {
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',')}}`;
-}
 
 function payloads(fields: readonly string[]): fc.Arbitrary<Payload> {
   const json = (value: fc.Arbitrary<unknown>) => value.map((v): Payload => ({ kind: 'json', value: v }));
@@ -177,38 +156,12 @@ function queries(keys: readonly string[]): fc.Arbitrary<string> {
 // ---------------------------------------------------------------------------------------------
 // The property
 
-interface Reply {
-  status: number;
-  contentType: string;
-  text: string;
-}
-
 async function send(url: string, payload: Payload): Promise<Reply> {
   const init: RequestInit =
     payload.kind === 'json'
       ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload.value) ?? 'null' }
       : { method: 'POST', headers: { 'content-type': payload.contentType }, body: payload.body };
-  const res = await fetch(url, init);
-  return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
-}
-
-async function fetchGet(url: string): Promise<Reply> {
-  const res = await fetch(url);
-  return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
-}
-
-/** Never ≥ 500; JSON always; `error` and `code` strings on errors; only 200/201 on success. */
-function checkReply(reply: Reply): void {
-  const shown = `${reply.status} ${reply.contentType} ${reply.text.slice(0, 500)}`;
-  expect(reply.status, shown).toBeLessThan(500);
-  expect(reply.contentType, shown).toMatch(/^application\/json/);
-  const body = JSON.parse(reply.text) as Record<string, unknown>;
-  if (reply.status >= 400) {
-    expect(typeof body.error, shown).toBe('string');
-    expect(typeof body.code, shown).toBe('string');
-  } else {
-    expect([200, 201], shown).toContain(reply.status);
-  }
+  return fetchReply(url, init);
 }
 
 describe('fuzzing POST /web2/auth/*', () => {
@@ -233,7 +186,7 @@ describe('fuzzing the GETs', () => {
     it(`${path}: never a 5xx, always a JSON error with error and code`, async () => {
       await fc.assert(
         fc.asyncProperty(fc.nat({ max: 1 }), queries(keys), async (which, query) => {
-          checkReply(await fetchGet(`${coordinators[which]}${path}${query === '' ? '' : `?${query}`}`));
+          checkReply(await fetchReply(`${coordinators[which]}${path}${query === '' ? '' : `?${query}`}`));
         }),
         { numRuns: GET_RUNS, interruptAfterTimeLimit: FC_TIME_LIMIT_MS },
       );

@@ -10,17 +10,18 @@
  * base64, is in any file under any node's data dir or in any log line.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ml_kem768 } from '@noble/post-quantum/ml-kem.js';
 import { Level } from 'level';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, waitFor, type LocalCluster, type LocalClusterOptions } from 'quorumkeep/testing';
+import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import { loadOrCreateNodeKeys } from '../../src/cluster/identity.ts';
 import { shareAtRestAad } from '../../src/core/secrets/records.ts';
 import { combineShares, decryptAtRest, mlkemPublicKeyFromSeed, toBase64, toHex } from '../../src/crypto/index.ts';
 import { openStore } from '../../src/store/index.ts';
-import { getJson, postJson } from '../utils/http.ts';
+import { captureClusterLogs, filesUnder, postExpecting } from '../utils/at-rest.ts';
+import { getJson } from '../utils/http.ts';
 import { principalWithSession, type Principal } from '../utils/session.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 
@@ -35,13 +36,8 @@ const Z_OFFSET = 2368;
 /** Bytes of each window searched for. */
 const WINDOW_BYTES = 32;
 
-/** Every log line of every node, as written. */
-const logLines: string[] = [];
-const captureLogs: NonNullable<LocalClusterOptions['logDestination']> = {
-  write(line: string) {
-    logLines.push(line);
-  },
-};
+/** Every log line of every node, as written; `captureLogs` is the cluster's log destination. */
+const { lines: logLines, destination: captureLogs } = captureClusterLogs();
 
 const stack = cleanupStack();
 let cluster: LocalCluster;
@@ -76,19 +72,12 @@ interface Truth {
 }
 const truths: Truth[] = [];
 
-/** POST and require the status, so a broken flow fails here rather than as a vacuous pass below. */
-async function call<T>(url: string, path: string, body: unknown, status = 200): Promise<T> {
-  const res = await postJson<T>(`${url}${path}`, body);
-  if (res.status !== status) throw new Error(`${path}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 /** Encrypt a fresh plaintext on `encryptAt` and decrypt it on `decryptAt`; the seed is rebuilt there. */
 async function roundTrip(encryptAt: string, decryptAt: string, secretId: number): Promise<void> {
   const plaintext = `plaintext-${randomBytes(24).toString('hex')}`;
   plaintexts.push(plaintext);
-  const enc = await call<{ cifer: string; encryptedMessage: string }>(encryptAt, '/encrypt-payload', alice.signed(secretId, plaintext));
-  const dec = await call<{ decryptedMessage: string }>(decryptAt, '/decrypt-payload', { cifer: enc.cifer, ...alice.signed(secretId, enc.encryptedMessage) });
+  const enc = await postExpecting<{ cifer: string; encryptedMessage: string }>(encryptAt, '/encrypt-payload', alice.signed(secretId, plaintext));
+  const dec = await postExpecting<{ decryptedMessage: string }>(decryptAt, '/decrypt-payload', { cifer: enc.cifer, ...alice.signed(secretId, enc.encryptedMessage) });
   expect(dec.decryptedMessage).toBe(plaintext);
 }
 
@@ -96,17 +85,6 @@ async function failuresOn(url: string) {
   const res = await getJson<{ failures: Array<{ secretId: number; failedNodeAddresses: string[] }> }>(`${url}/web2/secret-failures`, { authorization: `Bearer ${cluster.adminToken}` });
   if (res.status !== 200) throw new Error(`secret-failures: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.failures;
-}
-
-/** Every file under `root`, recursively. */
-async function filesUnder(root: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(root, { withFileTypes: true })) {
-    const path = join(root, entry.name);
-    if (entry.isDirectory()) out.push(...(await filesUnder(path)));
-    else if (entry.isFile()) out.push(path);
-  }
-  return out;
 }
 
 /** Every key and value of a LevelDB, concatenated. */
@@ -140,7 +118,7 @@ beforeAll(async () => {
 
   // Two secrets with every member up, each decrypted on the coordinator that did not encrypt.
   for (const [at, other] of [[A, B], [B, A]] as const) {
-    const secret = await call<CreatedSecret>(at, '/web2/secret', alice.signed(0), 201);
+    const secret = await postExpecting<CreatedSecret>(at, '/web2/secret', alice.signed(0), 201);
     expect(secret.status).toBe('complete');
     created.push(secret);
     await roundTrip(at, other, secret.secretId);
@@ -149,7 +127,7 @@ beforeAll(async () => {
   // A third with members 3 and 4 down: A keeps their shares, sealed, until it can deliver them.
   await cluster.stopMember(3);
   await cluster.stopMember(4);
-  const late = await call<CreatedSecret>(A, '/web2/secret', alice.signed(0), 201);
+  const late = await postExpecting<CreatedSecret>(A, '/web2/secret', alice.signed(0), 201);
   expect(late.status).toBe('propagating');
   created.push(late);
   const pending = (await failuresOn(A)).find((f) => f.secretId === late.secretId);

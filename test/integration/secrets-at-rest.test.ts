@@ -7,23 +7,19 @@
  * hex or base64) or an OTP.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, waitFor, type LocalCluster, type LocalClusterOptions } from 'quorumkeep/testing';
+import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
+import { captureClusterLogs, filesUnder, postExpecting } from '../utils/at-rest.ts';
 import { postJson } from '../utils/http.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 import { newEmail, otpFrom, registerKey } from '../utils/web2.ts';
 
 const SIZE = 5;
 
-/** Every log line of every node, as written. */
-const logLines: string[] = [];
-const captureLogs: NonNullable<LocalClusterOptions['logDestination']> = {
-  write(line: string) {
-    logLines.push(line);
-  },
-};
+/** Every log line of every node, as written; `captureLogs` is the cluster's log destination. */
+const { lines: logLines, destination: captureLogs } = captureClusterLogs();
 
 const stack = cleanupStack();
 let cluster: LocalCluster;
@@ -40,12 +36,8 @@ const secrets = {
 /** Ids that must appear in the store: proof the raw files are readable as text. */
 const principalIds: string[] = [];
 
-/** POST and require the status, so a broken flow fails here rather than as a vacuous pass below. */
-async function call(url: string, path: string, body: unknown, status = 200) {
-  const res = await postJson<Record<string, unknown>>(`${url}/web2/auth/${path}`, body);
-  if (res.status !== status) throw new Error(`${path}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+/** POST to /web2/auth/`path` and require the status, so a broken flow fails here rather than as a vacuous pass below. */
+const call = (url: string, path: string, body: unknown, status = 200) => postExpecting(`${url}/web2/auth/`, path, body, status);
 
 beforeAll(async () => {
   dir = await tempDir(stack, 'qk-secrets-');
@@ -98,17 +90,6 @@ beforeAll(async () => {
   await cluster.stop();
 });
 afterAll(() => stack.run());
-
-/** Every file under `root`, recursively. */
-async function filesUnder(root: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(root, { withFileTypes: true })) {
-    const path = join(root, entry.name);
-    if (entry.isDirectory()) out.push(...(await filesUnder(path)));
-    else if (entry.isFile()) out.push(path);
-  }
-  return out;
-}
 
 /** The encodings a password could be stored under. */
 function encodingsOf(secret: string): string[] {

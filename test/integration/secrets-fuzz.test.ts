@@ -15,6 +15,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import { bigTextUpTo, checkReply, fetchReply, objectText, shortTextWith, wrongType } from '../utils/fuzz.ts';
 import { getJson, postJson } from '../utils/http.ts';
 import { newPrincipal, newSessionWallet, openSession, signData, type Principal } from '../utils/session.ts';
 
@@ -144,17 +145,10 @@ function resolveBody(template: Record<string, unknown>): Record<string, unknown>
 // Arbitraries
 
 /** Short strings of every flavour: ASCII, any code point, graphemes, lone surrogates. */
-const shortText = fc.oneof(
-  fc.string({ maxLength: 24 }),
-  fc.string({ unit: 'grapheme', maxLength: 24 }),
-  fc.string({ unit: 'binary', maxLength: 24 }),
-  fc.constantFrom('', ' ', '_', '__', '\u0000', '\ud800', '__proto__', 'constructor', 'toString', '0x', '-1', 'null', 'NaN', '1e309', '<script>'),
-);
+const shortText = shortTextWith(['', ' ', '_', '__', '\u0000', '\ud800', '__proto__', 'constructor', 'toString', '0x', '-1', 'null', 'NaN', '1e309', '<script>']);
 
 /** Strings of 1,000 to 300,000 characters: past every field limit, sometimes past the 1 MiB body limit. */
-const bigText = fc
-  .tuple(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 4 }), fc.integer({ min: 1_000, max: 300_000 }))
-  .map(([chunk, n]) => chunk.repeat(Math.ceil(n / chunk.length)).slice(0, n));
+const bigText = bigTextUpTo(300_000);
 
 const digits = fc.stringMatching(/^-?\d{0,20}$/);
 const hexish = fc.oneof(
@@ -251,16 +245,6 @@ const ROUTES: Record<string, FuzzRoute> = {
   },
 };
 
-/** Anything but a string. */
-const wrongType: fc.Arbitrary<unknown> = fc.oneof(
-  fc.integer(),
-  fc.double(),
-  fc.boolean(),
-  fc.constant(null),
-  fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 3 }),
-  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }),
-);
-
 /** What is sent: a body template (resolved and stringified at send time) or raw bytes, with a Content-Type. */
 type Payload = { kind: 'json'; value: unknown } | { kind: 'proto'; keys: string[]; junk: unknown; fields: Record<string, unknown> } | { kind: 'raw'; body: string | Uint8Array; contentType: string };
 
@@ -293,11 +277,6 @@ function payloads({ fields, optional = [] }: FuzzRoute): fc.Arbitrary<Payload> {
     { arbitrary: underscored.map((s): Payload => ({ kind: 'raw', body: s, contentType: 'application/json' })), weight: 1 },
     { arbitrary: fc.jsonValue({ maxDepth: 2 }).map((v): Payload => ({ kind: 'raw', body: JSON.stringify(v) ?? 'null', contentType: 'text/plain' })), weight: 1 },
   );
-}
-
-/** JSON text of an object with these entries, in order (so `__proto__` travels as a plain key). */
-function objectText(entries: Array<[string, unknown]>): string {
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',')}}`;
 }
 
 function requestOf(payload: Payload): RequestInit {
@@ -335,31 +314,6 @@ const authHeaders = (value: string | undefined): Record<string, string> => (valu
 // ---------------------------------------------------------------------------------------------
 // The properties
 
-interface Reply {
-  status: number;
-  contentType: string;
-  text: string;
-}
-
-async function send(url: string, init: RequestInit): Promise<Reply> {
-  const res = await fetch(url, init);
-  return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
-}
-
-/** Never ≥ 500; JSON always; `error` and `code` strings on errors; only 200/201 on success. */
-function checkReply(reply: Reply): void {
-  const shown = `${reply.status} ${reply.contentType} ${reply.text.slice(0, 500)}`;
-  expect(reply.status, shown).toBeLessThan(500);
-  expect(reply.contentType, shown).toMatch(/^application\/json/);
-  const body = JSON.parse(reply.text) as Record<string, unknown>;
-  if (reply.status >= 400) {
-    expect(typeof body.error, shown).toBe('string');
-    expect(typeof body.code, shown).toBe('string');
-  } else {
-    expect([200, 201], shown).toContain(reply.status);
-  }
-}
-
 const FC_OPTIONS = { numRuns: RUNS, interruptAfterTimeLimit: FC_TIME_LIMIT_MS };
 
 describe('fuzzing the POST routes', () => {
@@ -367,7 +321,7 @@ describe('fuzzing the POST routes', () => {
     it(`POST ${path}: never a 5xx, always JSON, errors with error and code`, async () => {
       await fc.assert(
         fc.asyncProperty(fc.nat({ max: 1 }), payloads(route), async (which, payload) => {
-          checkReply(await send(`${coordinators[which]}${path}`, requestOf(payload)));
+          checkReply(await fetchReply(`${coordinators[which]}${path}`, requestOf(payload)));
         }),
         FC_OPTIONS,
       );
@@ -379,7 +333,7 @@ describe('fuzzing the path and header routes', () => {
   it('GET /secret-public-key/:chainId/:secretId: never a 5xx, always JSON', async () => {
     await fc.assert(
       fc.asyncProperty(fc.nat({ max: 1 }), fc.oneof(fc.constant('-1'), segment), fc.oneof(fc.constant(SECRET), segment), async (which, chainId, id) => {
-        checkReply(await send(`${coordinators[which]}/secret-public-key/${segmentText(chainId)}/${segmentText(id)}`, { method: 'GET' }));
+        checkReply(await fetchReply(`${coordinators[which]}/secret-public-key/${segmentText(chainId)}/${segmentText(id)}`, { method: 'GET' }));
       }),
       FC_OPTIONS,
     );
@@ -388,7 +342,7 @@ describe('fuzzing the path and header routes', () => {
   it('GET /web2/secret-failures: never a 5xx, always JSON, whatever the Authorization', async () => {
     await fc.assert(
       fc.asyncProperty(fc.nat({ max: 1 }), authorization, async (which, auth) => {
-        checkReply(await send(`${coordinators[which]}/web2/secret-failures`, { method: 'GET', headers: authHeaders(auth) }));
+        checkReply(await fetchReply(`${coordinators[which]}/web2/secret-failures`, { method: 'GET', headers: authHeaders(auth) }));
       }),
       FC_OPTIONS,
     );
@@ -399,7 +353,7 @@ describe('fuzzing the path and header routes', () => {
       fc.asyncProperty(fc.nat({ max: 1 }), segment, authorization, payloads({ fields: { secretId: idValue }, optional: ['secretId'] }), async (which, id, auth, payload) => {
         const init = requestOf(payload);
         init.headers = { ...(init.headers as Record<string, string>), ...authHeaders(auth) };
-        checkReply(await send(`${coordinators[which]}/web2/secret-failures/${segmentText(id)}/retry`, init));
+        checkReply(await fetchReply(`${coordinators[which]}/web2/secret-failures/${segmentText(id)}/retry`, init));
       }),
       FC_OPTIONS,
     );
