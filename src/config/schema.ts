@@ -109,6 +109,11 @@ export const sessionsSchema = z.strictObject({
   grantTimeoutMs: z.number().int().positive().default(2000),
 });
 
+export const permitsSchema = z.strictObject({
+  /** Permit lifetime, ms (PERMITS.md: 15 minutes). @default 900000 */
+  ttlMs: z.number().int().positive().default(900_000),
+});
+
 /** The whole node configuration. */
 export const nodeConfigSchema = z.strictObject({
   /** Path of the cluster file (relative paths resolve against the config file's folder). */
@@ -129,6 +134,7 @@ export const nodeConfigSchema = z.strictObject({
   accounts: accountsSchema.default(accountsSchema.parse({})),
   sessions: sessionsSchema.default(sessionsSchema.parse({})),
   secrets: secretsSchema.default(secretsSchema.parse({})),
+  permits: permitsSchema.default(permitsSchema.parse({})),
   /** Enabled EVM chains. @default Base (8453) */
   chains: z.array(chainSchema).default(DEFAULT_CHAINS),
 });

@@ -35,6 +35,8 @@ import { createSessionsRouter } from './routes/sessions.ts';
 import { createSecretFailuresRouter, createSecretsRouter } from './routes/secrets.ts';
 import { createPublicKeysRouter } from './routes/public-keys.ts';
 import { createPayloadsRouter } from './routes/payloads.ts';
+import { createPermitsRouter } from './routes/permits.ts';
+import type { PermitsService } from '../core/permits/types.ts';
 
 /** What the app's middleware puts in `ctx.state` for handlers. */
 export interface HttpState {
@@ -100,6 +102,8 @@ export interface HttpAppDeps {
   secrets: SecretsService;
   /** Payload encryption (`/encrypt-payload`, `/decrypt-payload`). */
   payloads: PayloadsService;
+  /** Permits V2 (`/web2/permit`). */
+  permits: PermitsService;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
 }
@@ -146,6 +150,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
     operator ? createSecretFailuresRouter({ token: options.adminToken }, routerDeps) : undefined,
     createPublicKeysRouter(routerDeps),
     createPayloadsRouter(routerDeps),
+    createPermitsRouter(routerDeps),
   ]);
 
   const app: HttpApp = new Koa({ proxy: options.trustProxy });

@@ -36,7 +36,7 @@ import {
   recoverPersonalSigner,
   systemRandom,
 } from '../crypto/index.ts';
-import { createMailer, otpMail, type Mailer } from '../mail/index.ts';
+import { createMailer, otpMail, permitMail, type Mailer } from '../mail/index.ts';
 import { accountKinds } from '../core/accounts/records.ts';
 import { createAccountsService, type AccountCrypto, type AccountsCapability } from '../core/accounts/service.ts';
 import { sessionKind } from '../core/sessions/records.ts';
@@ -46,13 +46,15 @@ import { secretKind } from '../core/secrets/records.ts';
 import { createSecretsService, type SecretsCapability } from '../core/secrets/service.ts';
 import type { NodeKeyring } from '../core/secrets/ports.ts';
 import { createPayloadsService } from '../core/payloads/service.ts';
+import { permitKind } from '../core/permits/records.ts';
+import { createPermitsService } from '../core/permits/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 
 /** Every record kind this build knows. */
 function recordKinds(descriptor: ClusterDescriptor) {
-  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor)]);
+  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor), permitKind]);
 }
 
 /** The node's private-key operations for shares; the keys stay here, the core gets functions. */
@@ -229,6 +231,23 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       );
       const payloads = createPayloadsService({ verifier, secrets, logger });
+      const permits = createPermitsService(
+        { ttlMs: config.permits.ttlMs, publicUrl },
+        {
+          replicator: engine,
+          state: engine,
+          membership,
+          creator,
+          claims: store.claims,
+          verifier,
+          accounts,
+          isEd25519PublicKeyHex,
+          random: systemRandom,
+          mail: { send: (m) => mailer.send(m), permitMail },
+          clock,
+          logger,
+        },
+      );
       if (self!.slot !== null) late.handlers = { grant: (body) => sessions.handleGrant(body), shard: (body, from) => secrets.handleShard(body, from) };
       const cluster = await createCluster(
         {
@@ -263,7 +282,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             chains: config.chains,
             adminToken: config.admin.token,
           },
-          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits },
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs });
       }

@@ -62,7 +62,7 @@ export async function newPrincipal(cluster: LocalCluster, url: string, tag = 'us
 }
 
 /** Open a session for the principal's current wallet through `url`; throws unless 201. */
-export async function openSession(url: string, p: Principal, options: { ttl?: number } = {}): Promise<JsonResponse> {
+export async function openSession(url: string, p: Principal, options: { ttl?: number; timestamp?: number } = {}): Promise<JsonResponse> {
   const res = await postJson(`${url}/web2/session`, sessionRequest(p.principalId, p.key, p.wallet, options));
   if (res.status !== 201) throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
   return res;

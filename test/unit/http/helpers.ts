@@ -16,6 +16,7 @@ import type { AccountsService } from '../../../src/core/accounts/types.ts';
 import type { SessionsService } from '../../../src/core/sessions/types.ts';
 import type { PublicKeyView, SecretFailure, SecretView, SecretsService } from '../../../src/core/secrets/types.ts';
 import type { PayloadsService } from '../../../src/core/payloads/types.ts';
+import type { PermitsService } from '../../../src/core/permits/types.ts';
 
 export const NODE_ADDRESS = '0x1111111111111111111111111111111111111111';
 export const ADMIN_TOKEN = 'admin-token-s3cret';
@@ -271,6 +272,23 @@ export function stubPayloads(): StubPayloads {
   return stub;
 }
 
+/** The permitId {@link stubPermits} answers. */
+export const PERMIT_ID = '3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b';
+
+/** A PermitsService that records every call and answers canned values (or throws `failure`). */
+export interface StubPermits extends PermitsService, CallLog<PermitsService> {}
+
+export function stubPermits(): StubPermits {
+  const stub: StubPermits = {
+    calls: [],
+    failure: undefined,
+    requestPermit: (...args) =>
+      answer('requestPermit', args, { created: true, permitId: PERMIT_ID, action: args[0].action, clusterId: 'cluster-test', expiresAt: '2026-01-01T00:15:00.000Z', message: 'Permit created' }),
+  };
+  const answer = recorder(stub);
+  return stub;
+}
+
 /** A running app plus everything a test inspects. */
 export interface TestServer {
   url: string;
@@ -282,6 +300,7 @@ export interface TestServer {
   sessions: StubSessions;
   secrets: StubSecrets;
   payloads: StubPayloads;
+  permits: StubPermits;
   metrics: NodeMetrics;
   /** Every log line written so far, raw. */
   logText(): string;
@@ -301,12 +320,13 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   const sessions = stubSessions();
   const secrets = stubSecrets();
   const payloads = stubPayloads();
+  const permits = stubPermits();
   // Ticks on every call, so two requests see two different serverTimes.
   let now = 1_700_000_000_000;
   const clock = () => (now += 1);
   const app = createHttpApp(
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
-    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads },
+    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits },
   );
   const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 });
   return {
@@ -318,6 +338,7 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
     sessions,
     secrets,
     payloads,
+    permits,
     metrics,
     logText: log.raw,
     logLines: log.lines,
