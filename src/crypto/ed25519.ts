@@ -14,6 +14,7 @@
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { concatBytes, fromHex, utf8, zeroize } from './bytes.ts';
+import { createLruCache } from './lru.ts';
 
 const SPKI_PREFIX = fromHex('302a300506032b6570032100');
 const PKCS8_PREFIX = fromHex('302e020100300506032b657004220420');
@@ -101,26 +102,10 @@ export interface Ed25519VerifierOptions {
  * the same principal key is checked again and again, so imported keys are kept in an LRU map.
  */
 export function createEd25519Verifier(options: Ed25519VerifierOptions = {}): Ed25519Verifier {
-  const capacity = options.keyCacheSize ?? ED25519_KEY_CACHE_SIZE;
-  if (!Number.isSafeInteger(capacity) || capacity < 0) throw new RangeError('keyCacheSize must be a non-negative integer');
-  // A Map iterates in insertion order: re-inserting on a hit makes the first key the least recent.
-  const keys = new Map<string, KeyObject>();
-
-  function keyObjectOf(hex: string, raw: Uint8Array): KeyObject {
-    const hit = keys.get(hex);
-    if (hit) {
-      keys.delete(hex);
-      keys.set(hex, hit);
-      return hit;
-    }
-    // OpenSSL does not check the point here; an off-curve key fails in verify() instead.
-    const key = createPublicKey({ key: asBuffer(concatBytes(SPKI_PREFIX, raw)), format: 'der', type: 'spki' });
-    if (capacity > 0) {
-      if (keys.size >= capacity) keys.delete(keys.keys().next().value!);
-      keys.set(hex, key);
-    }
-    return key;
-  }
+  const keys = createLruCache<KeyObject>(options.keyCacheSize ?? ED25519_KEY_CACHE_SIZE);
+  // OpenSSL does not check the point here; an off-curve key fails in verify() instead.
+  const keyObjectOf = (hex: string, raw: Uint8Array): KeyObject =>
+    keys.getOrCreate(hex, () => createPublicKey({ key: asBuffer(concatBytes(SPKI_PREFIX, raw)), format: 'der', type: 'spki' }));
 
   return {
     verify(publicKeyHex, message, signatureHex) {
@@ -134,7 +119,7 @@ export function createEd25519Verifier(options: Ed25519VerifierOptions = {}): Ed2
         return false;
       }
     },
-    cachedKeys: () => keys.size,
+    cachedKeys: () => keys.size(),
   };
 }
 

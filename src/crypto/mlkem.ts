@@ -13,6 +13,7 @@
 import { createPrivateKey, createPublicKey, decapsulate, encapsulate, type KeyObject } from 'node:crypto';
 import { ml_kem768 } from '@noble/post-quantum/ml-kem.js';
 import { concatBytes, fromHex, toBase64, zeroize } from './bytes.ts';
+import { createLruCache } from './lru.ts';
 
 /** Length of an ML-KEM-768 key-generation seed d ‖ z, in bytes. */
 export const MLKEM768_SEED_BYTES = 64;
@@ -124,32 +125,18 @@ export interface MlkemEncapsulatorOptions {
  * secrets again and again, so imported keys are kept in an LRU map. Public keys are not secret.
  */
 export function createMlkemEncapsulator(options: MlkemEncapsulatorOptions = {}): MlkemEncapsulator {
-  const capacity = options.keyCacheSize ?? MLKEM_PUBLIC_KEY_CACHE_SIZE;
-  if (!Number.isSafeInteger(capacity) || capacity < 0) throw new RangeError('keyCacheSize must be a non-negative integer');
-  // Insertion order is recency order: a hit is moved to the end, the first entry is evicted.
-  const cache = new Map<string, KeyObject>();
+  const cache = createLruCache<KeyObject>(options.keyCacheSize ?? MLKEM_PUBLIC_KEY_CACHE_SIZE);
 
   function importPublicKey(publicKey: Uint8Array): KeyObject {
     checkLength(publicKey, MLKEM768_PUBLIC_KEY_BYTES, 'ML-KEM-768 public key');
-    const id = toBase64(publicKey);
-    const cached = cache.get(id);
-    if (cached) {
-      cache.delete(id);
-      cache.set(id, cached);
-      return cached;
-    }
-    let key: KeyObject;
-    try {
-      // OpenSSL runs the FIPS 203 §7.2 modulus check here: a key with coefficients ≥ q is refused.
-      key = createPublicKey({ key: asBuffer(concatBytes(SPKI_PREFIX, publicKey)), format: 'der', type: 'spki' });
-    } catch {
-      throw new TypeError('invalid ML-KEM-768 public key');
-    }
-    if (capacity > 0) {
-      if (cache.size >= capacity) cache.delete(cache.keys().next().value!);
-      cache.set(id, key);
-    }
-    return key;
+    return cache.getOrCreate(toBase64(publicKey), () => {
+      try {
+        // OpenSSL runs the FIPS 203 §7.2 modulus check here: a key with coefficients ≥ q is refused.
+        return createPublicKey({ key: asBuffer(concatBytes(SPKI_PREFIX, publicKey)), format: 'der', type: 'spki' });
+      } catch {
+        throw new TypeError('invalid ML-KEM-768 public key');
+      }
+    });
   }
 
   return {
@@ -157,7 +144,7 @@ export function createMlkemEncapsulator(options: MlkemEncapsulatorOptions = {}):
       const { sharedKey, ciphertext } = encapsulate(importPublicKey(publicKey));
       return { sharedSecret: takeBytes(sharedKey), ciphertext: new Uint8Array(ciphertext) };
     },
-    cachedKeys: () => cache.size,
+    cachedKeys: () => cache.size(),
   };
 }
 
