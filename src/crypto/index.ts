@@ -11,3 +11,4 @@ export * from './payload-envelope.ts';
 export * from './sealed-box.ts';
 export * from './shamir.ts';
 export * from './eip191.ts';
+export * from './lru.ts';

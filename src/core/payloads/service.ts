@@ -8,7 +8,7 @@ import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
 import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
-import { CIFER_BYTES, fromBase64, fromHex, openPayloadWithCheckedSeed, sealPayload, toBase64, toHex, zeroize } from '../../crypto/index.ts';
+import { CIFER_BYTES, createLruCache, fromBase64, fromHex, openPayloadWithCheckedSeed, sealPayload, toBase64, toHex, zeroize } from '../../crypto/index.ts';
 import type { BinaryFormat, EncryptedPayload, PayloadsService } from './types.ts';
 
 const HEX_RE = /^(?:0x)?(?:[0-9a-fA-F]{2})*$/;
@@ -44,16 +44,8 @@ const PUBLIC_KEY_CACHE_ENTRIES = 256;
 /** Create the payloads service. */
 export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
   const log = deps.logger.child({ module: 'payloads' });
-  const publicKeys = new Map<string, Uint8Array>();
-  const publicKeyOf = (cid: string): Uint8Array => {
-    let key = publicKeys.get(cid);
-    if (!key) {
-      key = fromBase64(cid);
-      if (publicKeys.size >= PUBLIC_KEY_CACHE_ENTRIES) publicKeys.delete(publicKeys.keys().next().value!);
-      publicKeys.set(cid, key);
-    }
-    return key;
-  };
+  const publicKeys = createLruCache<Uint8Array>(PUBLIC_KEY_CACHE_ENTRIES);
+  const publicKeyOf = (cid: string): Uint8Array => publicKeys.getOrCreate(cid, () => fromBase64(cid));
 
   async function secretFor(secretIdRaw: string) {
     const secretId = parseSecretId(secretIdRaw);

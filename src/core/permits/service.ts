@@ -6,12 +6,14 @@
  * and an exact replay returns the original permit without a second email. The confirmation link's
  * one-time token is drawn by the coordinator, mailed once, and stored only as a hash.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { sha256Hex } from '../../crypto/index.ts';
 import { AppError, isAppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { OutgoingMail } from '../mail-port.ts';
 import type { MembershipView, Replicator, StateReader } from '../replication/ports.ts';
 import type { CreatorService } from '../replication/creator.ts';
+import { reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import type { AccountsService } from '../accounts/types.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
@@ -60,11 +62,6 @@ export interface PermitsDeps {
   mail: PermitMail;
   clock: () => number;
   logger: Logger;
-}
-
-/** Lowercase hex SHA-256 of a string's UTF-8 bytes. */
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 /** The immutable context of a request (PERMITS.md): action, principal, secretId, payload digest. */
@@ -215,8 +212,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       const payloadDigest = sha256Hex(input.payload);
       const { principalId, secretId } = await authorize(input, action, payloadDigest, action === 'rotate' ? null : value);
 
-      const reachable = membership.reachableCount();
-      if (reachable < descriptor.threshold) throw new AppError('QUORUM_UNAVAILABLE', `Only ${reachable} of ${descriptor.size} members are reachable; ${descriptor.threshold} are needed`);
+      reachableMemberSlots(membership);
       const tokenBytes = deps.random(TOKEN_BYTES);
       const token = Buffer.from(tokenBytes).toString('base64url');
       tokenBytes.fill(0);

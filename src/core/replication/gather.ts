@@ -4,6 +4,31 @@
  * `needed` calls when everyone answers and never waits on a member that already failed.
  */
 
+import { AppError, type MemberFailure } from '../../errors/index.ts';
+import { membersOf, type MembershipView } from './ports.ts';
+
+/**
+ * The member slots reachable now, this node's first (its answer costs no round trip); 503
+ * QUORUM_UNAVAILABLE when fewer than threshold are reachable, before any work is done.
+ */
+export function reachableMemberSlots(membership: MembershipView): number[] {
+  const { descriptor, self } = membership;
+  const slots = membersOf(descriptor)
+    .map((m) => m.slot)
+    .filter((slot) => membership.isReachable(slot))
+    .sort((a, b) => (a === self.slot ? -1 : b === self.slot ? 1 : a - b));
+  if (slots.length < descriptor.threshold) {
+    throw new AppError('QUORUM_UNAVAILABLE', `Only ${slots.length} of ${descriptor.size} members are reachable; ${descriptor.threshold} are needed`);
+  }
+  return slots;
+}
+
+/** Gather failures as the members they were, for logs and QuorumErrors. */
+export function memberFailures(membership: MembershipView, failures: GatherFailure[]): MemberFailure[] {
+  const members = membersOf(membership.descriptor);
+  return failures.map((f) => ({ slot: f.slot, nodeAddress: members[f.slot]!.nodeAddress, error: (f.error instanceof Error ? f.error.message : String(f.error)).slice(0, 200) }));
+}
+
 /** One member's answer. */
 export interface Gathered<T> {
   slot: number;

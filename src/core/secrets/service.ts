@@ -14,10 +14,10 @@ import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader } from '../replication/ports.ts';
 import { membersOf } from '../replication/ports.ts';
-import { gatherFromMembers } from '../replication/gather.ts';
+import { gatherFromMembers, memberFailures, reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
-import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
+import { parseChainId } from '../sessions/signed-data.ts';
 import {
   combineShares,
   fromBase64,
@@ -37,7 +37,6 @@ import type { CreatedSecret, PublicKeyView, RetryOutcome, SecretFailure, Secrets
 /** Bytes of an ML-KEM-768 seed (d ‖ z). */
 const SEED_BYTES = 64;
 const SECRET_ID_RE = /^[1-9]\d{0,15}$/;
-const CHAIN_ID_RE = /^-?\d{1,12}$/;
 
 /** Options of {@link createSecretsService}. */
 export interface SecretsOptions {
@@ -86,14 +85,6 @@ export interface SecretsCapability extends SecretsService {
 export function parseSecretId(raw: string): number {
   if (!SECRET_ID_RE.test(raw) || !Number.isSafeInteger(Number(raw))) throw new AppError('BAD_REQUEST', `Invalid secretId "${raw.slice(0, 24)}": expected a positive integer`);
   return Number(raw);
-}
-
-/** Parse a chain id param; only Web2 (-1) is served. */
-function parseChainId(raw: string): number {
-  if (!CHAIN_ID_RE.test(raw)) throw new AppError('BAD_REQUEST', `Invalid chainId "${raw.slice(0, 24)}"`);
-  const chainId = Number(raw);
-  if (chainId !== WEB2_CHAIN_ID) throw new AppError('BAD_REQUEST', `Chain ${chainId} is not supported`);
-  return chainId;
 }
 
 /** 403 unless `principalId` may decrypt with the secret. */
@@ -267,8 +258,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     async createSecret(request): Promise<CreatedSecret> {
       const caller = await web2Caller(request, 4);
       if (caller.subject !== '0') throw new AppError('BAD_REQUEST', 'Invalid data format: the second part must be 0 when creating a secret');
-      const reachable = membership.reachableCount();
-      if (reachable < descriptor.threshold) throw new AppError('QUORUM_UNAVAILABLE', `Only ${reachable} of ${descriptor.size} members are reachable; ${descriptor.threshold} are needed`);
+      reachableMemberSlots(membership);
       const secretId = await deps.creator.allocate('secretId');
 
       const seed = deps.random(SEED_BYTES);
@@ -388,9 +378,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     },
 
     async recoverSeed(secret, request) {
-      const reachable = memberList.filter((m) => membership.isReachable(m.slot)).map((m) => m.slot);
-      if (reachable.length < descriptor.threshold) throw new AppError('QUORUM_UNAVAILABLE', `Only ${reachable.length} of ${descriptor.size} members are reachable; ${descriptor.threshold} are needed`);
-      const slots = reachable.sort((a, b) => (a === self.slot ? -1 : b === self.slot ? 1 : a - b));
+      const slots = reachableMemberSlots(membership);
       const secretId = secret.secretId;
       const { results, failures } = await gatherFromMembers({
         slots,
@@ -408,7 +396,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       const shares = results.map((r) => r.value);
       try {
         if (shares.length < descriptor.threshold) {
-          const failed: MemberFailure[] = failures.map((f) => ({ slot: f.slot, nodeAddress: addressOf(f.slot), error: errorText(f.error) }));
+          const failed = memberFailures(membership, failures);
           log.warn({ secretId, released: shares.length, failed }, 'fewer than threshold shares released');
           throw new QuorumError(`Only ${shares.length} members released their share; ${descriptor.threshold} are needed`, results.map((r) => addressOf(r.slot)), failed);
         }

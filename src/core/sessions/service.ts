@@ -6,11 +6,11 @@
  * while unexpired, its principal not deleted and the principal's key unchanged — so account deletion
  * and key rotation end sessions without writing anything per session.
  */
-import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
+import { AppError, QuorumError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { MemberRpc, MembershipView, Replicator, StateReader } from '../replication/ports.ts';
 import { membersOf } from '../replication/ports.ts';
-import { gatherFromMembers } from '../replication/gather.ts';
+import { gatherFromMembers, memberFailures, reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import { isSessionActive, sessionGrantDigest, sessionTokenOf, type SessionBody, type SessionGrant } from './records.ts';
 import { WEB2_FRESHNESS_MS } from './signed-data.ts';
@@ -149,12 +149,7 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
       };
       const publicKey = await checkProof(req, now);
 
-      const members = membersOf(descriptor).filter((m) => membership.isReachable(m.slot));
-      if (members.length < descriptor.threshold) {
-        throw new AppError('QUORUM_UNAVAILABLE', `Only ${members.length} of ${descriptor.size} members are reachable; ${descriptor.threshold} are needed`);
-      }
-      // Self first: its grant costs no round trip.
-      const slots = members.map((m) => m.slot).sort((a, b) => (a === self.slot ? -1 : b === self.slot ? 1 : a - b));
+      const slots = reachableMemberSlots(membership);
       const { results, failures } = await gatherFromMembers({
         slots,
         needed: descriptor.threshold,
@@ -163,7 +158,7 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
       });
       const grant = grantOf(req, publicKey);
       if (results.length < descriptor.threshold) {
-        const failed: MemberFailure[] = failures.map((f) => ({ slot: f.slot, nodeAddress: membersOf(descriptor)[f.slot]!.nodeAddress, error: (f.error as Error).message }));
+        const failed = memberFailures(membership, failures);
         const refused = failures.filter((f) => f.error instanceof AppError).length;
         log.warn({ principalId: req.principalId, granted: results.length, failed }, 'session grant quorum not reached');
         // Members that answered and refused disagree with us (e.g. a stale replica): 403. Members we could not reach: 503.

@@ -56,6 +56,17 @@ function bad(message: string): AppError {
 }
 
 /**
+ * Parse a chain id (a `data` part or a path parameter). Web3 principals plug in here (chain reads
+ * through src/evm); until then every chain but -1 is refused.
+ */
+export function parseChainId(raw: string): number {
+  if (!CHAIN_RE.test(raw)) throw bad(`Invalid chain id "${raw.slice(0, 24)}"`);
+  const chainId = Number(raw);
+  if (chainId !== WEB2_CHAIN_ID) throw bad(`Chain ${chainId} is not supported`);
+  return chainId;
+}
+
+/**
  * Recovered signers remembered (LRU), for strings up to {@link SIGNER_CACHE_MAX_DATA_CHARS}: a decrypt
  * verifies the same string on the coordinator and again as a member releasing its own share.
  * Only the recovery is cached; freshness and the session are checked on every call.
@@ -82,10 +93,7 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       const parts = splitSignedData(request.data, shape);
       if (!parts) throw bad(`Invalid data format: expected ${shape.parts} parts separated by "_"`);
       const [chainPart, subject, address, freshPart] = parts as [string, string, string, string];
-      if (!CHAIN_RE.test(chainPart)) throw bad(`Invalid chain id "${chainPart.slice(0, 24)}"`);
-      const chainId = Number(chainPart);
-      // Web3 principals plug in here (chain reads through src/evm); until then every chain but -1 is refused.
-      if (chainId !== WEB2_CHAIN_ID) throw bad(`Chain ${chainId} is not supported`);
+      const chainId = parseChainId(chainPart);
       if (!ADDRESS_RE.test(address)) throw bad('Invalid address in data: expected 0x and 40 hex characters');
       if (!FRESH_RE.test(freshPart)) throw bad('Invalid timestamp in data: expected Unix milliseconds');
       const fresh = Number(freshPart);
