@@ -15,8 +15,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
-import { bigTextUpTo, checkReply, fetchReply, objectText, shortTextWith, wrongType } from '../utils/fuzz.ts';
-import { getJson, postJson } from '../utils/http.ts';
+import { bigTextUpTo, checkReply, expectCoordinatorsHealthy, fetchReply, objectText, shortTextWith, wrongType } from '../utils/fuzz.ts';
+import { postJson } from '../utils/http.ts';
 import { newPrincipal, newSessionWallet, openSession, signData, type Principal } from '../utils/session.ts';
 
 /** Runs per route; each is a round trip to a real cluster. */
@@ -381,12 +381,7 @@ describe('encrypt → decrypt', () => {
 
 describe('after the fuzzing', () => {
   it('both coordinators are healthy with 5 reachable, and alice still decrypts through her session', async () => {
-    for (const url of coordinators) {
-      const health = await getJson<{ status: string; cluster: { reachable: number } }>(`${url}/healthz`);
-      expect(health.status).toBe(200);
-      expect(health.body.status).toBe('ok');
-      expect(health.body.cluster.reachable).toBe(5);
-    }
+    await expectCoordinatorsHealthy(coordinators);
     const dec = await postJson(`${coordinators[1]}/decrypt-payload`, { cifer: sealed.cifer, ...alice.signed(secretId, sealed.encryptedMessage) });
     expect(dec.status, JSON.stringify(dec.body)).toBe(200);
     expect(dec.body.decryptedMessage).toBe('fuzz target');

@@ -5,6 +5,7 @@
  */
 import { expect } from 'vitest';
 import fc from 'fast-check';
+import { getJson } from './http.ts';
 
 /** An answer as the fuzzers check it: the status, the Content-Type and the body as text. */
 export interface Reply {
@@ -62,3 +63,13 @@ export const wrongType: fc.Arbitrary<unknown> = fc.oneof(
   fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 3 }),
   fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }),
 );
+
+/** After fuzzing: every coordinator answers /healthz 200 `ok` with all 5 members reachable. */
+export async function expectCoordinatorsHealthy(coordinators: readonly string[]): Promise<void> {
+  for (const url of coordinators) {
+    const health = await getJson<{ status: string; cluster: { reachable: number } }>(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(health.body.status).toBe('ok');
+    expect(health.body.cluster.reachable).toBe(5);
+  }
+}

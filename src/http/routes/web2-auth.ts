@@ -17,7 +17,7 @@ import { z } from 'zod';
 import type { AccountsService } from '../../core/accounts/types.ts';
 import type { ApiRouter } from '../app.ts';
 import { parseBody, parseQuery } from '../validate.ts';
-import { PRINCIPAL_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, text } from '../fields.ts';
+import { pick, PRINCIPAL_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, text } from '../fields.ts';
 
 /** Longest email accepted: a 64-character local part, `@`, a 255-character domain (RFC 3696). */
 const EMAIL_MAX_CHARS = 320;
@@ -111,35 +111,20 @@ export function createWeb2AuthRouter(deps: Web2AuthDeps): ApiRouter {
     const input = parseBody(ctx, registerKeySchema);
     const result = await accounts.registerKey(input.principalId, input.password, input.publicKey, input.signature);
     ctx.status = 201;
-    ctx.body = {
-      principalId: result.principalId,
-      emailHex: result.emailHex,
-      nodeRegistrationStatus: result.nodeRegistrationStatus,
-      failedNodes: result.failedNodes,
-      nodeErrors: result.nodeErrors,
-    };
+    ctx.body = pick(result, ['principalId', 'emailHex', 'nodeRegistrationStatus', 'failedNodes', 'nodeErrors']);
   });
 
   router.post('/web2/auth/retry-node-registration', async (ctx) => {
     const input = parseBody(ctx, principalSchema);
     const result = await accounts.retryNodeRegistration(input.principalId);
-    ctx.body = {
-      principalId: result.principalId,
-      nodeRegistrationStatus: result.nodeRegistrationStatus,
-      failedNodes: result.failedNodes,
-      ...(result.message === undefined ? {} : { message: result.message }),
-    };
+    // An absent message stays out of the JSON.
+    ctx.body = pick(result, ['principalId', 'nodeRegistrationStatus', 'failedNodes', 'message']);
   });
 
   router.get('/web2/auth/node-registration-status', async (ctx) => {
     const input = parseQuery(ctx, principalSchema);
     const view = await accounts.nodeRegistrationStatus(input.principalId);
-    ctx.body = {
-      principalId: view.principalId,
-      nodeRegistrationStatus: view.nodeRegistrationStatus,
-      successNodes: view.successNodes,
-      failedNodes: view.failedNodes,
-    };
+    ctx.body = pick(view, ['principalId', 'nodeRegistrationStatus', 'successNodes', 'failedNodes']);
   });
 
   router.post('/web2/auth/request-deletion', async (ctx) => {
