@@ -3,7 +3,7 @@
  * fsync) and prints every figure next to the loopback libp2p round trip measured in the same run, so
  * ratios survive a noisy shared machine. A benchmark, not a test: it asserts nothing.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { startLocalCluster, type LocalCluster, type QuorumNode } from '../src/testing/index.ts';
 import { Worker } from 'node:worker_threads';
 import {
@@ -33,6 +33,7 @@ const SECRETS = Number(process.env.BENCH_SECRETS ?? 200);
 const ENCRYPTS = Number(process.env.BENCH_ENCRYPTS ?? 4000);
 const ENCRYPT_CLIENTS = Number(process.env.BENCH_ENCRYPT_CLIENTS ?? 16);
 const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
+const PERMITS = Number(process.env.BENCH_PERMITS ?? 100);
 /** Plaintext of the encrypt/decrypt figures, bytes. */
 const PAYLOAD_BYTES = 256;
 
@@ -195,11 +196,63 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
   table(`POST /decrypt-payload (${DECRYPTS} sequential, 3 shares gathered of 5 members)`, row(decryptLatencies));
 }
 
+/**
+ * Permits on 5 members: POST /web2/permit latency (checks, slot-0 create, quorum write), and from the
+ * GET /web2/confirm click until the change is in every member's replica.
+ */
+async function benchPermits(cluster: LocalCluster, rtt: number): Promise<void> {
+  const [url, other] = [cluster.coordinators[0]!, cluster.coordinators[cluster.coordinators.length - 1]!];
+  const owner = await benchPrincipal(cluster, url);
+  const delegate = await benchPrincipal(cluster, url);
+  const session = owner.newSession();
+  if ((await post(`${url}/web2/session`, session.body)).status !== 201) throw new Error('session failed');
+  const sign = (data: string) => ({ data, signature: signPersonalMessage(data, session.wallet) });
+  const secret = await post(`${url}/web2/secret`, sign(`-1_0_${session.address}_${Date.now()}`));
+  const secretId = secret.body.secretId as number;
+  const key = String(secretId).padStart(12, '0');
+
+  const createLatencies: number[] = [];
+  const confirmLatencies: number[] = [];
+  const everywhereLatencies: number[] = [];
+  for (let i = 0; i < PERMITS; i++) {
+    const value = i % 2 === 0 ? delegate.principalId : null;
+    const payload = JSON.stringify({ delegatePrincipalId: value });
+    const requestId = randomUUID();
+    const digest = createHash('sha256').update(payload).digest('hex');
+    const body = { requestId, action: 'delegate', payload, ...sign(`-1_${secretId}_${session.address}_${Date.now()}_permit_${requestId}_delegate_${digest}`) };
+    const t0 = performance.now();
+    const res = await post(`${url}/web2/permit`, body);
+    createLatencies.push(performance.now() - t0);
+    if (res.status !== 201) throw new Error(`permit: ${res.status} ${JSON.stringify(res.body)}`);
+    const permitId = res.body.permitId as string;
+    const mail = await cluster.mailbox.waitFor((m) => m.text.includes(permitId));
+    const link = new URL(/https?:\/\/\S+\/web2\/confirm\?\S+/.exec(mail.text)![0]);
+
+    const t1 = performance.now();
+    const confirmed = await fetch(`${other}${link.pathname}${link.search}`);
+    confirmLatencies.push(performance.now() - t1);
+    if (confirmed.status !== 200) throw new Error(`confirm: ${confirmed.status} ${await confirmed.text()}`);
+    await confirmed.arrayBuffer().catch(() => undefined);
+    for (;;) {
+      const states = await Promise.all(cluster.members.map((m) => m.state.get('secret', key)));
+      if (states.every((r) => (r?.body as { delegatePrincipalId: string | null }).delegatePrincipalId === value)) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    everywhereLatencies.push(performance.now() - t1);
+  }
+  const fmt = (values: number[]) => `${ms(median(values))} / ${ms(percentile(values, 99))}  (p50 ${(median(values) / rtt).toFixed(1)}× RTT)`;
+  table(`Permits (${PERMITS} delegate permits, 5 members, threshold 3; requested on one coordinator, confirmed on another)`, [
+    ['POST /web2/permit, p50 / p99', fmt(createLatencies)],
+    ['GET /web2/confirm (200 consumed), p50 / p99', fmt(confirmLatencies)],
+    ['confirm click → change on all 5 members, p50 / p99', fmt(everywhereLatencies)],
+  ]);
+}
+
 const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kind: 'probe', key, body: { note: '', writtenAt: Date.now() } });
 
 async function main(): Promise<void> {
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
-  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 1, logLevel: 'silent' });
+  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent' });
   try {
     const [writer, ...others] = cluster.members as [QuorumNode, ...QuorumNode[]];
 
@@ -263,6 +316,7 @@ async function main(): Promise<void> {
     ]);
     await benchAccounts(cluster);
     await benchSecrets(cluster, rtt);
+    await benchPermits(cluster, rtt);
   } finally {
     await cluster.stop();
   }

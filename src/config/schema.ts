@@ -112,7 +112,18 @@ export const sessionsSchema = z.strictObject({
 export const permitsSchema = z.strictObject({
   /** Permit lifetime, ms (PERMITS.md: 15 minutes). @default 900000 */
   ttlMs: z.number().int().positive().default(900_000),
+  /**
+   * How GET /web2/confirm behaves in a browser: `link` consumes the permit on the GET (the emailed
+   * link works in one click); `button` shows a page whose button POSTs the confirmation, so a mail
+   * scanner that prefetches links consumes nothing. @default "link"
+   */
+  confirmMode: z.enum(['link', 'button']).default('link'),
+  /** While a consumed permit has not reached every member, how often it is delivered again, ms. @default 2000 */
+  redeliverIntervalMs: z.number().int().positive().default(2000),
 });
+
+/** How GET /web2/confirm behaves in a browser (`permits.confirmMode`). */
+export type PermitConfirmMode = z.infer<typeof permitsSchema>['confirmMode'];
 
 /** The whole node configuration. */
 export const nodeConfigSchema = z.strictObject({

@@ -26,7 +26,7 @@ import type { AccountsService } from '../core/accounts/types.ts';
 import type { SessionsService } from '../core/sessions/types.ts';
 import type { SecretsService } from '../core/secrets/types.ts';
 import type { PayloadsService } from '../core/payloads/types.ts';
-import type { ChainConfig } from '../config/schema.ts';
+import type { ChainConfig, PermitConfirmMode } from '../config/schema.ts';
 import { createJsonBodyParser, takesRawBody } from './body.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
 import { createAdminRouter } from './routes/admin.ts';
@@ -83,6 +83,8 @@ export interface HttpAppOptions {
    * (they answer 404).
    */
   adminToken: string;
+  /** How `GET /web2/confirm` behaves (`permits.confirmMode`). @default "link" */
+  permitConfirmMode?: PermitConfirmMode;
 }
 
 /** Live dependencies of {@link createHttpApp}. Each router declares the subset it uses. */
@@ -102,7 +104,7 @@ export interface HttpAppDeps {
   secrets: SecretsService;
   /** Payload encryption (`/encrypt-payload`, `/decrypt-payload`). */
   payloads: PayloadsService;
-  /** Permits V2 (`/web2/permit`). */
+  /** Permits V2 (`/web2/permit`, `/web2/confirm`). */
   permits: PermitsService;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
@@ -150,7 +152,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
     operator ? createSecretFailuresRouter({ token: options.adminToken }, routerDeps) : undefined,
     createPublicKeysRouter(routerDeps),
     createPayloadsRouter(routerDeps),
-    createPermitsRouter(routerDeps),
+    createPermitsRouter({ confirmMode: options.permitConfirmMode ?? 'link' }, routerDeps),
   ]);
 
   const app: HttpApp = new Koa({ proxy: options.trustProxy });

@@ -90,7 +90,7 @@ function payloadTooLarge(ctx: HttpCtx, limitBytes: number): AppError {
 }
 
 /** Read the whole request body, rejecting with `tooLarge()` as soon as it passes `limitBytes`. */
-function readLimited(req: IncomingMessage, limitBytes: number, tooLarge: () => Error): Promise<Buffer> {
+export function readLimited(req: IncomingMessage, limitBytes: number, tooLarge: () => Error): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
@@ -127,14 +127,18 @@ function readLimited(req: IncomingMessage, limitBytes: number, tooLarge: () => E
   });
 }
 
-/** Decode and parse a body; the top level must be a JSON object. */
-function parseJsonObject(raw: Buffer): unknown {
-  let text: string;
+/** Decode a body as strict UTF-8: 400 `INVALID_JSON` on malformed bytes. */
+export function decodeUtf8Body(raw: Buffer): string {
   try {
-    text = UTF8.decode(raw);
+    return UTF8.decode(raw);
   } catch {
     throw new AppError('INVALID_JSON', 'Request body is not valid UTF-8');
   }
+}
+
+/** Decode and parse a body; the top level must be a JSON object. */
+export function parseJsonObject(raw: Buffer): unknown {
+  const text = decodeUtf8Body(raw);
   if (text.trim() === '') return {};
   let value: unknown;
   try {

@@ -21,6 +21,8 @@ export interface NodeMetrics {
   recordsRejected: Counter<'reason'>;
   /** Members currently reachable (self included when a member). */
   connectedMembers: Gauge;
+  /** Permits this node applied (pending → consumed in its replica), by action: once per permit per node. */
+  permitsApplied: Counter<'action'>;
   /** Render in Prometheus text format. */
   render(): Promise<string>;
   /** Content-Type of {@link render}'s output. */
@@ -77,8 +79,15 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     help: 'Members currently reachable from this node (self included when a member)',
     registers: [registry],
   });
+  const permitsApplied = new Counter({
+    name: 'quorumkeep_permits_applied_total',
+    help: 'Permits applied in this node\'s replica (each permit at most once per node), by action',
+    labelNames: ['action'] as const,
+    registers: [registry],
+  });
   return {
     registry,
+    permitsApplied,
     httpDuration,
     replicationDuration,
     replicationFailures,

@@ -47,7 +47,7 @@ import { createSecretsService, type SecretsCapability } from '../core/secrets/se
 import type { NodeKeyring } from '../core/secrets/ports.ts';
 import { createPayloadsService } from '../core/payloads/service.ts';
 import { permitKind } from '../core/permits/records.ts';
-import { createPermitsService } from '../core/permits/service.ts';
+import { createPermitsService, type PermitsCapability } from '../core/permits/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
@@ -90,6 +90,7 @@ interface Running {
   http: { url: string; close(): Promise<void> } | undefined;
   mailer: Mailer;
   secrets: SecretsCapability;
+  permits: PermitsCapability;
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
 }
@@ -140,7 +141,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     try {
       // The engine and the cluster need each other (and the engine calls accounts back): they reach
       // each other late, through this.
-      const late: { cluster?: Cluster; accounts?: AccountsCapability; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
+      const late: { cluster?: Cluster; accounts?: AccountsCapability; permits?: PermitsCapability; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
       const membership = {
         descriptor,
         self: self!,
@@ -154,7 +155,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           kinds: recordKinds(descriptor),
           membership,
           transport: () => late.cluster!,
-          onApplied: (records) => late.accounts?.onRecordsApplied(records),
+          onApplied: (records, _source, changes) => {
+            late.accounts?.onRecordsApplied(records);
+            late.permits?.onStateChanges(changes);
+          },
           signingKey: keys.signing,
           clock,
           logger,
@@ -232,7 +236,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       );
       const payloads = createPayloadsService({ verifier, secrets, logger });
       const permits = createPermitsService(
-        { ttlMs: config.permits.ttlMs, publicUrl },
+        { ttlMs: config.permits.ttlMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs },
         {
           replicator: engine,
           state: engine,
@@ -246,8 +250,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           mail: { send: (m) => mailer.send(m), permitMail },
           clock,
           logger,
+          applied: metrics.permitsApplied,
         },
       );
+      late.permits = permits;
       if (self!.slot !== null) late.handlers = { grant: (body) => sessions.handleGrant(body), shard: (body, from) => secrets.handleShard(body, from) };
       const cluster = await createCluster(
         {
@@ -272,7 +278,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await cluster.start();
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
-      running = { store, engine, cluster, creator, http: undefined, mailer, secrets, keys: [keys.signing, keys.storage] };
+      running = { store, engine, cluster, creator, http: undefined, mailer, secrets, permits, keys: [keys.signing, keys.storage] };
       if (config.http.enabled) {
         const app = createHttpApp(
           {
@@ -281,6 +287,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             trustProxy: config.http.trustProxy,
             chains: config.chains,
             adminToken: config.admin.token,
+            permitConfirmMode: config.permits.confirmMode,
           },
           { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits },
         );
@@ -302,6 +309,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     if (!r) return;
     await r.http?.close();
     await r.secrets.stop();
+    r.permits.stop();
     await r.cluster.stop();
     await r.engine.drain();
     await r.mailer.close();

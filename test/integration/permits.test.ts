@@ -1,9 +1,10 @@
 /**
  * Permits V2, the request half (PERMITS.md, "POST /web2/permit", "Authorization", "Idempotency and
  * expiry", "Where a permit lives"): every create rule against a real 5-member cluster with SMTP-caught
- * mail. Confirmation (GET /web2/confirm) is not built yet.
+ * mail. Confirmation is tested in permits-confirm.test.ts and permits-delivery.test.ts.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { digestOf, ownerBody as ownerBodyFor, rotateBody as rotateBodyFor, type OwnerAction, type OwnerBodyOverrides } from '../utils/permits.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson } from '../utils/http.ts';
@@ -30,20 +31,13 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => cluster?.stop());
 
-const digestOf = (payload: string) => createHash('sha256').update(payload, 'utf8').digest('hex');
 const permitMails = (email: string) => cluster.mailbox.to(email).filter((m) => /confirm the/i.test(m.subject));
 
-function rotateBody(p: Principal, overrides: Record<string, unknown> = {}) {
-  return { requestId: randomUUID(), action: 'rotate', email: p.email, password: p.password, payload: JSON.stringify({ newPublicKey: newEd25519().publicKey }), ...overrides };
-}
+const rotateBody = (p: Principal, overrides: Record<string, unknown> = {}) => rotateBodyFor(p, newEd25519(), overrides);
 
-/** A transfer/delegate body with its 8-part data signed by the principal's session. */
-function ownerBody(p: Principal, action: 'transfer' | 'delegate', value: string | null, overrides: { requestId?: string; dataRequestId?: string; digest?: string; secret?: number; payload?: string } = {}) {
-  const requestId = overrides.requestId ?? randomUUID();
-  const payload = overrides.payload ?? JSON.stringify(action === 'transfer' ? { newOwnerPrincipalId: value } : { delegatePrincipalId: value });
-  const data = ['-1', overrides.secret ?? secretId, p.wallet.address, now(), 'permit', overrides.dataRequestId ?? requestId, action, overrides.digest ?? digestOf(payload)].join('_');
-  return { requestId, action, payload, ...signData(p.wallet, data) };
-}
+/** A transfer/delegate body for the test's secret (or `secret`), signed now by the principal's session. */
+const ownerBody = (p: Principal, action: OwnerAction, value: string | null, overrides: OwnerBodyOverrides & { secret?: number } = {}) =>
+  ownerBodyFor(p, overrides.secret ?? secretId, action, value, { at: now(), ...overrides });
 
 describe('POST /web2/permit', () => {
   it('rotate: 201, one email with a one-time link, the permit on every member; an exact replay is 200 with the same permit and no second email', async () => {

@@ -31,6 +31,11 @@ export const principalBodySchema = z.strictObject({
    * every member checks itself before storing; null when no key.
    */
   keyProof: z.string().regex(/^[0-9a-f]{128}$/).nullable(),
+  /**
+   * The rotate permit (PERMITS.md) that set the key, when it was set by an email-confirmed permit
+   * rather than registered with a proof; absent or null otherwise.
+   */
+  keyPermitId: z.string().regex(PRINCIPAL_ID_RE).nullable().optional(),
   status: z.enum(['active', 'deleted']),
   createdAt: z.number().int().nonnegative(),
   updatedAt: z.number().int().nonnegative(),
@@ -47,8 +52,10 @@ export const principalKind: RecordKindDefinition<PrincipalBody> = {
   key: (k) => PRINCIPAL_ID_RE.test(k),
   rank: (b) => (b.status === 'deleted' ? 2 : b.emailVerified ? 1 : 0),
   validate(b) {
-    if ((b.ed25519PublicKey === null) !== (b.keyProof === null)) return 'key without proof';
-    if (b.ed25519PublicKey && !verifyEd25519(b.ed25519PublicKey, keyRegistrationMessage(b.ed25519PublicKey), b.keyProof!)) return 'bad key signature';
+    if (b.ed25519PublicKey === null) return b.keyProof === null ? undefined : 'proof without key';
+    // A key comes with its registration proof, or from a confirmed rotate permit.
+    if (b.keyProof === null) return b.keyPermitId ? undefined : 'key without proof';
+    if (!verifyEd25519(b.ed25519PublicKey, keyRegistrationMessage(b.ed25519PublicKey), b.keyProof)) return 'bad key signature';
     return undefined;
   },
 };

@@ -32,6 +32,8 @@ export const permitBodySchema = z.strictObject({
   expiresAt: z.number().int().nonnegative(),
   status: z.enum(['pending', 'consumed']),
   consumedAt: z.number().int().nonnegative().nullable(),
+  /** The applied change (API.md: `result`), set when consumed. */
+  result: z.record(z.string(), z.union([z.string().max(512), z.number(), z.null()])).nullable(),
 });
 export type PermitBody = z.infer<typeof permitBodySchema>;
 
@@ -47,6 +49,7 @@ export const permitKind: RecordKindDefinition<PermitBody> = {
     if (b.action === 'rotate' ? b.secretId !== 0 : b.secretId === 0) return 'secretId does not fit the action';
     // Only slot 0 creates permits (it holds the requestId registry).
     if (b.status === 'pending' && originSlot !== 0) return 'pending permits are written by slot 0';
+    if ((b.status === 'consumed') !== (b.consumedAt !== null && b.result !== null)) return 'consumedAt and result go with consumed';
     return undefined;
   },
 };

@@ -7,11 +7,14 @@
  * one-time token is drawn by the coordinator, mailed once, and stored only as a hash.
  */
 import { randomUUID } from 'node:crypto';
-import { sha256Hex } from '../../crypto/index.ts';
+import { constantTimeEqual, sha256Hex } from '../../crypto/index.ts';
 import { AppError, isAppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { OutgoingMail } from '../mail-port.ts';
-import type { MembershipView, Replicator, StateReader } from '../replication/ports.ts';
+import type { BatchWriteReport, MembershipView, Replicator, StateReader, WriteIntent } from '../replication/ports.ts';
+import { membersOf } from '../replication/ports.ts';
+import type { StateChange } from '../replication/engine.ts';
+import type { ReplicatedRecord } from '../replication/record.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
@@ -20,7 +23,7 @@ import type { SignedDataVerifier } from '../sessions/types.ts';
 import { parseSecretId } from '../secrets/service.ts';
 import { secretKey, type SecretBody } from '../secrets/records.ts';
 import { PERMIT_ACTIONS, UUID_V4_RE, type PermitActionName, type PermitBody } from './records.ts';
-import type { PermitRequestInput, PermitsService, RequestedPermit } from './types.ts';
+import type { PermitConfirmation, PermitConfirmInput, PermitPreview, PermitRequestInput, PermitResult, PermitsService, RequestedPermit } from './types.ts';
 
 /** Longest `newPublicKey` accepted (PERMITS.md). */
 const NEW_PUBLIC_KEY_MAX_CHARS = 4096;
@@ -38,6 +41,14 @@ export interface PermitsOptions {
   ttlMs: number;
   /** Public base URL of the coordinators, for the confirmation link. */
   publicUrl: string;
+  /** While a consumed permit has not reached every member, how often to deliver it again, ms. */
+  redeliverIntervalMs: number;
+  /**
+   * How long slot 0 reserves a permit's consumption for the coordinator that claimed it, ms: a second
+   * coordinator confirming the same permit meanwhile waits for the first one's result instead of
+   * writing the change again. @default 10000
+   */
+  consumeLeaseMs?: number;
 }
 
 /** Permit mail rendering and sending (src/mail implements it). */
@@ -62,6 +73,16 @@ export interface PermitsDeps {
   mail: PermitMail;
   clock: () => number;
   logger: Logger;
+  /** Counts permits applied in this node's replica (once per permit). */
+  applied?: { inc(labels: { action: string }): void };
+}
+
+/** The permits capability as the node composes it: the HTTP port plus its lifecycle. */
+export interface PermitsCapability extends PermitsService {
+  /** Engine hook: count and log each permit this replica applies (pending or absent → consumed). */
+  onStateChanges(changes: StateChange[]): void;
+  /** Stop background delivery. */
+  stop(): void;
 }
 
 /** The immutable context of a request (PERMITS.md): action, principal, secretId, payload digest. */
@@ -105,7 +126,7 @@ export function parsePayload(action: PermitActionName, payload: string, isKey: (
 }
 
 /** Create the permits service; registers slot 0's `createPermit` operation. */
-export function createPermitsService(options: PermitsOptions, deps: PermitsDeps): PermitsService {
+export function createPermitsService(options: PermitsOptions, deps: PermitsDeps): PermitsCapability {
   const { state, membership, clock } = deps;
   const { descriptor } = membership;
   const log = deps.logger.child({ module: 'permits' });
@@ -157,6 +178,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
         expiresAt,
         status: 'pending',
         consumedAt: null,
+        result: null,
       };
       // Replicated before the claim: a failed quorum (503) leaves no claim, so a retry creates it.
       await deps.replicator.replicate({ kind: 'permit', key: permitId, body });
@@ -203,7 +225,192 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     return value === null ? `Secret ${secretId}: remove the delegate` : `Secret ${secretId}: delegate principal ${value}`;
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // Confirmation (PERMITS.md, "GET /web2/confirm")
+
+  const members = membersOf(descriptor);
+  const selfId = membership.self.id;
+  const leaseMs = options.consumeLeaseMs ?? 10_000;
+
+  // Slot 0: who is consuming which permit. A lease, not a durable record: it only keeps two
+  // coordinators from writing the same change twice while the first one is at it.
+  const consuming = new Map<string, { coordinator: string; until: number }>();
+  deps.creator.register('claimConsume', async (params) => {
+    const { permitId, coordinator } = params as { permitId?: unknown; coordinator?: unknown };
+    if (typeof permitId !== 'string' || !UUID_V4_RE.test(permitId) || typeof coordinator !== 'string') throw bad('malformed consume claim');
+    const now = clock();
+    for (const [id, lease] of consuming) if (lease.until <= now) consuming.delete(id);
+    const lease = consuming.get(permitId);
+    if (lease && lease.coordinator !== coordinator) return { granted: false };
+    consuming.set(permitId, { coordinator, until: now + leaseMs });
+    return { granted: true };
+  });
+
+  /** Consumptions this coordinator wrote that some member has not acked yet. */
+  const deliveries = new Map<string, { records: ReplicatedRecord[]; acked: Set<string> }>();
+  /** Confirmations in progress here, so concurrent clicks share one. */
+  const inflight = new Map<string, Promise<PermitConfirmation>>();
+  let redeliverTimer: NodeJS.Timeout | undefined;
+
+  async function checkedPermit(input: PermitConfirmInput): Promise<PermitBody> {
+    if (!UUID_V4_RE.test(input.permitId)) throw bad('permitId must be a lowercase UUIDv4');
+    const permit = (await state.get('permit', input.permitId))?.body as PermitBody | undefined;
+    if (!permit) throw new AppError('NOT_FOUND', 'Permit not found');
+    // Hashes of equal length, compared in constant time: the time taken says nothing about the token.
+    if (!constantTimeEqual(sha256Hex(input.token), permit.tokenHash)) throw new AppError('FORBIDDEN', 'Invalid confirmation token');
+    return permit;
+  }
+
+  const threshold = descriptor.threshold;
+
+  function consumedAnswer(permit: PermitBody): PermitConfirmation {
+    const d = deliveries.get(permit.permitId);
+    if (d && d.acked.size < threshold) return { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: d.acked.size, threshold };
+    return { status: 'consumed', permitId: permit.permitId, action: permit.action, result: permit.result as PermitResult };
+  }
+
+  function stale(message: string): AppError {
+    return new AppError('CONFLICT', `This permit can no longer be applied: ${message}`);
+  }
+
+  /** The change a permit makes, computed from this replica's current state. */
+  async function effectOf(permit: PermitBody, now: number): Promise<{ intent: WriteIntent; result: PermitResult }> {
+    const value = JSON.parse(permit.payload) as Record<string, string | null>;
+    if (permit.action === 'rotate') {
+      const principal = await activePrincipal(permit.principalId);
+      if (!principal) throw stale('the account was deleted');
+      const newPublicKey = value.newPublicKey!;
+      const body: PrincipalBody = { ...principal, ed25519PublicKey: newPublicKey, keyProof: null, keyPermitId: permit.permitId, updatedAt: Math.max(now, principal.updatedAt) };
+      return { intent: { kind: 'principal', key: permit.principalId, body }, result: { principalId: permit.principalId, newPublicKey } };
+    }
+    const secret = (await state.get('secret', secretKey(permit.secretId)))?.body as SecretBody | undefined;
+    if (!secret) throw new AppError('NOT_READY', `Secret ${permit.secretId} is not known to this coordinator yet; try again`);
+    if (secret.ownerPrincipalId !== permit.principalId) throw stale(`secret ${permit.secretId} changed owner since it was requested`);
+    const target = permit.action === 'transfer' ? value.newOwnerPrincipalId! : value.delegatePrincipalId!;
+    if (target !== null && !(await activePrincipal(target))) throw stale('the target account was deleted');
+    const updatedAt = Math.max(now, secret.updatedAt);
+    if (permit.action === 'transfer') {
+      const delegatePrincipalId = secret.delegatePrincipalId === target ? null : secret.delegatePrincipalId;
+      const body: SecretBody = { ...secret, ownerPrincipalId: target!, delegatePrincipalId, updatedAt };
+      return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, newOwnerPrincipalId: target!, delegatePrincipalId } };
+    }
+    const body: SecretBody = { ...secret, delegatePrincipalId: target, updatedAt };
+    return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, delegatePrincipalId: target } };
+  }
+
+  /** Ask slot 0 for the right to consume; true when slot 0 cannot be asked (members still apply once). */
+  async function claimConsume(permitId: string): Promise<boolean> {
+    try {
+      const res = (await deps.creator.call('claimConsume', { permitId, coordinator: selfId })) as { granted: boolean };
+      return res.granted;
+    } catch (err) {
+      if (!isAppError(err) || err.code !== 'SLOT0_UNAVAILABLE') throw err;
+      log.warn({ permitId }, 'slot 0 unreachable: consuming without a claim');
+      return true;
+    }
+  }
+
+  /** Wait for another coordinator's consumption to reach this replica. */
+  async function awaitConsumed(permitId: string): Promise<PermitBody | undefined> {
+    const until = Date.now() + leaseMs;
+    for (;;) {
+      const p = (await state.get('permit', permitId))?.body as PermitBody | undefined;
+      if (p?.status === 'consumed' || Date.now() >= until) return p?.status === 'consumed' ? p : undefined;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async function consume(permit: PermitBody): Promise<PermitConfirmation> {
+    if (!(await claimConsume(permit.permitId))) {
+      const done = await awaitConsumed(permit.permitId);
+      if (done) return consumedAnswer(done);
+      return { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: 0, threshold };
+    }
+    // Another coordinator may have finished while we asked.
+    const current = (await state.get('permit', permit.permitId))?.body as PermitBody;
+    if (current.status === 'consumed') return consumedAnswer(current);
+    const now = clock();
+    if (now >= current.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
+    const { intent, result } = await effectOf(current, now);
+    const consumed: PermitBody = { ...current, status: 'consumed', consumedAt: now, result };
+    // The consumption and its change travel as one batch: each member commits both or neither.
+    const report = await deps.replicator.replicateAll([{ kind: 'permit', key: current.permitId, body: consumed }, intent], { requireQuorum: false });
+    track(current.permitId, report);
+    log.info({ permitId: current.permitId, action: current.action, acked: report.acked.length, failed: report.failed.length }, 'permit consumed');
+    return consumedAnswer(consumed);
+  }
+
+  /** Keep delivering a consumption until every member has acked it. */
+  function track(permitId: string, report: BatchWriteReport): void {
+    const acked = new Set(report.acked);
+    if (acked.size >= members.length) return;
+    deliveries.set(permitId, { records: report.records, acked });
+    redeliverTimer ??= setInterval(() => void redeliver(), options.redeliverIntervalMs);
+  }
+
+  let redelivering = false;
+  async function redeliver(): Promise<void> {
+    if (redelivering) return;
+    redelivering = true;
+    try {
+      for (const [permitId, d] of deliveries) {
+        const missing = members.filter((m) => !d.acked.has(m.nodeAddress) && membership.isReachable(m.slot));
+        if (missing.length === 0) continue;
+        const report = await deps.replicator.resendAll(d.records, missing.map((m) => m.slot));
+        for (const a of report.acked) d.acked.add(a);
+        if (d.acked.size >= members.length) {
+          deliveries.delete(permitId);
+          log.info({ permitId }, 'permit delivered to every member');
+        }
+      }
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'permit redelivery failed');
+    } finally {
+      redelivering = false;
+      if (deliveries.size === 0 && redeliverTimer) {
+        clearInterval(redeliverTimer);
+        redeliverTimer = undefined;
+      }
+    }
+  }
+
   return {
+    onStateChanges(changes) {
+      for (const { before, after } of changes) {
+        if (after.kind !== 'permit') continue;
+        const b = after.body as PermitBody;
+        if (b.status !== 'consumed' || (before && (before.body as PermitBody).status === 'consumed')) continue;
+        deps.applied?.inc({ action: b.action });
+        log.info({ permitId: b.permitId, action: b.action, secretId: b.secretId }, 'permit applied');
+      }
+    },
+
+    stop() {
+      if (redeliverTimer) clearInterval(redeliverTimer);
+      redeliverTimer = undefined;
+    },
+
+    async confirmPermit(input): Promise<PermitConfirmation> {
+      const permit = await checkedPermit(input);
+      if (permit.status === 'consumed') return consumedAnswer(permit);
+      if (clock() >= permit.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
+      let run = inflight.get(permit.permitId);
+      if (!run) {
+        run = consume(permit).finally(() => inflight.delete(permit.permitId));
+        inflight.set(permit.permitId, run);
+      }
+      return run;
+    },
+
+    async previewPermit(input): Promise<PermitPreview> {
+      const permit = await checkedPermit(input);
+      const value = parsePayload(permit.action, permit.payload, () => true);
+      const status = permit.status === 'consumed' ? 'consumed' : clock() >= permit.expiresAt ? 'expired' : 'pending';
+      const preview: PermitPreview = { permitId: permit.permitId, action: permit.action, status, expiresAt: new Date(permit.expiresAt).toISOString(), summary: summaryOf(permit.action, permit.secretId, value) };
+      if (permit.result) preview.result = permit.result as PermitResult;
+      return preview;
+    },
+
     async requestPermit(input): Promise<RequestedPermit> {
       if (!UUID_V4_RE.test(input.requestId)) throw bad('requestId must be a lowercase UUIDv4');
       if (!PERMIT_ACTIONS.includes(input.action as PermitActionName)) throw bad('action must be rotate, transfer or delegate');

@@ -32,4 +32,47 @@ export interface RequestedPermit {
 /** The permits service (HTTP port). */
 export interface PermitsService {
   requestPermit(input: PermitRequestInput): Promise<RequestedPermit>;
+  /**
+   * Consume a permit (PERMITS.md, "GET /web2/confirm"). 400 malformed permitId, 404 unknown permit,
+   * 403 wrong token (constant-time), 409 expired or no longer applicable; a permit consumed before
+   * answers its original result and nothing is re-applied.
+   */
+  confirmPermit(input: PermitConfirmInput): Promise<PermitConfirmation>;
+  /** Check the link and describe the permit without applying anything (same errors as confirm, but 409 is reported as `expired`). */
+  previewPermit(input: PermitConfirmInput): Promise<PermitPreview>;
+}
+
+/** Input of a confirmation: the two query parameters of the emailed link. */
+export interface PermitConfirmInput {
+  permitId: string;
+  token: string;
+}
+
+/** The applied change, as reported by a consumed permit (API.md, Permits V2: `result`). */
+export type PermitResult =
+  | { principalId: string; newPublicKey: string }
+  | { secretId: number; newOwnerPrincipalId: string; delegatePrincipalId: string | null }
+  | { secretId: number; delegatePrincipalId: string | null };
+
+/**
+ * Outcome of GET/POST /web2/confirm: consumed on ≥ threshold members (200), or recorded but reached
+ * by fewer members so far (202; delivery goes on in the background).
+ */
+export type PermitConfirmation =
+  | { status: 'consumed'; permitId: string; action: string; result: PermitResult }
+  | { status: 'pending'; permitId: string; action: string; successCount: number; threshold: number };
+
+/**
+ * What the confirmation page shows before anything is applied (`permits.confirmMode: "button"`):
+ * the permit after its token was checked. `consumed` permits carry their result.
+ */
+export interface PermitPreview {
+  permitId: string;
+  action: string;
+  status: 'pending' | 'consumed' | 'expired';
+  /** ISO-8601 UTC. */
+  expiresAt: string;
+  /** One human line describing the change (no secret material). */
+  summary: string;
+  result?: PermitResult;
 }

@@ -15,12 +15,18 @@ import { fromHex } from '../../crypto/index.ts';
 import type { KindRegistry, RecordContext, RecordKindDefinition } from './kinds.ts';
 import { supersedes } from './kinds.ts';
 import { signRecord, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
-import type { ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, VersionVector, WriteIntent, WriteReport } from './ports.ts';
+import type { BatchWriteReport, ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, VersionVector, WriteIntent, WriteReport } from './ports.ts';
 import { membersOf } from './ports.ts';
 import type { Json } from './canonical-json.ts';
 
 /** Where an incoming record came from (a metrics label). */
 export type RecordSource = 'local' | 'apply' | 'gossip' | 'sync';
+
+/** A (kind, key) whose winning record changed in one committed batch. */
+export interface StateChange {
+  before: ReplicatedRecord | undefined;
+  after: ReplicatedRecord;
+}
 
 /** Outcome of ingesting a batch. */
 export interface IngestResult {
@@ -63,8 +69,12 @@ export interface ReplicationEngineDeps {
   clock: () => number;
   logger: Logger;
   metrics: NodeMetrics;
-  /** Called after newly stored records are durable (never for duplicates); errors are logged. */
-  onApplied?: (records: ReplicatedRecord[], source: RecordSource) => void;
+  /**
+   * Called after newly stored records are durable (never for duplicates), with the state changes
+   * they made (one per (kind, key) whose winner changed: the winner before the batch and after it);
+   * errors are logged.
+   */
+  onApplied?: (records: ReplicatedRecord[], source: RecordSource, changes: StateChange[]) => void;
 }
 
 /** The engine's surface for the node and the cluster module. */
@@ -242,7 +252,9 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     }
     if (deps.onApplied) {
       try {
-        deps.onApplied(fresh, batch[0]!.source);
+        const before = new Map(keys.map(([k], i) => [k, currents[i]]));
+        const changes = [...changed].map(([k, after]) => ({ before: before.get(k), after }));
+        deps.onApplied(fresh, batch[0]!.source, changes);
       } catch (err) {
         log.error({ err }, 'onApplied hook failed');
       }
@@ -297,41 +309,53 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   }
 
   async function replicate(intent: WriteIntent, opts: ReplicateOptions = {}): Promise<WriteReport> {
+    const { records, acked, failed } = await replicateAll([intent], opts);
+    return { record: records[0]!, acked, failed };
+  }
+
+  async function replicateAll(intents: WriteIntent[], opts: ReplicateOptions = {}): Promise<BatchWriteReport> {
     const startedAt = performance.now();
     const requireQuorum = opts.requireQuorum ?? true;
-    const kind = kinds.get(intent.kind);
-    if (!kind) throw new Error(`unknown record kind ${intent.kind}`);
+    if (intents.length === 0) throw new Error('nothing to replicate');
+    const label = intents.map((i) => i.kind).join('+');
     const reachable = membership.reachableCount();
     if (requireQuorum && reachable < threshold) {
-      deps.metrics.replicationDuration.observe({ kind: intent.kind, outcome: 'quorum_failed' }, (performance.now() - startedAt) / 1000);
+      deps.metrics.replicationDuration.observe({ kind: label, outcome: 'quorum_failed' }, (performance.now() - startedAt) / 1000);
       const failed = otherMembers.filter((m) => !membership.isReachable(m.slot)).map((m) => ({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'unreachable' }));
       throw new QuorumError(`Cluster membership failure: ${reachable} of ${descriptor.size} members reachable, ${threshold} needed`, [], failed);
     }
     // Our own records pass the key and body rules peers apply: a record they would refuse must never
     // get a seq here, or it would leave a permanent gap in every peer's version vector for this origin.
-    const problem = keyProblem(kind, intent.key) ?? bodyProblem(kind, intent.body, { key: intent.key, origin: self.nodeAddress, originSlot: self.slot });
-    if (problem) throw new Error(`invalid ${intent.kind} record: ${problem}`);
-    const record = signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey);
+    for (const intent of intents) {
+      const kind = kinds.get(intent.kind);
+      if (!kind) throw new Error(`unknown record kind ${intent.kind}`);
+      const problem = keyProblem(kind, intent.key) ?? bodyProblem(kind, intent.body, { key: intent.key, origin: self.nodeAddress, originSlot: self.slot });
+      if (problem) throw new Error(`invalid ${intent.kind} record: ${problem}`);
+    }
+    const records = intents.map((intent) =>
+      signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey),
+    );
 
-    await enqueue([record], 'local');
-    const { acked, failed } = await sendToMembers(record, otherMembers, selfIsMember, opts.signal);
+    // One local batch and one `apply` message per member: each member commits them together.
+    await enqueue(records, 'local');
+    const { acked, failed } = await sendToMembers(records, otherMembers, selfIsMember, opts.signal);
 
     // Gossip reaches the members that missed the direct send and every gateway; when every member
     // acked directly and there are no gateways it would only repeat what everyone already stored.
     if (failed.length > 0 || descriptor.nodes.length > descriptor.size) {
-      deps.transport().publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
+      for (const record of records) deps.transport().publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
     }
     const ok = acked.length >= threshold;
-    deps.metrics.replicationDuration.observe({ kind: intent.kind, outcome: ok ? 'ok' : 'quorum_failed' }, (performance.now() - startedAt) / 1000);
+    deps.metrics.replicationDuration.observe({ kind: label, outcome: ok ? 'ok' : 'quorum_failed' }, (performance.now() - startedAt) / 1000);
     if (!ok) {
-      log.warn({ kind: intent.kind, acked: acked.length, failed: failed.length }, 'quorum write failed');
+      log.warn({ kind: label, acked: acked.length, failed: failed.length }, 'quorum write failed');
       if (requireQuorum) throw new QuorumError(`Cluster membership failure: ${acked.length} of ${descriptor.size} members acknowledged, ${threshold} needed`, acked, failed);
     }
-    return { record, acked, failed };
+    return { records, acked, failed };
   }
 
-  /** Apply `record` on `targets` with the deadline; collect who acked and who failed, and why. */
-  async function sendToMembers(record: ReplicatedRecord, targets: Array<ClusterNodeEntry & { slot: number }>, includeSelf: boolean, signal?: AbortSignal): Promise<{ acked: string[]; failed: MemberFailure[] }> {
+  /** Apply `records` (one message) on `targets` with the deadline; collect who acked and who failed, and why. */
+  async function sendToMembers(records: ReplicatedRecord[], targets: Array<ClusterNodeEntry & { slot: number }>, includeSelf: boolean, signal?: AbortSignal): Promise<{ acked: string[]; failed: MemberFailure[] }> {
     const acked: string[] = includeSelf ? [self.nodeAddress] : [];
     const failed: MemberFailure[] = [];
     const transport = deps.transport();
@@ -350,7 +374,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
         if (targets.length === 0) return done();
         for (const m of targets) {
           const send = membership.isReachable(m.slot)
-            ? transport.sendApply(m.slot, [record], { signal: controller.signal })
+            ? transport.sendApply(m.slot, records, { signal: controller.signal })
             : Promise.reject(new Error('unreachable'));
           send.then(
             () => acked.push(m.nodeAddress),
@@ -381,10 +405,16 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     },
     ingest,
     replicate,
+    replicateAll,
     async resend(record, slots) {
       const targets = otherMembers.filter((m) => slots.includes(m.slot));
-      const { acked, failed } = await sendToMembers(record, targets, false);
+      const { acked, failed } = await sendToMembers([record], targets, false);
       return { record, acked, failed };
+    },
+    async resendAll(records, slots) {
+      const targets = otherMembers.filter((m) => slots.includes(m.slot));
+      const { acked, failed } = await sendToMembers(records, targets, false);
+      return { records, acked, failed };
     },
     versionVector: () => ({ ...vv }),
     get: (kind, key) => stateCache.get(kind, key),

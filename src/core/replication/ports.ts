@@ -58,6 +58,13 @@ export interface WriteReport {
   failed: MemberFailure[];
 }
 
+/** Result of a batch write ({@link Replicator.replicateAll}): every member acked all or none of it. */
+export interface BatchWriteReport {
+  records: ReplicatedRecord[];
+  acked: string[];
+  failed: MemberFailure[];
+}
+
 /** What a capability asks to write. */
 export interface WriteIntent {
   kind: string;
@@ -73,10 +80,18 @@ export interface Replicator {
    */
   replicate(intent: WriteIntent, options?: ReplicateOptions): Promise<WriteReport>;
   /**
+   * Like {@link replicate} for several records that belong together: they get consecutive sequence
+   * numbers, are committed in one local batch and travel in one `apply` message, which every member
+   * commits atomically (one LevelDB batch) before it acks.
+   */
+  replicateAll(intents: WriteIntent[], options?: ReplicateOptions): Promise<BatchWriteReport>;
+  /**
    * Send an existing record again to the given member slots only (e.g. retrying members that failed
    * a registration); reports which acked. Never throws for missing acks.
    */
   resend(record: ReplicatedRecord, slots: number[]): Promise<WriteReport>;
+  /** {@link resend} for records that travel together (one `apply` message per member). */
+  resendAll(records: ReplicatedRecord[], slots: number[]): Promise<BatchWriteReport>;
 }
 
 /** Options of {@link Replicator.replicate}. */

@@ -51,7 +51,7 @@ export interface SessionsOptions {
 
 /** Dependencies of {@link createSessionsService}. */
 export interface SessionsDeps {
-  replicator: Replicator;
+  replicator: Pick<Replicator, 'replicate'>;
   state: StateReader;
   membership: MembershipView;
   members: MemberRpc;

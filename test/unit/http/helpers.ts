@@ -16,7 +16,7 @@ import type { AccountsService } from '../../../src/core/accounts/types.ts';
 import type { SessionsService } from '../../../src/core/sessions/types.ts';
 import type { PublicKeyView, SecretFailure, SecretView, SecretsService } from '../../../src/core/secrets/types.ts';
 import type { PayloadsService } from '../../../src/core/payloads/types.ts';
-import type { PermitsService } from '../../../src/core/permits/types.ts';
+import type { PermitConfirmation, PermitPreview, PermitsService } from '../../../src/core/permits/types.ts';
 
 export const NODE_ADDRESS = '0x1111111111111111111111111111111111111111';
 export const ADMIN_TOKEN = 'admin-token-s3cret';
@@ -275,15 +275,41 @@ export function stubPayloads(): StubPayloads {
 /** The permitId {@link stubPermits} answers. */
 export const PERMIT_ID = '3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b';
 
+/** What confirmPermit() of {@link stubPermits} answers by default: a transfer consumed on a quorum. */
+export const PERMIT_CONFIRMATION: PermitConfirmation = {
+  status: 'consumed',
+  permitId: PERMIT_ID,
+  action: 'transfer',
+  result: { secretId: SECRET_ID, newOwnerPrincipalId: 'principal-0002', delegatePrincipalId: null },
+};
+
+/** What previewPermit() of {@link stubPermits} answers by default: that transfer, not yet confirmed. */
+export const PERMIT_PREVIEW: PermitPreview = {
+  permitId: PERMIT_ID,
+  action: 'transfer',
+  status: 'pending',
+  expiresAt: '2026-01-01T00:15:00.000Z',
+  summary: `Transfer secret ${SECRET_ID} to principal principal-0002`,
+};
+
 /** A PermitsService that records every call and answers canned values (or throws `failure`). */
-export interface StubPermits extends PermitsService, CallLog<PermitsService> {}
+export interface StubPermits extends PermitsService, CallLog<PermitsService> {
+  /** What confirmPermit() answers. @default PERMIT_CONFIRMATION */
+  confirmation: PermitConfirmation;
+  /** What previewPermit() answers. @default PERMIT_PREVIEW */
+  preview: PermitPreview;
+}
 
 export function stubPermits(): StubPermits {
   const stub: StubPermits = {
     calls: [],
     failure: undefined,
+    confirmation: PERMIT_CONFIRMATION,
+    preview: PERMIT_PREVIEW,
     requestPermit: (...args) =>
       answer('requestPermit', args, { created: true, permitId: PERMIT_ID, action: args[0].action, clusterId: 'cluster-test', expiresAt: '2026-01-01T00:15:00.000Z', message: 'Permit created' }),
+    confirmPermit: (...args) => answer('confirmPermit', args, stub.confirmation),
+    previewPermit: (...args) => answer('previewPermit', args, stub.preview),
   };
   const answer = recorder(stub);
   return stub;

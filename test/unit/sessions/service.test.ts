@@ -47,7 +47,6 @@ function service(answer: (slot: number, body: Record<string, unknown>) => 'grant
           writes.push(intent);
           return { record: {} as ReplicatedRecord, acked: [], failed: [] };
         },
-        resend: async () => ({ record: {} as ReplicatedRecord, acked: [], failed: [] }),
       },
       state: { get: async (kind, key) => states.get(`${kind}!${key}`), list: async function* () {} },
       membership: { descriptor, self: descriptor.nodes[0]!, isReachable: () => true, reachableCount: () => 5 },

@@ -1,0 +1,84 @@
+/**
+ * Permits V2 under member failures (PERMITS.md, "GET /web2/confirm"): with 2 of 5 members down a
+ * confirmation is consumed (3 acks ≥ threshold) and the 2 apply it when they return; with 3 down it
+ * is pending (202) and delivered in the background until every member has it. Each member applies a
+ * permit exactly once, counted by its `permits applied` counter.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
+import { getJson, postJson } from '../utils/http.ts';
+import { principalWithSession, type Principal } from '../utils/session.ts';
+import { appliedPermits, ownerBody, requestPermit, type ConfirmLink } from '../utils/permits.ts';
+
+let cluster: LocalCluster;
+let A: string;
+let B: string;
+let alice: Principal;
+let bob: Principal;
+beforeAll(async () => {
+  cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, nodeConfig: { permits: { redeliverIntervalMs: 200 } } });
+  [A, B] = cluster.coordinators as [string, string];
+  [alice, bob] = await Promise.all([principalWithSession(cluster, A, 'alice'), principalWithSession(cluster, B, 'bob')]);
+}, 60_000);
+afterAll(() => cluster?.stop());
+
+const confirm = (url: string, link: ConfirmLink) =>
+  getJson<{ success: boolean; status: string; successCount?: number; threshold?: number; result?: Record<string, unknown> }>(`${url}${link.pathAndQuery}`);
+
+async function delegatePermit(secretId: number, delegate: string): Promise<ConfirmLink> {
+  return requestPermit(cluster, A, ownerBody(alice, secretId, 'delegate', delegate));
+}
+
+async function createSecret(): Promise<number> {
+  const res = await postJson<{ secretId: number }>(`${A}/web2/secret`, alice.signed(0));
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.secretId;
+}
+
+/** The member at `slot` holds the consumed permit and its effect; it applied the permit once. */
+async function expectAppliedOnce(slot: number, link: ConfirmLink, secretId: number, delegate: string): Promise<void> {
+  const m = cluster.members[slot]!;
+  await waitFor(async () => ((await m.state.get('permit', link.permitId))?.body as { status?: string } | undefined)?.status === 'consumed', {
+    timeoutMs: 15_000,
+    description: `permit consumed on slot ${slot}`,
+  });
+  const secret = (await m.state.get('secret', String(secretId).padStart(12, '0')))!.body as { delegatePrincipalId: string | null };
+  expect(secret.delegatePrincipalId).toBe(delegate);
+  expect(await appliedPermits(m), `slot ${slot}`).toBe(1);
+}
+
+describe('confirmation while members are down', () => {
+  it('2 of 5 down: 200 consumed; the 2 apply it after returning, once each', async () => {
+    const secretId = await createSecret();
+    const link = await delegatePermit(secretId, bob.principalId);
+    await Promise.all([cluster.stopMember(3), cluster.stopMember(4)]);
+    const res = await confirm(B, link);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ success: true, status: 'consumed', result: { secretId, delegatePrincipalId: bob.principalId } });
+
+    await Promise.all([cluster.restartMember(3), cluster.restartMember(4)]);
+    for (const slot of [3, 4]) await expectAppliedOnce(slot, link, secretId, bob.principalId);
+    // Redelivery and catch-up keep running; nothing is applied twice.
+    await new Promise((r) => setTimeout(r, 1000));
+    for (const slot of [3, 4]) expect(await appliedPermits(cluster.members[slot]!)).toBe(1);
+  });
+
+  it('3 of 5 down: 202 pending with the ack count; consumed everywhere once they return, applied once per member', async () => {
+    const secretId = await createSecret();
+    const link = await delegatePermit(secretId, bob.principalId);
+    const before = await Promise.all(cluster.members.slice(0, 2).map((m) => appliedPermits(m)));
+    await Promise.all([2, 3, 4].map((s) => cluster.stopMember(s)));
+
+    const res = await confirm(A, link);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    expect(res.body).toEqual({ success: false, permitId: link.permitId, status: 'pending', successCount: 2, threshold: 3 });
+    expect((await confirm(A, link)).status).toBe(202);
+
+    await Promise.all([2, 3, 4].map((s) => cluster.restartMember(s)));
+    for (const slot of [2, 3, 4]) await expectAppliedOnce(slot, link, secretId, bob.principalId);
+    const again = await confirm(A, link);
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body).toMatchObject({ status: 'consumed', result: { secretId, delegatePrincipalId: bob.principalId } });
+    expect(await Promise.all(cluster.members.slice(0, 2).map((m) => appliedPermits(m)))).toEqual(before.map((n) => n + 1));
+  });
+});
