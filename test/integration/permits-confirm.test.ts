@@ -108,6 +108,7 @@ describe('GET /web2/confirm', () => {
     expect((await postJson(`${A}/web2/setDelegate`, signedAt(alice, secretId, bob.principalId))).status).toBe(200);
 
     const link = await requestPermit(cluster, A, ownerBody(alice, secretId, 'transfer', bob.principalId, { at: now() }));
+    const overtaken = await requestPermit(cluster, A, ownerBody(alice, secretId, 'delegate', carol.principalId, { at: now() }));
     const res = await confirm(B, link);
     expectConsumed(res, 'transfer', { secretId, newOwnerPrincipalId: bob.principalId, delegatePrincipalId: null });
     await onEveryMember('secret', secretKeyOf(secretId), (b) => b.ownerPrincipalId === bob.principalId && b.delegatePrincipalId === null);
@@ -118,8 +119,10 @@ describe('GET /web2/confirm', () => {
     expect(await listed(A, bob)).toContain(secretId);
     expectApiError(await decrypt(A, alice, secretId, sealed), 403, 'FORBIDDEN');
     expect(await listed(B, alice)).not.toContain(secretId);
-    // The old owner's permits for it are refused now.
+    // The old owner's permits for it are refused now, and one requested before the transfer no longer applies.
     expectApiError(await postJson(`${A}/web2/permit`, ownerBody(alice, secretId, 'delegate', carol.principalId, { at: now() })), 403, 'FORBIDDEN');
+    expectApiError(await confirm(A, overtaken), 409, 'CONFLICT');
+    expect(((await cluster.members[3]!.state.get('secret', secretKeyOf(secretId)))!.body as { delegatePrincipalId: string | null }).delegatePrincipalId).toBeNull();
   });
 
   it('delegate: set, then removed with null; the delegate decrypts only in between', async () => {

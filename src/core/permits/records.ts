@@ -49,7 +49,8 @@ export const permitKind: RecordKindDefinition<PermitBody> = {
     if (b.action === 'rotate' ? b.secretId !== 0 : b.secretId === 0) return 'secretId does not fit the action';
     // Only slot 0 creates permits (it holds the requestId registry).
     if (b.status === 'pending' && originSlot !== 0) return 'pending permits are written by slot 0';
-    if ((b.status === 'consumed') !== (b.consumedAt !== null && b.result !== null)) return 'consumedAt and result go with consumed';
+    const consumed = b.status === 'consumed';
+    if (consumed !== (b.consumedAt !== null) || consumed !== (b.result !== null)) return 'consumedAt and result go with consumed';
     return undefined;
   },
 };

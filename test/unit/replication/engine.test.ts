@@ -227,6 +227,57 @@ describe('replication engine: quorum writes', () => {
     expect(engine.versionVector()[descriptor.nodes[0]!.nodeAddress]).toBe(1);
   });
 
+  it('replicateAll sends records that belong together as one apply message, and a member commits them in one batch', async () => {
+    const sent: Array<{ slot: number; records: ReplicatedRecord[] }> = [];
+    const transport: PeerTransport = {
+      sendApply: async (slot, records) => {
+        sent.push({ slot, records });
+        if (slot === 4) throw new Error('unreachable');
+      },
+      publish: async () => undefined,
+    };
+    const { engine, cluster } = await makeEngine({ transport });
+    const report = await engine.replicateAll([
+      { kind: 'flag', key: 'p', body: { state: 'closed' } },
+      { kind: 'note', key: 'n', body: { v: 2 } },
+    ]);
+    expect(report.records.map((r) => r.seq)).toEqual([1, 2]);
+    expect(report.acked).toHaveLength(4);
+    expect(report.failed.map((f) => f.slot)).toEqual([4]);
+    expect(sent.map((s) => s.records.length)).toEqual([2, 2, 2, 2]);
+
+    // The member side: one ingest of the message is one commit, reported as one set of state changes.
+    const member = await openTempStore();
+    const commits: Array<{ kinds: string[]; before: Array<string | undefined> }> = [];
+    const peer = createReplicationEngine(
+      { applyTimeoutMs: 500 },
+      {
+        store: member.records,
+        kinds: createKindRegistry([noteKind, flagKind]),
+        membership: { descriptor: cluster.descriptor, self: cluster.descriptor.nodes[1]!, isReachable: () => true, reachableCount: () => 5 },
+        transport: () => transport,
+        signingKey: cluster.keys[1]!,
+        clock: Date.now,
+        logger: createLogger({ level: 'silent' }),
+        metrics: createMetrics({ processMetrics: false }),
+        onApplied: (_records, _source, changes) => commits.push({ kinds: changes.map((c) => c.after.kind), before: changes.map((c) => c.before?.kind) }),
+      },
+    );
+    await peer.open();
+    expect(await peer.ingest(sent[0]!.records, 'apply')).toMatchObject({ applied: 2, duplicates: 0 });
+    expect(commits).toEqual([{ kinds: ['flag', 'note'], before: [undefined, undefined] }]);
+    // Delivered again (a redelivery): duplicates, no state change reported.
+    expect(await peer.ingest(sent[0]!.records, 'apply')).toMatchObject({ applied: 0, duplicates: 2 });
+    expect(commits).toHaveLength(1);
+  });
+
+  it('replicateAll refuses the whole batch when one record is invalid, without using up a seq', async () => {
+    const { engine } = await makeEngine();
+    await expect(engine.replicateAll([{ kind: 'note', key: 'a', body: { v: 1 } }, { kind: 'note', key: 'b', body: { v: 'x' } as never }])).rejects.toThrow(/bad body/);
+    expect(await engine.get('note', 'a')).toBeUndefined();
+    expect((await engine.replicate({ kind: 'note', key: 'a', body: { v: 1 } })).record.seq).toBe(1);
+  });
+
   it('numbers its own records contiguously across restarts', async () => {
     const { engine, store, descriptor, cluster } = await makeEngine();
     for (let i = 0; i < 3; i++) await engine.replicate({ kind: 'note', key: `k${i}`, body: { v: i } });
