@@ -118,6 +118,11 @@ export const permitsSchema = z.strictObject({
    * scanner that prefetches links consumes nothing. @default "link"
    */
   confirmMode: z.enum(['link', 'button']).default('link'),
+  /**
+   * Accept the legacy transfer/delegate request (4-part data, payload as an object, no requestId) for
+   * migration; its requestId is derived from the signed data. Off: it is a 400 (PERMITS.md). @default false
+   */
+  acceptLegacy: z.boolean().default(false),
   /** While a consumed permit has not reached every member, how often it is delivered again, ms. @default 2000 */
   redeliverIntervalMs: z.number().int().positive().default(2000),
 });

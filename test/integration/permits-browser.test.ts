@@ -33,6 +33,12 @@ const ACCENT_RGB = { info: 'rgb(9, 105, 218)', ok: 'rgb(26, 127, 55)', error: 'r
 
 type ConfirmMode = 'link' | 'button';
 
+/** The few browser globals the page functions use (the project compiles without the DOM lib). */
+interface BrowserWindow {
+  document: { body: unknown; querySelector(selector: string): unknown };
+  getComputedStyle(element: unknown): { display: string; borderTopWidth: string; borderTopColor: string };
+}
+
 let browser: Browser;
 beforeAll(async () => {
   if (!existsSync(CHROMIUM_PATH)) {
@@ -77,8 +83,9 @@ async function expectConfirmPage(page: Page, response: Response | null, status: 
   expect(headers['referrer-policy']).toBe('no-referrer');
   expect(headers['content-security-policy']).toMatch(/default-src 'none'.*style-src 'sha256-[A-Za-z0-9+/]+=*'/);
   const style = await page.evaluate(() => {
-    const card = getComputedStyle(document.querySelector('main')!);
-    return { bodyDisplay: getComputedStyle(document.body).display, borderTopWidth: card.borderTopWidth, borderTopColor: card.borderTopColor };
+    const win = globalThis as unknown as BrowserWindow;
+    const card = win.getComputedStyle(win.document.querySelector('main'));
+    return { bodyDisplay: win.getComputedStyle(win.document.body).display, borderTopWidth: card.borderTopWidth, borderTopColor: card.borderTopColor };
   });
   expect(style).toEqual({ bodyDisplay: 'flex', borderTopWidth: '4px', borderTopColor: ACCENT_RGB[tone] });
 }

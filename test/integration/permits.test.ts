@@ -134,6 +134,8 @@ describe('POST /web2/permit', () => {
     const legacy = signData(alice.wallet, `-1_${secretId}_${alice.wallet.address}_${now()}`);
     const res = await postJson(`${A}/web2/permit`, { requestId: randomUUID(), action: 'delegate', payload: JSON.stringify({ delegatePrincipalId: null }), ...legacy });
     expectApiError(res, 400, 'BAD_REQUEST');
+    // …as a legacy client sends it, with `permits.acceptLegacy` off (the default).
+    expectApiError(await postJson(`${A}/web2/permit`, { action: 'delegate', payload: { delegatePrincipalId: null }, ...legacy }), 400, 'BAD_REQUEST');
   });
 
   it('slot 0 down: 503 and nothing created; back up, the same requestId succeeds', async () => {

@@ -44,6 +44,11 @@ export interface PermitsOptions {
   /** While a consumed permit has not reached every member, how often to deliver it again, ms. */
   redeliverIntervalMs: number;
   /**
+   * Accept the legacy transfer/delegate form for migration (PERMITS.md): 4-part data, payload as an
+   * object, no requestId. @default false
+   */
+  acceptLegacy?: boolean;
+  /**
    * How long slot 0 reserves a permit's consumption for the coordinator that claimed it, ms: a second
    * coordinator confirming the same permit meanwhile waits for the first one's result instead of
    * writing the change again. @default 10000
@@ -83,6 +88,25 @@ export interface PermitsCapability extends PermitsService {
   onStateChanges(changes: StateChange[]): void;
   /** Stop background delivery. */
   stop(): void;
+}
+
+/** A request in the current form: requestId and payload text present, `legacy` when it was upgraded. */
+interface CurrentRequest extends PermitRequestInput {
+  requestId: string;
+  payload: string;
+  legacy: boolean;
+}
+
+/**
+ * The requestId of a legacy request, which has none: a UUIDv4 drawn from the signed data and its
+ * signature, so an exact retry of one signed request is a replay and a new signature a new request.
+ */
+export function legacyRequestId(data: string, signature: string): string {
+  const h = sha256Hex(`quorumkeep/legacy-permit/v1\n${data}\n${signature}`).split('');
+  h[12] = '4';
+  h[16] = '89ab'[parseInt(h[16]!, 16) & 3]!;
+  const x = h.join('');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
 }
 
 /** The immutable context of a request (PERMITS.md): action, principal, secretId, payload digest. */
@@ -190,7 +214,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   });
 
   /** Who acts and on what: rotate by credentials, transfer/delegate by an owner's session. */
-  async function authorize(input: PermitRequestInput, action: PermitActionName, payloadDigest: string, target: string | null) {
+  async function authorize(input: CurrentRequest, action: PermitActionName, payloadDigest: string, target: string | null) {
     if (action === 'rotate') {
       if (typeof input.email !== 'string' || typeof input.password !== 'string') throw bad('email and password are required for rotate');
       try {
@@ -202,12 +226,14 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       }
     }
     if (typeof input.data !== 'string' || typeof input.signature !== 'string') throw bad(`data and signature are required for ${action}`);
-    const caller = await deps.verifier.verify({ data: input.data, signature: input.signature }, { parts: 8 });
-    const [literal, requestId, dataAction, digest] = caller.extra as [string, string, string, string];
-    if (literal !== 'permit') throw bad('Invalid data format: the 5th part must be "permit"');
-    if (requestId !== input.requestId) throw bad('The requestId in data does not match the body');
-    if (dataAction !== action) throw bad('The action in data does not match the body');
-    if (digest !== payloadDigest) throw bad('The payload digest in data does not match the payload');
+    const caller = await deps.verifier.verify({ data: input.data, signature: input.signature }, { parts: input.legacy ? 4 : 8 });
+    if (!input.legacy) {
+      const [literal, requestId, dataAction, digest] = caller.extra as [string, string, string, string];
+      if (literal !== 'permit') throw bad('Invalid data format: the 5th part must be "permit"');
+      if (requestId !== input.requestId) throw bad('The requestId in data does not match the body');
+      if (dataAction !== action) throw bad('The action in data does not match the body');
+      if (digest !== payloadDigest) throw bad('The payload digest in data does not match the payload');
+    }
     const secretId = parseSecretId(caller.subject);
     const secret = (await state.get('secret', secretKey(secretId)))?.body as SecretBody | undefined;
     if (!secret) throw new AppError('NOT_FOUND', `Secret ${secretId} not found`);
@@ -217,6 +243,29 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       if (!(await activePrincipal(target))) throw new AppError('NOT_FOUND', 'Target principal not found');
     }
     return { principalId: caller.principalId, secretId };
+  }
+
+  /**
+   * The request in the current form. With `acceptLegacy`, a transfer/delegate without requestId whose
+   * data has 4 parts is the legacy form: its object payload becomes compact text and its requestId is
+   * derived ({@link legacyRequestId}). Anything else without a requestId, or with an object payload,
+   * is malformed (400).
+   */
+  function currentForm(input: PermitRequestInput): CurrentRequest {
+    const legacy =
+      options.acceptLegacy === true &&
+      input.requestId === undefined &&
+      (input.action === 'transfer' || input.action === 'delegate') &&
+      typeof input.data === 'string' &&
+      typeof input.signature === 'string' &&
+      input.data.split('_').length === 4;
+    if (legacy) {
+      const payload = typeof input.payload === 'string' ? input.payload : JSON.stringify(input.payload);
+      return { ...input, requestId: legacyRequestId(input.data!, input.signature!), payload, legacy };
+    }
+    if (input.requestId === undefined) throw bad('requestId is required');
+    if (typeof input.payload !== 'string') throw bad('payload must be the compact JSON text (a string), not an object');
+    return { ...input, requestId: input.requestId, payload: input.payload, legacy: false };
   }
 
   function summaryOf(action: PermitActionName, secretId: number, value: string | null): string {
@@ -411,7 +460,8 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       return preview;
     },
 
-    async requestPermit(input): Promise<RequestedPermit> {
+    async requestPermit(raw): Promise<RequestedPermit> {
+      const input = currentForm(raw);
       if (!UUID_V4_RE.test(input.requestId)) throw bad('requestId must be a lowercase UUIDv4');
       if (!PERMIT_ACTIONS.includes(input.action as PermitActionName)) throw bad('action must be rotate, transfer or delegate');
       const action = input.action as PermitActionName;
@@ -436,7 +486,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
           const mail = deps.mail.permitMail({ action, link, expiresAt, summary: summaryOf(action, secretId, value) });
           deps.mail.send({ to: principal.email, ...mail, category: `permit-${action}` }).catch((err: unknown) => log.error({ err: (err as Error).message, permitId: res.permitId }, 'permit mail failed'));
         }
-        log.info({ permitId: res.permitId, action, secretId }, 'permit created');
+        log.info({ permitId: res.permitId, action, secretId, legacy: input.legacy }, 'permit created');
       }
       return {
         created: res.created,

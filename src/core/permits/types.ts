@@ -5,10 +5,11 @@
 
 /** Body of POST /web2/permit (fields absent for the other actions stay undefined). */
 export interface PermitRequestInput {
-  requestId: string;
+  /** Required, except in the legacy form (`permits.acceptLegacy`). */
+  requestId?: string;
   action: string;
-  /** The exact compact JSON text that was hashed. */
-  payload: string;
+  /** The exact compact JSON text that was hashed; an object only in the legacy form. */
+  payload: string | Record<string, unknown>;
   /** rotate only. */
   email?: string;
   password?: string;

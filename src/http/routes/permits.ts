@@ -34,9 +34,10 @@ const EMAIL_MAX_CHARS = 320;
 const PASSWORD_MAX_CHARS = 1024;
 
 const permitSchema = z.object({
-  requestId: text(SHORT_MAX_CHARS),
+  // Optional and an object only in the legacy form (`permits.acceptLegacy`); the service decides.
+  requestId: text(SHORT_MAX_CHARS).optional(),
   action: text(SHORT_MAX_CHARS),
-  payload: text(PAYLOAD_MAX_CHARS),
+  payload: z.union([text(PAYLOAD_MAX_CHARS), z.record(z.string(), z.unknown())]),
   email: text(EMAIL_MAX_CHARS).optional(),
   password: text(PASSWORD_MAX_CHARS).optional(),
   data: text(SIGNED_DATA_MAX_CHARS).optional(),
@@ -78,7 +79,8 @@ export function createPermitsRouter(options: PermitsRouterOptions, deps: Permits
 
   router.post('/web2/permit', async (ctx) => {
     const body = parseBody(ctx, permitSchema);
-    const input: PermitRequestInput = { requestId: body.requestId, action: body.action, payload: body.payload };
+    const input: PermitRequestInput = { action: body.action, payload: body.payload };
+    if (body.requestId !== undefined) input.requestId = body.requestId;
     if (body.email !== undefined) input.email = body.email;
     if (body.password !== undefined) input.password = body.password;
     if (body.data !== undefined) input.data = body.data;
