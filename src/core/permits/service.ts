@@ -22,7 +22,7 @@ import type { AccountsService } from '../accounts/types.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
 import { parseSecretId } from '../secrets/service.ts';
 import { secretKey, type SecretBody } from '../secrets/records.ts';
-import { PERMIT_ACTIONS, UUID_V4_RE, type PermitActionName, type PermitBody } from './records.ts';
+import { PERMIT_ACTIONS, UUID_V4_RE, permitBodySchema, type PermitActionName, type PermitBody } from './records.ts';
 import type { PermitConfirmation, PermitConfirmInput, PermitPreview, PermitRequestInput, PermitResult, PermitsService, RequestedPermit } from './types.ts';
 
 /** Longest `newPublicKey` accepted (PERMITS.md). */
@@ -287,6 +287,10 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   deps.creator.register('claimConsume', async (params) => {
     const { permitId, coordinator } = params as { permitId?: unknown; coordinator?: unknown };
     if (typeof permitId !== 'string' || !UUID_V4_RE.test(permitId) || typeof coordinator !== 'string') throw bad('malformed consume claim');
+    // A coordinator that missed the consumption (it was partitioned) must not write it again on
+    // stale state: slot 0's replica knows, and answers the stored result.
+    const stored = (await state.get('permit', permitId))?.body as PermitBody | undefined;
+    if (stored?.status === 'consumed') return { granted: false, consumed: stored };
     const now = clock();
     for (const [id, lease] of consuming) if (lease.until <= now) consuming.delete(id);
     const lease = consuming.get(permitId);
@@ -347,15 +351,19 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, delegatePrincipalId: target } };
   }
 
-  /** Ask slot 0 for the right to consume; true when slot 0 cannot be asked (members still apply once). */
-  async function claimConsume(permitId: string): Promise<boolean> {
+  /**
+   * Ask slot 0 for the right to consume. Granted when slot 0 cannot be asked (members still apply a
+   * permit once); refused with the stored permit when slot 0's replica already has it consumed.
+   */
+  async function claimConsume(permitId: string): Promise<{ granted: boolean; consumed?: PermitBody }> {
     try {
-      const res = (await deps.creator.call('claimConsume', { permitId, coordinator: selfId })) as { granted: boolean };
-      return res.granted;
+      const res = (await deps.creator.call('claimConsume', { permitId, coordinator: selfId })) as { granted: boolean; consumed?: unknown };
+      const consumed = permitBodySchema.safeParse(res.consumed);
+      return consumed.success && consumed.data.permitId === permitId && consumed.data.status === 'consumed' ? { granted: false, consumed: consumed.data } : { granted: res.granted === true };
     } catch (err) {
       if (!isAppError(err) || err.code !== 'SLOT0_UNAVAILABLE') throw err;
       log.warn({ permitId }, 'slot 0 unreachable: consuming without a claim');
-      return true;
+      return { granted: true };
     }
   }
 
@@ -370,7 +378,9 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   }
 
   async function consume(permit: PermitBody): Promise<PermitConfirmation> {
-    if (!(await claimConsume(permit.permitId))) {
+    const claim = await claimConsume(permit.permitId);
+    if (claim.consumed) return consumedAnswer(claim.consumed);
+    if (!claim.granted) {
       const done = await awaitConsumed(permit.permitId);
       if (done) return consumedAnswer(done);
       return { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: 0, threshold };
