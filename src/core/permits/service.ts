@@ -280,6 +280,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   const members = membersOf(descriptor);
   const selfId = membership.self.id;
   const leaseMs = options.consumeLeaseMs ?? 10_000;
+  const threshold = descriptor.threshold;
 
   // Slot 0: who is consuming which permit. A lease, not a durable record: it only keeps two
   // coordinators from writing the same change twice while the first one is at it.
@@ -313,8 +314,6 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     if (!constantTimeEqual(sha256Hex(input.token), permit.tokenHash)) throw new AppError('FORBIDDEN', 'Invalid confirmation token');
     return permit;
   }
-
-  const threshold = descriptor.threshold;
 
   function consumedAnswer(permit: PermitBody): PermitConfirmation {
     const d = deliveries.get(permit.permitId);
