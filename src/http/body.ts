@@ -82,7 +82,8 @@ function isJsonContentType(header: string): boolean {
   });
 }
 
-function payloadTooLarge(ctx: HttpCtx, limitBytes: number): AppError {
+/** 413 for a body past `limitBytes`; the connection closes after the answer. */
+export function payloadTooLarge(ctx: HttpCtx, limitBytes: number): AppError {
   // The rest of the upload is never read: close the connection after the answer instead of
   // leaving unread bytes in front of the next keep-alive request.
   ctx.set('Connection', 'close');

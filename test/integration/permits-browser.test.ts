@@ -12,18 +12,16 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page, type Response } from 'playwright-core';
-import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
+import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { postJson } from '../utils/http.ts';
 import { newPrincipal, principalWithSession, type Principal } from '../utils/session.ts';
-import { appliedOnMembers, ownerBody, requestPermit, type ConfirmLink } from '../utils/permits.ts';
+import { appliedOnMembers, onEveryMember, ownerBody, requestPermit, secretOnEveryMember, type ConfirmLink } from '../utils/permits.ts';
 
 /** Debian's Chromium (package `chromium`), the only browser this test drives. */
 const CHROMIUM_PATH = '/usr/bin/chromium';
 const ARTIFACTS_DIR = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 /** Playwright's own waits, kept under vitest's test timeout so a stuck page fails with Playwright's message. */
 const BROWSER_TIMEOUT_MS = 10_000;
-/** Replication to every member; generous for a loaded CI machine. */
-const REPLICATION_TIMEOUT_MS = 10_000;
 
 /**
  * Top border colour of the page's card by tone (confirm-page.ts, light scheme): proves the inline
@@ -95,7 +93,6 @@ const unexpected = (problems: string[], status?: number) => problems.filter((p) 
 
 const screenshot = (page: Page, mode: ConfirmMode, step: string) => page.screenshot({ path: `${ARTIFACTS_DIR}confirm-${mode}-${step}.png`, fullPage: true });
 
-const secretKeyOf = (id: number) => String(id).padStart(12, '0');
 
 /** One cluster per mode, with an owner (alice, in session) and a delegate-to-be (bob). */
 function clusterIn(mode: ConfirmMode) {
@@ -117,14 +114,6 @@ async function delegatePermit(env: ReturnType<typeof clusterIn>): Promise<{ secr
   const link = await requestPermit(env.cluster, env.A, ownerBody(env.alice, secretId, 'delegate', env.bob.principalId));
   await onEveryMember(env.cluster, 'permit', link.permitId, (b) => b.status === 'pending');
   return { secretId, link };
-}
-
-/** Wait until every member's replica satisfies `check` for (kind, key). */
-async function onEveryMember(cluster: LocalCluster, kind: string, key: string, check: (body: Record<string, unknown>) => boolean): Promise<void> {
-  await waitFor(async () => (await Promise.all(cluster.members.map((m) => m.state.get(kind, key)))).every((r) => r && check(r.body as Record<string, unknown>)), {
-    timeoutMs: REPLICATION_TIMEOUT_MS,
-    description: `${kind} ${key} on every member`,
-  });
 }
 
 /** Each member's current status of a permit, read once (no waiting). */
@@ -166,7 +155,7 @@ describe('confirmMode "link": opening the emailed link in Chromium', () => {
     await expectConsumedPage(page, link, secretId, env.bob.principalId);
     await screenshot(page, 'link', 'consumed');
     await onEveryMember(env.cluster, 'permit', link.permitId, (b) => b.status === 'consumed');
-    await onEveryMember(env.cluster, 'secret', secretKeyOf(secretId), (b) => b.delegatePrincipalId === env.bob.principalId);
+    await secretOnEveryMember(env.cluster, secretId, (b) => b.delegatePrincipalId === env.bob.principalId);
 
     const reloaded = await page.reload();
     await expectConfirmPage(page, reloaded, 200, 'ok');
@@ -207,7 +196,7 @@ describe('confirmMode "button": opening the emailed link, then pressing Confirm'
     expect(page.url()).toBe(`${env.A}/web2/confirm`);
     await screenshot(page, 'button', 'consumed');
     await onEveryMember(env.cluster, 'permit', link.permitId, (b) => b.status === 'consumed');
-    await onEveryMember(env.cluster, 'secret', secretKeyOf(secretId), (b) => b.delegatePrincipalId === env.bob.principalId);
+    await secretOnEveryMember(env.cluster, secretId, (b) => b.delegatePrincipalId === env.bob.principalId);
     expect(await appliedOnMembers(env.cluster)).toEqual(before.map((n) => n + 1));
     expect(problems).toEqual([]);
   });

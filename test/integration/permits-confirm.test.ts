@@ -4,11 +4,12 @@
  * B, the effect visible on every member — and every confirmation rule.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
+import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson, type JsonResponse } from '../utils/http.ts';
 import { expectApiError, newEd25519 } from '../utils/web2.ts';
 import { newSessionWallet, openSession, principalWithSession, sessionRequest, type Principal } from '../utils/session.ts';
-import { appliedOnMembers, ownerBody, requestPermit, rotateBody, type ConfirmLink } from '../utils/permits.ts';
+import { appliedOnMembers, onEveryMember, ownerBody, requestPermit, rotateBody, secretOnEveryMember, type ConfirmLink } from '../utils/permits.ts';
+import { secretKey } from '../../src/core/secrets/records.ts';
 
 /** Added to every node's wall clock (only moves forward): permits expire without waiting. */
 let offsetMs = 0;
@@ -58,16 +59,6 @@ const decrypt = (url: string, p: Principal, secretId: number, sealed: { cifer: s
 const listed = async (url: string, p: Principal) =>
   (await postJson<{ secrets: Array<{ secretId: number }> }>(`${url}/web2/secrets`, signedAt(p, p.principalId))).body.secrets.map((s) => s.secretId);
 
-/** Wait until every member's replica satisfies `check` for (kind, key). */
-async function onEveryMember(kind: string, key: string, check: (body: Record<string, unknown>) => boolean): Promise<void> {
-  await waitFor(async () => (await Promise.all(cluster.members.map((m) => m.state.get(kind, key)))).every((r) => r && check(r.body as Record<string, unknown>)), {
-    timeoutMs: 10_000,
-    description: `${kind} ${key} on every member`,
-  });
-}
-
-const secretKeyOf = (id: number) => String(id).padStart(12, '0');
-
 function expectConsumed(res: JsonResponse<Confirmed>, action: string, result: Record<string, unknown>): void {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expect(res.body).toEqual({ success: true, permitId: res.body.permitId, status: 'consumed', action, result });
@@ -83,8 +74,8 @@ describe('GET /web2/confirm', () => {
 
     const res = await confirm(B, link);
     expectConsumed(res, 'rotate', { principalId: alice.principalId, newPublicKey: newKey.publicKey });
-    await onEveryMember('principal', alice.principalId, (b) => b.ed25519PublicKey === newKey.publicKey && b.keyPermitId === link.permitId);
-    await onEveryMember('permit', link.permitId, (b) => b.status === 'consumed');
+    await onEveryMember(cluster, 'principal', alice.principalId, (b) => b.ed25519PublicKey === newKey.publicKey && b.keyPermitId === link.permitId);
+    await onEveryMember(cluster, 'permit', link.permitId, (b) => b.status === 'consumed');
     expect(await appliedOnMembers(cluster)).toEqual(before.map((n) => n + 1));
 
     // The old session is over on every coordinator; the old key opens none; the new one does.
@@ -111,7 +102,7 @@ describe('GET /web2/confirm', () => {
     const overtaken = await requestPermit(cluster, A, ownerBody(alice, secretId, 'delegate', carol.principalId, { at: now() }));
     const res = await confirm(B, link);
     expectConsumed(res, 'transfer', { secretId, newOwnerPrincipalId: bob.principalId, delegatePrincipalId: null });
-    await onEveryMember('secret', secretKeyOf(secretId), (b) => b.ownerPrincipalId === bob.principalId && b.delegatePrincipalId === null);
+    await secretOnEveryMember(cluster, secretId, (b) => b.ownerPrincipalId === bob.principalId && b.delegatePrincipalId === null);
 
     const dec = await decrypt(B, bob, secretId, sealed);
     expect(dec.status, JSON.stringify(dec.body)).toBe(200);
@@ -122,7 +113,7 @@ describe('GET /web2/confirm', () => {
     // The old owner's permits for it are refused now, and one requested before the transfer no longer applies.
     expectApiError(await postJson(`${A}/web2/permit`, ownerBody(alice, secretId, 'delegate', carol.principalId, { at: now() })), 403, 'FORBIDDEN');
     expectApiError(await confirm(A, overtaken), 409, 'CONFLICT');
-    expect(((await cluster.members[3]!.state.get('secret', secretKeyOf(secretId)))!.body as { delegatePrincipalId: string | null }).delegatePrincipalId).toBeNull();
+    expect(((await cluster.members[3]!.state.get('secret', secretKey(secretId)))!.body as { delegatePrincipalId: string | null }).delegatePrincipalId).toBeNull();
   });
 
   it('delegate: set, then removed with null; the delegate decrypts only in between', async () => {
@@ -132,28 +123,28 @@ describe('GET /web2/confirm', () => {
 
     const set = await requestPermit(cluster, A, ownerBody(alice, secretId, 'delegate', carol.principalId, { at: now() }));
     expectConsumed(await confirm(B, set), 'delegate', { secretId, delegatePrincipalId: carol.principalId });
-    await onEveryMember('secret', secretKeyOf(secretId), (b) => b.delegatePrincipalId === carol.principalId);
+    await secretOnEveryMember(cluster, secretId, (b) => b.delegatePrincipalId === carol.principalId);
     expect((await decrypt(A, carol, secretId, sealed)).body.decryptedMessage).toBe('for carol, for a while');
 
     const clear = await requestPermit(cluster, B, ownerBody(alice, secretId, 'delegate', null, { at: now() }));
     expectConsumed(await confirm(A, clear), 'delegate', { secretId, delegatePrincipalId: null });
-    await onEveryMember('secret', secretKeyOf(secretId), (b) => b.delegatePrincipalId === null);
+    await secretOnEveryMember(cluster, secretId, (b) => b.delegatePrincipalId === null);
     expectApiError(await decrypt(B, carol, secretId, sealed), 403, 'FORBIDDEN');
     // The first permit, confirmed again, re-applies nothing: the delegate stays removed.
     expectConsumed(await confirm(B, set), 'delegate', { secretId, delegatePrincipalId: carol.principalId });
     await new Promise((r) => setTimeout(r, 200));
-    await onEveryMember('secret', secretKeyOf(secretId), (b) => b.delegatePrincipalId === null);
+    await secretOnEveryMember(cluster, secretId, (b) => b.delegatePrincipalId === null);
   });
 
   it('20 concurrent clicks of one link, on both coordinators, apply it exactly once on every member', async () => {
     const secretId = await createSecret(A, bob);
     const before = await appliedOnMembers(cluster);
     const link = await requestPermit(cluster, B, ownerBody(bob, secretId, 'delegate', carol.principalId, { at: now() }));
-    await onEveryMember('permit', link.permitId, (b) => b.status === 'pending');
+    await onEveryMember(cluster, 'permit', link.permitId, (b) => b.status === 'pending');
     const logged = await Promise.all(cluster.members.map((m) => m.countRecords()));
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => confirm(i % 2 ? A : B, link)));
     for (const r of results) expectConsumed(r, 'delegate', { secretId, delegatePrincipalId: carol.principalId });
-    await onEveryMember('permit', link.permitId, (b) => b.status === 'consumed');
+    await onEveryMember(cluster, 'permit', link.permitId, (b) => b.status === 'consumed');
     await new Promise((r) => setTimeout(r, 300));
     expect(await appliedOnMembers(cluster)).toEqual(before.map((n) => n + 1));
     // One consumption was written, not one per coordinator: two records (the permit and the secret) in every log.
@@ -201,6 +192,6 @@ describe('GET /web2/confirm', () => {
     expectApiError(await confirm(B, late), 409, 'CONFLICT');
     expectConsumed(await confirm(B, early), 'delegate', { secretId, delegatePrincipalId: alice.principalId });
     expect(await appliedOnMembers(cluster)).toEqual(before);
-    expect(((await cluster.members[4]!.state.get('secret', secretKeyOf(secretId)))!.body as { delegatePrincipalId: string }).delegatePrincipalId).toBe(alice.principalId);
+    expect(((await cluster.members[4]!.state.get('secret', secretKey(secretId)))!.body as { delegatePrincipalId: string }).delegatePrincipalId).toBe(alice.principalId);
   });
 });

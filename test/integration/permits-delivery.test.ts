@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson } from '../utils/http.ts';
 import { principalWithSession, type Principal } from '../utils/session.ts';
+import { secretKey } from '../../src/core/secrets/records.ts';
 import { appliedPermits, ownerBody, requestPermit, type ConfirmLink } from '../utils/permits.ts';
 
 let cluster: LocalCluster;
@@ -42,7 +43,7 @@ async function expectAppliedOnce(slot: number, link: ConfirmLink, secretId: numb
     timeoutMs: 15_000,
     description: `permit consumed on slot ${slot}`,
   });
-  const secret = (await m.state.get('secret', String(secretId).padStart(12, '0')))!.body as { delegatePrincipalId: string | null };
+  const secret = (await m.state.get('secret', secretKey(secretId)))!.body as { delegatePrincipalId: string | null };
   expect(secret.delegatePrincipalId).toBe(delegate);
   expect(await appliedPermits(m), `slot ${slot}`).toBe(1);
 }

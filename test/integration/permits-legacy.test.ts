@@ -5,11 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
+import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson } from '../utils/http.ts';
 import { expectApiError } from '../utils/web2.ts';
 import { principalWithSession, signData, type Principal } from '../utils/session.ts';
-import { confirmLinkOf, ownerBody, rotateBody } from '../utils/permits.ts';
+import { confirmLinkOf, ownerBody, rotateBody, secretOnEveryMember } from '../utils/permits.ts';
 
 let cluster: LocalCluster;
 let A: string;
@@ -42,9 +42,7 @@ describe('permits.acceptLegacy on', () => {
     const link = await confirmLinkOf(cluster, res.body.permitId);
     const confirmed = await getJson(`${A}${link.pathAndQuery}`);
     expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
-    await waitFor(async () =>
-      (await Promise.all(cluster.members.map((m) => m.state.get('secret', String(secretId).padStart(12, '0'))))).every((r) => (r?.body as { delegatePrincipalId?: string }).delegatePrincipalId === bob.principalId),
-    );
+    await secretOnEveryMember(cluster, secretId, (b) => b.delegatePrincipalId === bob.principalId);
   });
 
   it('the legacy form keeps the authorization rules; V2 requests are unchanged; rotate has no legacy form', async () => {

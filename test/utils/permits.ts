@@ -3,8 +3,9 @@
  * and each node's count of applied permits (the `quorumkeep_permits_applied_total` counter).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { LocalCluster } from 'quorumkeep/testing';
+import { waitFor, type LocalCluster } from 'quorumkeep/testing';
 import type { QuorumNode } from '../../src/node/types.ts';
+import { secretKey } from '../../src/core/secrets/records.ts';
 import { postJson } from './http.ts';
 import { newEd25519 } from './web2.ts';
 import { signData, type Principal } from './session.ts';
@@ -69,3 +70,14 @@ export async function appliedPermits(node: QuorumNode): Promise<number> {
 export async function appliedOnMembers(cluster: LocalCluster): Promise<number[]> {
   return Promise.all(cluster.members.map((m) => appliedPermits(m)));
 }
+
+/** Wait (up to 10 s) until every member's replica satisfies `check` for (kind, key). */
+export async function onEveryMember(cluster: LocalCluster, kind: string, key: string, check: (body: Record<string, unknown>) => boolean): Promise<void> {
+  await waitFor(async () => (await Promise.all(cluster.members.map((m) => m.state.get(kind, key)))).every((r) => r && check(r.body as Record<string, unknown>)), {
+    timeoutMs: 10_000,
+    description: `${kind} ${key} on every member`,
+  });
+}
+
+/** Wait until every member's replica of secret `secretId` satisfies `check`. */
+export const secretOnEveryMember = (cluster: LocalCluster, secretId: number, check: (body: Record<string, unknown>) => boolean) => onEveryMember(cluster, 'secret', secretKey(secretId), check);

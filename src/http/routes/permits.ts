@@ -20,7 +20,7 @@ import type { PermitConfirmMode } from '../../config/schema.ts';
 import { AppError, isAppError } from '../../errors/index.ts';
 import type Koa from 'koa';
 import type { ApiRouter, HttpContext, HttpState } from '../app.ts';
-import { decodeUtf8Body, parseJsonObject, rawBodyRoute, readLimited } from '../body.ts';
+import { decodeUtf8Body, parseJsonObject, payloadTooLarge, rawBodyRoute, readLimited } from '../body.ts';
 import { parseBody, parseInput, parseQuery } from '../validate.ts';
 import { pick, SIGNATURE_MAX_CHARS, SIGNED_DATA_MAX_CHARS, text } from '../fields.ts';
 import { CONFIRM_PAGE_HEADERS, renderButtonPage, renderConfirmationPage, renderConsumedPage, renderErrorPage } from '../confirm-page.ts';
@@ -195,13 +195,13 @@ function answerPage(ctx: ConfirmCtx, status: number, html: string): void {
  */
 async function readConfirmBody(ctx: ConfirmCtx): Promise<unknown> {
   const declaredLength = ctx.request.length;
-  if (declaredLength !== undefined && declaredLength > CONFIRM_BODY_LIMIT_BYTES) throw payloadTooLarge(ctx);
+  if (declaredLength !== undefined && declaredLength > CONFIRM_BODY_LIMIT_BYTES) throw payloadTooLarge(ctx, CONFIRM_BODY_LIMIT_BYTES);
   if (ctx.get('Transfer-Encoding') === '' && !declaredLength) return {};
   const form = ctx.is('application/x-www-form-urlencoded') !== false;
   if (!form && !(ctx.is('application/json') !== false && /^utf-?8$/.test(ctx.request.charset || 'utf-8'))) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/x-www-form-urlencoded or application/json');
   }
-  const raw = await readLimited(ctx.req, CONFIRM_BODY_LIMIT_BYTES, () => payloadTooLarge(ctx));
+  const raw = await readLimited(ctx.req, CONFIRM_BODY_LIMIT_BYTES, () => payloadTooLarge(ctx, CONFIRM_BODY_LIMIT_BYTES));
   return form ? parseForm(decodeUtf8Body(raw)) : parseJsonObject(raw);
 }
 
@@ -210,10 +210,4 @@ function parseForm(text: string): Record<string, string | string[]> {
   const fields = new Map<string, string[]>();
   for (const [key, value] of new URLSearchParams(text)) fields.set(key, [...(fields.get(key) ?? []), value]);
   return Object.fromEntries([...fields].map(([key, values]) => [key, values.length === 1 ? values[0]! : values]));
-}
-
-function payloadTooLarge(ctx: ConfirmCtx): AppError {
-  // The rest of the upload is never read: close the connection after the answer.
-  ctx.set('Connection', 'close');
-  return new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${CONFIRM_BODY_LIMIT_BYTES} bytes`);
 }
