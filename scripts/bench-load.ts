@@ -11,6 +11,10 @@ interface LoadJob {
   url: string;
   bodies: string[];
   concurrency: number;
+  /** Extra header lines, e.g. `X-Forwarded-For: 203.0.113.7`, for the body of the same index. */
+  headers?: string[];
+  /** Cycle through the bodies until the parent posts `"stop"` (a sustained flood). @default false */
+  untilStopped?: boolean;
 }
 
 const job = workerData as LoadJob;
@@ -19,11 +23,28 @@ const latencies: number[] = [];
 let next = 0;
 let failures = 0;
 let firstFailure: string | undefined;
+/** Answers by status code. */
+const statuses: Record<number, number> = {};
+let stopped = false;
+parentPort!.on('message', (message) => {
+  if (message === 'stop') stopped = true;
+});
+// The port alone must not keep the worker alive once the clients are done.
+parentPort!.unref();
+// Every client connects first, then all send at once (a burst is a burst); the parent hears `started`.
+let connected = 0;
+let allConnected!: () => void;
+const ready = new Promise<void>((resolve) => (allConnected = resolve));
 
 /** One keep-alive connection sending requests one after another. */
 async function client(): Promise<void> {
   const socket: Socket = connect({ host: target.hostname, port: Number(target.port), noDelay: true });
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  if (++connected === job.concurrency) {
+    parentPort!.postMessage({ started: true });
+    allConnected();
+  }
+  await ready;
   let buffer: Buffer = Buffer.alloc(0);
   let waiting: (() => void) | undefined;
   socket.on('data', (chunk: Buffer) => {
@@ -31,10 +52,12 @@ async function client(): Promise<void> {
     waiting?.();
   });
   const more = () => new Promise<void>((resolve) => (waiting = resolve));
-  while (next < job.bodies.length) {
-    const body = Buffer.from(job.bodies[next++]!);
+  while (job.untilStopped ? !stopped : next < job.bodies.length) {
+    const i = next++ % job.bodies.length;
+    const body = Buffer.from(job.bodies[i]!);
+    const extra = job.headers?.[i] === undefined ? '' : `${job.headers[i]}\r\n`;
     const t0 = performance.now();
-    socket.write(`POST ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    socket.write(`POST ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${extra}\r\n`);
     socket.write(body);
     let headerEnd: number;
     while ((headerEnd = buffer.indexOf('\r\n\r\n')) < 0) await more();
@@ -45,6 +68,7 @@ async function client(): Promise<void> {
     const text = buffer.subarray(headerEnd + 4, headerEnd + 4 + length).toString();
     buffer = buffer.subarray(headerEnd + 4 + length);
     latencies.push(performance.now() - t0);
+    statuses[status] = (statuses[status] ?? 0) + 1;
     if (status !== 200) {
       failures++;
       firstFailure ??= `${status} ${text.slice(0, 200)}`;
@@ -55,4 +79,4 @@ async function client(): Promise<void> {
 
 const t0 = performance.now();
 await Promise.all(Array.from({ length: job.concurrency }, client));
-parentPort!.postMessage({ latencies, wallMs: performance.now() - t0, failures, firstFailure });
+parentPort!.postMessage({ latencies, wallMs: performance.now() - t0, failures, firstFailure, statuses });

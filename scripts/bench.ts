@@ -34,6 +34,14 @@ const ENCRYPTS = Number(process.env.BENCH_ENCRYPTS ?? 4000);
 const ENCRYPT_CLIENTS = Number(process.env.BENCH_ENCRYPT_CLIENTS ?? 16);
 const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
 const PERMITS = Number(process.env.BENCH_PERMITS ?? 100);
+/** Concurrent unknown-email verify-credentials of the flood figures (the review's 400). */
+const FLOOD = Number(process.env.BENCH_FLOOD ?? 400);
+/** Logins measured with and without the flood. */
+const FLOOD_LOGINS = Number(process.env.BENCH_FLOOD_LOGINS ?? 30);
+/** Bursts of the many-addresses figure, one login each. */
+const FLOOD_BURSTS = Number(process.env.BENCH_FLOOD_BURSTS ?? 10);
+/** Verified accounts taking turns in those logins. */
+const FLOOD_USERS = 16;
 /** Plaintext of the encrypt/decrypt figures, bytes. */
 const PAYLOAD_BYTES = 256;
 
@@ -112,13 +120,39 @@ async function benchPrincipal(cluster: LocalCluster, url: string) {
   return { principalId, newSession };
 }
 
-/** Run the load worker against one route. */
-function load(url: string, bodies: string[], concurrency: number): Promise<{ latencies: number[]; wallMs: number; failures: number; firstFailure?: string }> {
-  return new Promise((resolve, reject) => {
-    const w = new Worker(new URL('./bench-load.ts', import.meta.url), { workerData: { url, bodies, concurrency } });
-    w.once('message', resolve);
+/** What the load worker reports. */
+interface LoadResult {
+  latencies: number[];
+  wallMs: number;
+  failures: number;
+  firstFailure?: string;
+  /** Answers by status code. */
+  statuses: Record<number, number>;
+}
+
+/** Run the load worker against one route (`headers`: an extra header line per body). */
+function load(url: string, bodies: string[], concurrency: number, headers?: string[]): Promise<LoadResult> {
+  return startLoad(url, bodies, concurrency, { headers }).done;
+}
+
+/**
+ * Start the load worker: `started` resolves when its connections are open and its first requests
+ * go out; with `untilStopped` it cycles through the bodies until `stop()`.
+ */
+function startLoad(
+  url: string,
+  bodies: string[],
+  concurrency: number,
+  options: { headers?: string[] | undefined; untilStopped?: boolean } = {},
+): { started: Promise<void>; done: Promise<LoadResult>; stop(): void } {
+  const w = new Worker(new URL('./bench-load.ts', import.meta.url), { workerData: { url, bodies, concurrency, ...options } });
+  let onStarted!: () => void;
+  const started = new Promise<void>((resolve) => (onStarted = resolve));
+  const done = new Promise<LoadResult>((resolve, reject) => {
+    w.on('message', (message: LoadResult | { started: true }) => ('started' in message ? onStarted() : resolve(message)));
     w.once('error', reject);
   });
+  return { started, done, stop: () => w.postMessage('stop') };
 }
 
 /** Sessions, secrets and payloads on 5 members: latencies, and encrypt over HTTP next to its crypto bound. */
@@ -248,11 +282,111 @@ async function benchPermits(cluster: LocalCluster, rtt: number): Promise<void> {
   ]);
 }
 
+/**
+ * verify-credentials of a real account while unknown-email requests flood the coordinator
+ * (docs/http.md, "Abuse limits"; the review measured 40 ms → 15.7 s with an unbounded argon2 queue).
+ * Its own cluster, with `http.trustProxy`, so X-Forwarded-For says which address each request comes
+ * from; the flood runs in a worker thread, the login from here, as a client does: on 429/503 it
+ * waits Retry-After and tries again, and its latency is the time to its 200.
+ *
+ * - one address: FLOOD connections re-sending for as long as the logins take (the per-address
+ *   bucket answers 429 past its burst, the bounded queue 503);
+ * - many addresses: bursts of FLOOD requests from FLOOD addresses, one login sent into each (no
+ *   per-address limit bites: the bounded queue alone sheds the flood).
+ */
+async function benchFlood(): Promise<void> {
+  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent', nodeConfig: { http: { trustProxy: true } } });
+  try {
+    const url = cluster.coordinators[0]!;
+    const route = `${url}/web2/auth/verify-credentials`;
+    // Several users take turns logging in, each well within the per-account limit (10 a minute).
+    const users: Array<{ email: string; password: string }> = [];
+    for (let i = 0; i < FLOOD_USERS; i++) {
+      const user = { email: `bench-flood-${i}-${randomBytes(4).toString('hex')}@example.test`, password: `bench-password-flood-${i}` };
+      await post(`${url}/web2/auth/register`, user);
+      const mail = await cluster.mailbox.waitFor((m) => m.to.includes(user.email));
+      await post(`${url}/web2/auth/verify-email`, { email: user.email, otp: /\b(\d{6})\b/.exec(mail.text)![1] });
+      users.push(user);
+    }
+    let turn = 0;
+
+    // One login, retried after Retry-After; the time to its 200.
+    const login = async (from: string): Promise<{ ms: number; attempts: number }> => {
+      const user = users[turn++ % users.length]!;
+      const t0 = performance.now();
+      for (let attempts = 1; ; attempts++) {
+        const res = await fetch(route, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': from }, body: JSON.stringify(user) });
+        await res.arrayBuffer();
+        if (res.status === 200) return { ms: performance.now() - t0, attempts };
+        const retryAfterS = Number(res.headers.get('retry-after'));
+        if ((res.status !== 429 && res.status !== 503) || !(retryAfterS > 0)) throw new Error(`login: ${res.status}`);
+        await new Promise((resolve) => setTimeout(resolve, retryAfterS * 1000));
+      }
+    };
+    const unknownEmails = (tag: string) => Array.from({ length: FLOOD }, (_, i) => JSON.stringify({ email: `${tag}-${i}-${randomBytes(3).toString('hex')}@example.test`, password: 'not-the-password' }));
+    const counts = (statuses: Record<number, number>) =>
+      Object.entries(statuses)
+        .map(([status, n]) => `${n} × ${status}`)
+        .join(', ');
+
+    for (let i = 0; i < 5; i++) await login('198.51.100.1'); // warm-up
+    const quiet: number[] = [];
+    for (let i = 0; i < FLOOD_LOGINS; i++) quiet.push((await login('198.51.100.1')).ms);
+
+    // One address, sustained.
+    const sustained = startLoad(route, unknownEmails('flood'), FLOOD, { headers: [`X-Forwarded-For: 203.0.113.66`], untilStopped: true });
+    await sustained.started;
+    const flooded: number[] = [];
+    let floodedRetries = 0;
+    for (let i = 0; i < FLOOD_LOGINS; i++) {
+      const { ms: t, attempts } = await login('198.51.100.2');
+      flooded.push(t);
+      floodedRetries += attempts - 1;
+    }
+    sustained.stop();
+    const one = await sustained.done;
+
+    // Many addresses, in bursts.
+    const bursts: number[] = [];
+    let burstRetries = 0;
+    const spread: Record<number, number> = {};
+    for (let b = 0; b < FLOOD_BURSTS; b++) {
+      const addresses = Array.from({ length: FLOOD }, (_, i) => `X-Forwarded-For: 10.${b}.${Math.floor(i / 250)}.${i % 250}`);
+      const burst = startLoad(route, unknownEmails(`spread-${b}`), FLOOD, { headers: addresses });
+      await burst.started;
+      const { ms: t, attempts } = await login(`198.51.100.${10 + b}`);
+      bursts.push(t);
+      burstRetries += attempts - 1;
+      for (const [status, n] of Object.entries((await burst.done).statuses)) spread[Number(status)] = (spread[Number(status)] ?? 0) + n;
+    }
+
+    table(`POST /web2/auth/verify-credentials of a real account while ${FLOOD} unknown-email requests flood the coordinator (target ≤ 1 s)`, [
+      ['p50 / p99, no flood', `${ms(median(quiet))} / ${ms(percentile(quiet, 99))}`],
+      [
+        `p50 / p99 while ${FLOOD} connections from one address flood it`,
+        `${ms(median(flooded))} / ${ms(percentile(flooded, 99))}  (${floodedRetries} retries in ${FLOOD_LOGINS} logins)`,
+      ],
+      ['  the flood got', `${counts(one.statuses)} in ${ms(one.wallMs)} (${((one.latencies.length / one.wallMs) * 1000).toFixed(0)} /s, p99 ${ms(percentile(one.latencies, 99))})`],
+      [
+        `p50 / p99 sent into a burst of ${FLOOD} from ${FLOOD} addresses`,
+        `${ms(median(bursts))} / ${ms(percentile(bursts, 99))}  (${burstRetries} retries after Retry-After: 1 s, in ${FLOOD_BURSTS} logins)`,
+      ],
+      ['  the bursts got', counts(spread)],
+    ]);
+  } finally {
+    await cluster.stop();
+  }
+}
+
 const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kind: 'probe', key, body: { note: '', writtenAt: Date.now() } });
 
 async function main(): Promise<void> {
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
-  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent' });
+  // `npm run bench -- flood`: only the flood figures (their own cluster).
+  if (process.argv[2] === 'flood') return benchFlood();
+  // Every figure but the flood's is a capacity from one client address: no abuse limits.
+  const noLimits = { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } } };
+  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent', nodeConfig: noLimits });
   try {
     const [writer, ...others] = cluster.members as [QuorumNode, ...QuorumNode[]];
 
@@ -320,6 +454,7 @@ async function main(): Promise<void> {
   } finally {
     await cluster.stop();
   }
+  await benchFlood();
 }
 
 main().catch((err: unknown) => {

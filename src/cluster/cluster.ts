@@ -12,7 +12,7 @@ import type { PeerId, PrivateKey, Stream } from '@libp2p/interface';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { ReplicationEngine } from '../core/replication/engine.ts';
-import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport } from '../core/replication/ports.ts';
+import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport, SyncRequest } from '../core/replication/ports.ts';
 import { AppError, isAppError, ERROR_CODES, type ErrorCode } from '../errors/index.ts';
 import { membersOf } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
@@ -38,7 +38,7 @@ export interface ClusterOptions {
 }
 
 /** Handles a `create` request on slot 0; the result is sent back as JSON. */
-export type CreateHandler = (request: unknown) => Promise<unknown>;
+export type CreateHandler = (request: unknown, from: ClusterNodeEntry) => Promise<unknown>;
 
 /** Dependencies of {@link createCluster}. */
 export interface ClusterDeps {
@@ -47,7 +47,7 @@ export interface ClusterDeps {
   privateKey: PrivateKey;
   /** Live set of peer ids to refuse (fault injection). */
   blockedPeers: ReadonlySet<string>;
-  engine: Pick<ReplicationEngine, 'ingest' | 'versionVector' | 'missingFor'>;
+  engine: Pick<ReplicationEngine, 'ingest' | 'versionVector' | 'missingFor' | 'syncRequest'>;
   /** Slot 0's create handler (absent on other nodes). */
   createHandler?: CreateHandler;
   /** This member's `grant` and `shard` handlers (absent on gateways). */
@@ -239,10 +239,10 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   await serve(PROTOCOLS.ping, async (body) => body);
 
-  await serve(PROTOCOLS.create, async (body) => {
+  await serve(PROTOCOLS.create, async (body, remote) => {
     if (!deps.createHandler) return { ok: false, error: 'not the creator' };
     try {
-      return { ok: true, result: await deps.createHandler(body) };
+      return { ok: true, result: await deps.createHandler(body, remote.entry) };
     } catch (err) {
       return { ok: false, error: err instanceof Error ? err.message : 'create failed', code: (err as { code?: string }).code };
     }
@@ -271,9 +271,8 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       track(
         (async () => {
           if (!byPeerId.has(connection.remotePeer.toString())) throw new Error('unknown peer');
-          const req = (await ch.read(AbortSignal.timeout(syncReadTimeoutMs))) as { vv?: unknown };
-          const vv = sanitizeVv(req?.vv);
-          for await (const page of engine.missingFor(vv, { limit: options.syncBatchSize })) {
+          const req = sanitizeSyncRequest(await ch.read(AbortSignal.timeout(syncReadTimeoutMs)));
+          for await (const page of engine.missingFor(req, { limit: options.syncBatchSize })) {
             if (stopped) throw new Error('stopping');
             await ch.write({ records: page }, AbortSignal.timeout(syncReadTimeoutMs));
           }
@@ -299,7 +298,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     let applied = 0;
     let pages = 0;
     try {
-      await ch.write({ vv: engine.versionVector() });
+      await ch.write(await engine.syncRequest());
       for (;;) {
         const msg = (await ch.read(deadline())) as { done?: boolean; records?: unknown[] };
         if (msg?.done) break;
@@ -472,6 +471,24 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     caughtUp: () => caughtUp,
     listenAddresses: () => libp2p.getMultiaddrs().map(String),
   };
+}
+
+/** A peer's sync request, with everything malformed dropped (a dropped part only costs resends). */
+function sanitizeSyncRequest(raw: unknown): SyncRequest {
+  const r = (raw ?? {}) as Record<string, unknown>;
+  const req: SyncRequest = { vv: sanitizeVv(r.vv), max: sanitizeVv(r.max), gaps: {}, fp: {} };
+  if (r.gaps && typeof r.gaps === 'object') {
+    for (const [origin, list] of Object.entries(r.gaps as Record<string, unknown>)) {
+      if (!/^0x[0-9a-f]{40}$/.test(origin) || !Array.isArray(list) || list.length > 1000 || !list.every((s) => Number.isSafeInteger(s) && (s as number) > 0)) continue;
+      req.gaps![origin] = list as number[];
+    }
+  }
+  // `max` without its gap list would skip the gaps: keep the two together.
+  for (const origin of Object.keys(req.max!)) if (!req.gaps![origin]) delete req.max![origin];
+  if (r.fp && typeof r.fp === 'object') {
+    for (const [origin, fp] of Object.entries(r.fp as Record<string, unknown>)) if (/^0x[0-9a-f]{40}$/.test(origin) && typeof fp === 'string' && /^[0-9a-f]{1,64}$/.test(fp)) req.fp![origin] = fp;
+  }
+  return req;
 }
 
 function sanitizeVv(raw: unknown): Record<string, number> {

@@ -27,6 +27,26 @@ export const DEFAULT_CHAINS: ChainConfig[] = [
 
 const port = z.number().int().min(0).max(65535);
 
+/**
+ * Token buckets in front of every POST under /web2/auth and POST /web2/permit: one per client
+ * address (`ctx.ip`, so behind `http.trustProxy` the address the proxy appended to X-Forwarded-For)
+ * and one per account named in the body (email, or principalId). A bucket holds `…Burst` requests
+ * and refills at `…PerMinute`; an empty one answers 429 RATE_LIMITED with Retry-After. `0` per
+ * minute turns that limit off. Per node: coordinators do not share counts.
+ */
+export const rateLimitsSchema = z.strictObject({
+  /** Sustained requests per minute from one client address (IPv6: one /64). 0 = no limit. @default 120 */
+  perIpPerMinute: z.number().int().nonnegative().default(120),
+  /** Requests one address may send at once after being idle. @default 300 */
+  perIpBurst: z.number().int().positive().default(300),
+  /** Sustained requests per minute naming one account (email or principalId). 0 = no limit. @default 10 */
+  perAccountPerMinute: z.number().int().nonnegative().default(10),
+  /** Requests naming one account at once after it was idle. @default 30 */
+  perAccountBurst: z.number().int().positive().default(30),
+  /** Addresses, and accounts, tracked at most (each); the least recently seen is forgotten first. @default 10000 */
+  maxTrackedKeys: z.number().int().positive().max(1_000_000).default(10_000),
+});
+
 export const httpSchema = z.strictObject({
   /** Serve the HTTP API (this node is a coordinator). @default false */
   enabled: z.boolean().default(false),
@@ -40,10 +60,20 @@ export const httpSchema = z.strictObject({
   corsOrigins: z.array(z.string().min(1)).default([]),
   /** Largest JSON body accepted, in bytes. @default 1048576 */
   bodyLimitBytes: z.number().int().positive().max(64 * 1024 * 1024).default(1024 * 1024),
-  /** Honour X-Forwarded-* headers (behind a reverse proxy). @default false */
+  /**
+   * Honour X-Forwarded-* headers (behind one reverse proxy): the client address (rate limits, logs)
+   * is then the last X-Forwarded-For entry, the one the proxy appended. @default false
+   */
   trustProxy: z.boolean().default(false),
   /** Per-request deadline, ms. @default 30000 */
   requestTimeoutMs: z.number().int().positive().default(30_000),
+  /**
+   * Serve `GET /metrics` to anyone. Off: it needs the admin bearer token, and is not served at all
+   * when `admin.token` is empty. @default false
+   */
+  metricsPublic: z.boolean().default(false),
+  /** Abuse limits of the unauthenticated account routes (token buckets). */
+  rateLimits: rateLimitsSchema.default(rateLimitsSchema.parse({})),
 });
 
 export const replicationSchema = z.strictObject({
@@ -57,6 +87,16 @@ export const replicationSchema = z.strictObject({
   syncBatchSize: z.number().int().positive().max(10_000).default(500),
   /** Deadline for slot 0's `create` protocol, ms. @default 2000 */
   createTimeoutMs: z.number().int().positive().default(2000),
+  /**
+   * How far ahead of this node's clock a record's HLC may be, ms; records stamped further ahead are
+   * refused until the clock catches up (docs/security.md, "Replication integrity"). @default 60000
+   */
+  maxClockSkewMs: z.number().int().min(1000).max(3_600_000).default(60_000),
+  /**
+   * How long a member behind a requester tries to catch up before it refuses a `grant` or `shard`
+   * request with NOT_READY (the requester asks another member), ms. @default 1000
+   */
+  catchUpWaitMs: z.number().int().min(0).max(30_000).default(1000),
 });
 
 export const mailSchema = z.strictObject({
@@ -89,12 +129,24 @@ export const adminSchema = z.strictObject({
 });
 
 export const accountsSchema = z.strictObject({
-  /** OTP lifetime, ms (API.md: 10 minutes). @default 600000 */
+  /**
+   * OTP lifetime, ms (API.md: 10 minutes); also the window of the guess budget (5 wrong guesses per
+   * account and purpose in any such window, however many codes were sent). @default 600000
+   */
   otpTtlMs: z.number().int().positive().default(600_000),
-  /** Cooldown between OTP mails to one email, shared by resend-otp and forgot-password, ms. @default 60000 */
+  /**
+   * Cooldown between code mails to one email, shared by register, resend-otp, forgot-password and
+   * request-deletion (unknown emails too), kept by slot 0; a used code ends it, ms. @default 60000
+   */
   mailCooldownMs: z.number().int().nonnegative().default(60_000),
   /** argon2id hashes (passwords, OTPs) running at once; more queue. @default 2 */
   maxConcurrentHashes: z.number().int().positive().max(64).default(2),
+  /**
+   * argon2id hashes waiting for a slot at most; one more is refused at once with 503 OVERLOADED and
+   * Retry-After. With the defaults (2 at once, ~40–50 ms each) a full queue waits about 0.4 s.
+   * @default 16
+   */
+  maxQueuedHashes: z.number().int().nonnegative().max(10_000).default(16),
 });
 
 export const secretsSchema = z.strictObject({

@@ -218,14 +218,33 @@ export function needsRehash(phc: string, current?: Partial<Argon2idParams>): boo
   );
 }
 
-/** A FIFO semaphore around password hashing. */
+/** A FIFO semaphore around password hashing, with a bounded queue. */
 export interface HashLimiter {
-  /** Run `fn` when a slot is free; callers are served strictly in arrival order. */
+  /**
+   * Run `fn` when a slot is free; callers are served strictly in arrival order. When
+   * `maxQueued` callers are already waiting, rejects at once with the `overloaded()` error and
+   * `fn` never runs.
+   */
   run<T>(fn: () => Promise<T>): Promise<T>;
   /** Number of functions running now (never more than `maxConcurrent`). */
   active(): number;
-  /** Number of callers waiting for a slot. */
+  /** Number of callers waiting for a slot (never more than `maxQueued`). */
   queued(): number;
+}
+
+/** Options of {@link createHashLimiter} beyond the concurrency. */
+export interface HashLimiterOptions {
+  /**
+   * Most callers waiting for a slot; one more is refused at once. Each waiter costs about one
+   * hash time ÷ `maxConcurrent` of delay to everyone behind it, so this bounds the wait.
+   * @default Infinity (an unbounded queue)
+   */
+  maxQueued?: number;
+  /**
+   * The error a refused caller gets (the caller's policy: e.g. a 503 with Retry-After); called
+   * once per refusal, so it may also count them. @default a plain `Error("hash queue full")`
+   */
+  overloaded?: () => Error;
 }
 
 /**
@@ -234,12 +253,19 @@ export interface HashLimiter {
  * queue here rather than starve the rest of the process. Keep `maxConcurrent` below the threadpool
  * size; N × 19 MiB is the peak memory.
  *
- * The queue is unbounded: shedding load (refusing when too many are waiting) is the caller's policy.
+ * With `maxQueued`, excess load is shed: a caller arriving when the queue is full is refused before
+ * it takes anything (no slot, no queue entry), so a refusal leaves the limiter exactly as it was.
+ * Without it the queue is unbounded and a flood delays every caller behind it.
  */
-export function createHashLimiter(maxConcurrent: number): HashLimiter {
+export function createHashLimiter(maxConcurrent: number, options: HashLimiterOptions = {}): HashLimiter {
   if (!Number.isSafeInteger(maxConcurrent) || maxConcurrent < 1) {
     throw new RangeError(`maxConcurrent must be a positive integer, got ${String(maxConcurrent)}`);
   }
+  const maxQueued = options.maxQueued ?? Number.POSITIVE_INFINITY;
+  if (maxQueued !== Number.POSITIVE_INFINITY && (!Number.isSafeInteger(maxQueued) || maxQueued < 0)) {
+    throw new RangeError(`maxQueued must be a non-negative integer, got ${String(maxQueued)}`);
+  }
+  const overloaded = options.overloaded ?? (() => new Error('hash queue full'));
   let running = 0;
   // FIFO of waiting callers: an array consumed from `head`, compacted now and then (O(1) amortised).
   let waiting: Array<() => void> = [];
@@ -270,6 +296,8 @@ export function createHashLimiter(maxConcurrent: number): HashLimiter {
 
   return {
     async run<T>(fn: () => Promise<T>): Promise<T> {
+      // Refuse before touching any state: nothing to undo, and the refusal costs no hash.
+      if (running >= maxConcurrent && waiting.length - head >= maxQueued) throw overloaded();
       await acquire();
       try {
         return await fn();

@@ -17,6 +17,11 @@ export const ERROR_CODES = {
   /** A session that expired, was revoked (key rotation, account deletion) or never existed. */
   SESSION_INACTIVE: 401,
   FORBIDDEN: 403,
+  /**
+   * Web2 credentials while the account waits for a password reset (a contested registration, see
+   * docs/architecture.md "Web2 accounts"): no password is valid until forgot-password → reset-password.
+   */
+  PASSWORD_RESET_REQUIRED: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
@@ -29,6 +34,11 @@ export const ERROR_CODES = {
   /** The slot-0 creator could not be reached for an id allocation or create. */
   SLOT0_UNAVAILABLE: 503,
   NOT_READY: 503,
+  /**
+   * The node is shedding load (its argon2 queue is full): nothing was done; retry after
+   * `retryAfterSeconds` (also sent as `Retry-After`).
+   */
+  OVERLOADED: 503,
 } as const;
 
 /** A machine-readable error code. */

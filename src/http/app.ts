@@ -10,7 +10,8 @@
  * 4. security headers;
  * 5. CORS;
  * 6. JSON body parser;
- * 7. the API router, then its 405 handling.
+ * 7. the API router, then its 405 handling. Per-route middleware inside it: the admin bearer check
+ *    (`requireBearer`) and the abuse limits of the account routes (./rate-limit.ts).
  */
 import { METHODS, STATUS_CODES } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -28,6 +29,7 @@ import type { SecretsService } from '../core/secrets/types.ts';
 import type { PayloadsService } from '../core/payloads/types.ts';
 import type { ChainConfig, PermitConfirmMode } from '../config/schema.ts';
 import { createJsonBodyParser, takesRawBody } from './body.ts';
+import { createAuthRateLimit, type AuthRateLimit, type AuthRateLimitOptions } from './rate-limit.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
 import { createAdminRouter } from './routes/admin.ts';
 import { createWeb2AuthRouter } from './routes/web2-auth.ts';
@@ -74,7 +76,7 @@ export interface HttpAppOptions {
   corsOrigins: string[];
   /** Largest JSON body accepted, in bytes (API.md: 1 MiB). */
   bodyLimitBytes: number;
-  /** Honour `X-Forwarded-*` headers (behind a reverse proxy). */
+  /** Honour `X-Forwarded-*` headers (behind one reverse proxy: `ctx.ip` is the last X-Forwarded-For entry). */
   trustProxy: boolean;
   /** Enabled EVM chains, advertised by `GET /healthz`. */
   chains: ChainConfig[];
@@ -85,6 +87,16 @@ export interface HttpAppOptions {
   adminToken: string;
   /** How `GET /web2/confirm` behaves (`permits.confirmMode`). @default "link" */
   permitConfirmMode?: PermitConfirmMode;
+  /**
+   * Serve `GET /metrics` without a token. Otherwise it needs the admin bearer token, and is not
+   * served when `adminToken` is empty. @default false
+   */
+  metricsPublic?: boolean;
+  /**
+   * Abuse limits of the unauthenticated account routes (`http.rateLimits`).
+   * @default none: no limits (the node always passes its config's)
+   */
+  rateLimits?: AuthRateLimitOptions;
 }
 
 /** Live dependencies of {@link createHttpApp}. Each router declares the subset it uses. */
@@ -108,6 +120,8 @@ export interface HttpAppDeps {
   permits: PermitsService;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
+  /** Monotonic milliseconds for the rate limits. @default performance.now */
+  now?: () => number;
 }
 
 /** Request ids we echo: 1–128 characters of `[A-Za-z0-9._:-]`, anything else is replaced. */
@@ -129,7 +143,8 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 const CORS_ALLOW_METHODS = 'GET, POST, OPTIONS';
 const CORS_ALLOW_HEADERS = 'Content-Type, Authorization, X-Request-Id';
-const CORS_EXPOSE_HEADERS = 'X-Request-Id';
+// Retry-After is not a CORS-safelisted response header: a browser app could not read it otherwise.
+const CORS_EXPOSE_HEADERS = 'X-Request-Id, Retry-After';
 const CORS_MAX_AGE_S = 600;
 
 /**
@@ -141,10 +156,15 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   const log = deps.logger.child({ module: 'http' });
   const random = deps.random ?? systemRandom;
   // Each router takes the few deps its factory declares from this set.
-  const routerDeps = { ...deps, random };
+  const rateLimit: AuthRateLimit = options.rateLimits
+    ? createAuthRateLimit(options.rateLimits, { now: deps.now ?? (() => performance.now()), metrics: deps.metrics })
+    : NO_RATE_LIMIT;
+  const routerDeps = { ...deps, random, rateLimit };
   const operator = options.adminToken !== '';
+  // /metrics: public only when asked; else behind the admin token, and absent without one.
+  const metricsAccess = options.metricsPublic ? 'public' : operator ? { token: options.adminToken } : 'off';
   const api = combineRouters([
-    createDiscoveryRouter({ chains: options.chains }, routerDeps),
+    createDiscoveryRouter({ chains: options.chains, metrics: metricsAccess }, routerDeps),
     operator ? createAdminRouter({ token: options.adminToken }, routerDeps) : undefined,
     createWeb2AuthRouter(routerDeps),
     createSessionsRouter(routerDeps),
@@ -155,7 +175,9 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
     createPermitsRouter({ confirmMode: options.permitConfirmMode ?? 'link' }, routerDeps),
   ]);
 
-  const app: HttpApp = new Koa({ proxy: options.trustProxy });
+  // Behind a proxy, ctx.ip is the last X-Forwarded-For entry — the one our proxy appended — never a
+  // value the client wrote itself (the leftmost entries are whatever the client sent).
+  const app: HttpApp = new Koa({ proxy: options.trustProxy, maxIpsCount: 1 });
   // Errors that escape the middleware (e.g. a response stream failing after the headers went out):
   // log them once as a line instead of koa's default stack dump on stderr.
   app.on('error', (err: unknown, ctx?: { state?: Partial<HttpState> }) => {
@@ -172,6 +194,9 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   app.use(api.allowedMethods());
   return app;
 }
+
+/** Route middleware when no limits are configured. */
+const NO_RATE_LIMIT: AuthRateLimit = { email: (_ctx, next) => next(), principalId: (_ctx, next) => next() };
 
 /** Mount resource routers under one router, so 405 handling and route matching see every route. */
 function combineRouters(routers: ReadonlyArray<ApiRouter | undefined>): ApiRouter {
@@ -239,6 +264,9 @@ function errorResponses(log: Logger): HttpMiddleware {
     }
     if (reply === undefined || ctx.headerSent) return;
     ctx.status = reply.status;
+    // RFC 9110 §10.2.3: 429 and 503 answers that know when to come back say so in the header too.
+    const retryAfter = reply.body.retryAfterSeconds;
+    if (typeof retryAfter === 'number' && retryAfter > 0) ctx.set('Retry-After', String(Math.ceil(retryAfter)));
     // Set explicitly: a handler may have set another type before it threw.
     ctx.type = 'application/json';
     ctx.body = reply.body;

@@ -23,6 +23,14 @@ export interface NodeMetrics {
   connectedMembers: Gauge;
   /** Permits this node applied (pending → consumed in its replica), by action: once per permit per node. */
   permitsApplied: Counter<'action'>;
+  /** `grant`/`shard` requests refused because this member could not catch up with the requester in time. */
+  catchUpRefusals: Counter;
+  /** Origins seen sending two different records with one (origin, seq). */
+  equivocations: Counter<'origin'>;
+  /** argon2 jobs refused because the queue was full (answered 503 OVERLOADED). */
+  hashJobsShed: Counter;
+  /** Requests refused by the abuse limits (429), by which limit: `address` or `account`. */
+  rateLimited: Counter<'limit'>;
   /** Render in Prometheus text format. */
   render(): Promise<string>;
   /** Content-Type of {@link render}'s output. */
@@ -79,15 +87,42 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     help: 'Members currently reachable from this node (self included when a member)',
     registers: [registry],
   });
+  const catchUpRefusals = new Counter({
+    name: 'quorumkeep_catchup_refusals_total',
+    help: 'grant and shard requests refused because this member was behind the requester and could not catch up in time',
+    registers: [registry],
+  });
+  // The label is a cluster-file node address: a fixed, small set.
+  const equivocations = new Counter({
+    name: 'quorumkeep_equivocations_total',
+    help: 'Conflicting records seen for one (origin, seq), by origin',
+    labelNames: ['origin'] as const,
+    registers: [registry],
+  });
   const permitsApplied = new Counter({
     name: 'quorumkeep_permits_applied_total',
     help: 'Permits applied in this node\'s replica (each permit at most once per node), by action',
     labelNames: ['action'] as const,
     registers: [registry],
   });
+  const hashJobsShed = new Counter({
+    name: 'quorumkeep_argon2_jobs_shed_total',
+    help: 'argon2 hash jobs refused at once because too many were already waiting (503 OVERLOADED)',
+    registers: [registry],
+  });
+  const rateLimited = new Counter({
+    name: 'quorumkeep_http_rate_limited_total',
+    help: 'Requests refused with 429 by the per-address or per-account limit of the account routes',
+    labelNames: ['limit'] as const,
+    registers: [registry],
+  });
   return {
     registry,
+    hashJobsShed,
+    rateLimited,
     permitsApplied,
+    catchUpRefusals,
+    equivocations,
     httpDuration,
     replicationDuration,
     replicationFailures,

@@ -8,6 +8,9 @@ import type { NodeConfig } from '../config/schema.ts';
 import { loadClusterFile } from '../config/cluster-file.ts';
 import { createLogger, type Logger } from '../log/index.ts';
 import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
+import { AppError } from '../errors/index.ts';
+import { createHash } from 'node:crypto';
+import { recordContentId } from '../core/replication/record.ts';
 import { openStore, type NodeStore } from '../store/index.ts';
 import { createCluster, loadOrCreateNodeKeys, describeNodeKeys, type Cluster } from '../cluster/index.ts';
 import { createReplicationEngine, type ReplicationEngine } from '../core/replication/engine.ts';
@@ -54,7 +57,7 @@ export type { NodeDeps, QuorumNode } from './types.ts';
 
 /** Every record kind this build knows. */
 function recordKinds(descriptor: ClusterDescriptor) {
-  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor), permitKind]);
+  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor), permitKind(descriptor)]);
 }
 
 /** The node's private-key operations for shares; the keys stay here, the core gets functions. */
@@ -66,9 +69,21 @@ function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array): NodeKeyrin
   };
 }
 
-/** argon2id work for accounts, all behind one concurrency limit. */
-function accountCrypto(maxConcurrentHashes: number): AccountCrypto {
-  const limiter = createHashLimiter(maxConcurrentHashes);
+/**
+ * Retry-After of a shed argon2 job: a full queue (`accounts.maxQueuedHashes`) drains in well under a
+ * second at the defaults, so one second is the earliest a retry can do better.
+ */
+const OVERLOADED_RETRY_AFTER_S = 1;
+
+/** argon2id work for accounts, all behind one concurrency limit and one bounded queue. */
+function accountCrypto(options: NodeConfig['accounts'], metrics: Pick<NodeMetrics, 'hashJobsShed'>): AccountCrypto {
+  const limiter = createHashLimiter(options.maxConcurrentHashes, {
+    maxQueued: options.maxQueuedHashes,
+    overloaded: () => {
+      metrics.hashJobsShed.inc();
+      return new AppError('OVERLOADED', 'Server busy; retry shortly', { retryAfterSeconds: OVERLOADED_RETRY_AFTER_S });
+    },
+  });
   const equalizer = createTimingEqualizer();
   return {
     hashPassword: (pw) => limiter.run(() => hashPassword(pw)),
@@ -121,7 +136,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
 
   const health: HealthSource = {
     nodeAddress: self.nodeAddress,
-    clusterHealth: () => clusterHealthOf(need().cluster.membership),
+    clusterHealth: () => clusterHealthOf(need().cluster.membership, need().engine.equivocators()),
     readiness: () => {
       const r = running;
       const quorumReachable = !!r && r.cluster.membership.reachableCount() >= descriptor.threshold;
@@ -149,7 +164,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         reachableCount: () => late.cluster!.membership.reachableCount(),
       };
       const engine = createReplicationEngine(
-        { applyTimeoutMs: config.replication.applyTimeoutMs },
+        { applyTimeoutMs: config.replication.applyTimeoutMs, maxClockSkewMs: config.replication.maxClockSkewMs },
         {
           store: store.records,
           kinds: recordKinds(descriptor),
@@ -183,7 +198,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           creator,
           membership,
           claims: store.claims,
-          crypto: accountCrypto(config.accounts.maxConcurrentHashes),
+          crypto: accountCrypto(config.accounts, metrics),
           mail: { send: (m) => mailer.send(m), otpMail },
           clock,
           logger,
@@ -203,6 +218,27 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       };
       const verifier = createSignedDataVerifier({ state: engine, recoverSigner: recoverPersonalSigner, clock });
+      /**
+       * The catch-up gate of `grant` and `shard` (docs/security.md): a member behind the requester
+       * pulls from it first, and refuses (NOT_READY: the requester asks another member) when it
+       * cannot catch up within `replication.catchUpWaitMs`.
+       */
+      const behind = (theirs: Record<string, number>) => {
+        const mine = engine.versionVector();
+        return Object.entries(theirs).some(([origin, seq]) => (mine[origin] ?? 0) < seq);
+      };
+      const catchUp = async (theirs: Record<string, number>, from: { id: string }) => {
+        if (!behind(theirs)) return;
+        const deadline = AbortSignal.timeout(config.replication.catchUpWaitMs);
+        while (behind(theirs) && !deadline.aborted) {
+          await Promise.race([late.cluster!.syncWith(from.id).catch(() => undefined), new Promise((r) => deadline.addEventListener('abort', r, { once: true }))]);
+        }
+        if (behind(theirs)) {
+          metrics.catchUpRefusals.inc();
+          throw new AppError('NOT_READY', 'This member is catching up with the cluster; ask another member');
+        }
+      };
+      const versionVector = () => engine.versionVector();
       const sessions = createSessionsService(
         { grantTimeoutMs: config.sessions.grantTimeoutMs },
         {
@@ -213,6 +249,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           verifier,
           signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
           verifyEd25519,
+          versionVector,
+          catchUp,
           clock,
           logger,
         },
@@ -225,7 +263,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           membership,
           members,
           creator,
+          claims: store.claims,
           verifier,
+          usedStrings: store.usedStrings,
+          versionVector,
+          catchUp,
           shares: store.shares,
           pending: store.pendingShares,
           keyring: nodeKeyring(keys.signing, keys.storage),
@@ -247,6 +289,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           accounts,
           isEd25519PublicKeyHex,
           random: systemRandom,
+          signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
           mail: { send: (m) => mailer.send(m), permitMail },
           clock,
           logger,
@@ -254,7 +297,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       );
       late.permits = permits;
-      if (self!.slot !== null) late.handlers = { grant: (body) => sessions.handleGrant(body), shard: (body, from) => secrets.handleShard(body, from) };
+      if (self!.slot !== null) late.handlers = { grant: (body, from) => sessions.handleGrant(body, from), shard: (body, from) => secrets.handleShard(body, from) };
       const cluster = await createCluster(
         {
           listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
@@ -288,6 +331,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             chains: config.chains,
             adminToken: config.admin.token,
             permitConfirmMode: config.permits.confirmMode,
+            metricsPublic: config.http.metricsPublic,
+            rateLimits: config.http.rateLimits,
           },
           { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits },
         );
@@ -344,6 +389,14 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     logger,
     versionVector: () => need().engine.versionVector(),
     countRecords: () => need().store.records.countLog(),
+    async stateDigest() {
+      const { engine } = need();
+      const hash = createHash('sha256');
+      for (const kind of [...recordKinds(descriptor).names()].sort()) {
+        for await (const r of engine.list(kind)) hash.update(`${r.kind}\n${r.key}\n${recordContentId(descriptor.clusterId, r)}\n`);
+      }
+      return hash.digest('hex');
+    },
     pingPeer: (nodeId) => need().cluster.ping(nodeId),
     syncNow: async () => {
       await need().cluster.syncAll();

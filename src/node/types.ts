@@ -29,6 +29,11 @@ export interface QuorumNode {
   versionVector(): VersionVector;
   /** Count of records in this node's log (all origins). */
   countRecords(): Promise<number>;
+  /**
+   * SHA-256 over this replica's current state (every kind, in key order, by record content id): two
+   * nodes with equal digests hold the same winners.
+   */
+  stateDigest(): Promise<string>;
   /** Round-trip time to another node over the cluster's `ping` protocol (loopback libp2p cost), ms. */
   pingPeer(nodeId: string): Promise<number>;
   /** Run one catch-up round with every reachable member now; resolves when done. */

@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
 import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
-import type { PendingShares, PendingShareStore, ShareStore } from '../core/secrets/ports.ts';
+import type { PendingShares, PendingShareStore, ShareStore, UsedStringStore } from '../core/secrets/ports.ts';
 
 /** The sublevels, by role. Adding one is fine; renaming or reusing one is not. */
 export const SUBLEVELS = {
@@ -27,6 +27,8 @@ export const SUBLEVELS = {
   shares: 'shares',
   /** A coordinator's undelivered shares, sealed to their members: secretId (12 digits) → entry. */
   pendingShares: 'pendingShares',
+  /** Signed strings a member has acted on once (share releases): key → Unix ms it may be forgotten. */
+  usedStrings: 'usedStrings',
 } as const;
 
 /** Encrypted share boxes kept in memory (about 120 bytes each). */
@@ -75,6 +77,8 @@ export interface NodeStore {
   shares: ShareStore;
   /** Shares this coordinator still has to deliver. */
   pendingShares: PendingShareStore;
+  /** Signed strings this node has acted on once. */
+  usedStrings: UsedStringStore;
   /** Read a metadata value. */
   getMeta(key: string): Promise<unknown>;
   /** Write a metadata value durably. */
@@ -104,6 +108,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const claims = db.sublevel<string, string>(SUBLEVELS.claims, { valueEncoding: 'json' });
   const shares = db.sublevel<string, string>(SUBLEVELS.shares, { valueEncoding: 'json' });
   const pendingShares = db.sublevel<string, PendingShares>(SUBLEVELS.pendingShares, { valueEncoding: 'json' });
+  const usedStrings = db.sublevel<string, number>(SUBLEVELS.usedStrings, { valueEncoding: 'json' });
   const idKey = (secretId: number) => String(secretId).padStart(12, '0');
   const shareCache = new Map<number, Uint8Array>();
   const cacheShare = (secretId: number, box: Uint8Array) => {
@@ -112,7 +117,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   };
 
   /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
-  async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims | typeof shares | typeof pendingShares, key: string, value: V): Promise<void> {
+  async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims | typeof shares | typeof pendingShares | typeof usedStrings, key: string, value: V): Promise<void> {
     const batch = db.batch();
     batch.put(key, value, { sublevel: sub as typeof meta });
     await batch.write({ sync });
@@ -151,6 +156,8 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       const prefix = `${kind}!${opts.prefix ?? ''}`;
       yield* state.values({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1 });
     },
+    getLog: (origin, seq) => log.get(logKey(origin, seq)),
+    allLog: () => log.values(),
     async scanLog(origin, fromSeq, limit) {
       return log.values({ gte: logKey(origin, fromSeq), lt: prefixEnd(`${origin}!`), limit }).all();
     },
@@ -180,6 +187,8 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       return n;
     },
   };
+
+  let useChain: Promise<unknown> = Promise.resolve();
 
   // Allocations are read-modify-write: serialise them so two callers never get the same value.
   let counterChain: Promise<unknown> = Promise.resolve();
@@ -228,6 +237,30 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         await batch.write({ sync });
       },
       list: () => pendingShares.values(),
+    },
+    usedStrings: {
+      use(key, forgetAt) {
+        // Check and mark in one serialised step, so two concurrent uses of one string see each other.
+        const run = useChain.then(async () => {
+          if ((await usedStrings.get(key)) !== undefined) return false;
+          await durablePut(usedStrings, key, forgetAt);
+          return true;
+        });
+        useChain = run.catch(() => undefined);
+        return run;
+      },
+      async prune(now) {
+        const batch = db.batch();
+        let n = 0;
+        for await (const [k, forgetAt] of usedStrings.iterator()) {
+          if (forgetAt > now) continue;
+          batch.del(k, { sublevel: usedStrings as unknown as typeof meta });
+          n++;
+        }
+        if (n > 0) await batch.write({ sync });
+        else await batch.close();
+        return n;
+      },
     },
     getMeta: (k) => meta.get(k),
     putMeta: (k, v) => durablePut(meta, k, v),

@@ -4,7 +4,9 @@
  * through real HTTP on a real 5-member cluster.
  *
  * Time-dependent rules (OTP lifetime, 60 s cooldown) are driven by the cluster's injectable clock:
- * every node reads `Date.now() + offset`, and a test moves `offset` forward instead of sleeping.
+ * every node reads `Date.now() + offset`, and a test moves `offset` forward instead of sleeping. A
+ * registration takes the email's mail turn too, so a test that mails a newly registered email again
+ * first moves past the cooldown.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +16,7 @@ import { expectApiError, newEmail, otpFrom, otpMails, unverifiedAccount, verifie
 
 /** OTP lifetime (API.md: 10 min). */
 const OTP_TTL_MS = 10 * 60_000;
-/** Cooldown between OTP mails to one email (API.md: 60 s). */
+/** Cooldown between OTP mails to one email (API.md: 60 s), shared by register, resend, forgot and deletion. */
 const MAIL_COOLDOWN_MS = 60_000;
 
 let cluster: LocalCluster;
@@ -44,6 +46,11 @@ async function credentialsWork(url: string, email: string, password: string): Pr
   });
 }
 
+/** Move every node's clock past the mail cooldown of every email. */
+function pastCooldown(): void {
+  offset += MAIL_COOLDOWN_MS + 1000;
+}
+
 /** The 429 of the shared cooldown: code, message and a whole number of seconds in (0, 60]. */
 function expectCooldown(res: JsonResponse): void {
   expectApiError(res, 429, 'RATE_LIMITED');
@@ -69,6 +76,17 @@ describe('POST /web2/auth/register', () => {
     expectApiError(await post(B, 'register', { email: ` ${acct.email.toUpperCase()} `, password: 'another-password' }), 409, 'CONFLICT');
     // The refused registrations changed nothing.
     expect((await post(A, 'verify-credentials', { email: acct.email, password: acct.password })).status).toBe(200);
+  });
+
+  it('429 RATE_LIMITED within the mail cooldown, whoever started it, known or unknown email', async () => {
+    const acct = await unverifiedAccount(A, 'regcooldown');
+    expectCooldown(await post(B, 'register', { email: acct.email, password: acct.password }));
+    const unknown = newEmail('regcooldownunknown');
+    expect((await post(A, 'forgot-password', { email: unknown })).status).toBe(200);
+    expectCooldown(await post(B, 'register', { email: unknown, password: 'long-enough-password' }));
+    pastCooldown();
+    expect((await post(B, 'register', { email: unknown, password: 'long-enough-password' })).status).toBe(201);
+    expect((await post(A, 'register', { email: acct.email, password: acct.password })).status).toBe(200);
   });
 });
 
@@ -132,6 +150,7 @@ describe('OTP rules', () => {
     const acct = await verifiedAccount(cluster, A, 'purpose');
     expect((await post(A, 'forgot-password', { email: acct.email })).status).toBe(200);
     const resetCode = await otpFrom(cluster, acct.email, 'reset');
+    pastCooldown();
     expect((await post(A, 'request-deletion', { email: acct.email, password: acct.password, principalId: acct.principalId })).status).toBe(200);
     const deleteCode = await otpFrom(cluster, acct.email, 'delete');
 
@@ -171,6 +190,7 @@ describe('OTP rules', () => {
 describe('POST /web2/auth/resend-otp', () => {
   it('200 with the same generic body for a known unverified email and an unknown one', async () => {
     const acct = await unverifiedAccount(A, 'resendknown');
+    pastCooldown();
     const known = await post(A, 'resend-otp', { email: acct.email });
     const unknown = await post(A, 'resend-otp', { email: newEmail('resendunknown') });
     expect(known.status).toBe(200);
@@ -189,12 +209,11 @@ describe('POST /web2/auth/resend-otp', () => {
     expectApiError(await post(A, 'resend-otp', { email: acct.email }), 400, 'BAD_REQUEST');
   });
 
-  it('429 RATE_LIMITED within the 60 s cooldown with retryAfterSeconds in (0, 60]; 200 again 61 s later', async () => {
+  it('429 RATE_LIMITED within the 60 s cooldown (the registration started one) with retryAfterSeconds in (0, 60]; 200 again 61 s later', async () => {
     const acct = await unverifiedAccount(A, 'cooldown');
-    expect((await post(A, 'resend-otp', { email: acct.email })).status).toBe(200);
     expectCooldown(await post(A, 'resend-otp', { email: acct.email }));
     expectCooldown(await post(B, 'resend-otp', { email: acct.email }));
-    offset += MAIL_COOLDOWN_MS + 1000;
+    pastCooldown();
     expect((await post(A, 'resend-otp', { email: acct.email })).status).toBe(200);
     // That one started a new cooldown.
     expectCooldown(await post(A, 'resend-otp', { email: acct.email }));
@@ -202,9 +221,10 @@ describe('POST /web2/auth/resend-otp', () => {
 
   it('the cooldown is shared with forgot-password, in both orders', async () => {
     const first = await unverifiedAccount(A, 'shared1');
+    const second = await unverifiedAccount(A, 'shared2');
+    pastCooldown();
     expect((await post(A, 'resend-otp', { email: first.email })).status).toBe(200);
     expectCooldown(await post(A, 'forgot-password', { email: first.email }));
-    const second = await unverifiedAccount(A, 'shared2');
     expect((await post(A, 'forgot-password', { email: second.email })).status).toBe(200);
     expectCooldown(await post(A, 'resend-otp', { email: second.email }));
   });
@@ -217,7 +237,6 @@ describe('POST /web2/auth/resend-otp', () => {
     expectCooldown(await post(A, 'forgot-password', { email: unknown }));
     // Same shape as for a known email.
     const acct = await unverifiedAccount(A, 'cooldownknown');
-    expect((await post(A, 'resend-otp', { email: acct.email })).status).toBe(200);
     const known = await post(A, 'resend-otp', { email: acct.email });
     expectCooldown(known);
     expect(Object.keys(again.body).sort()).toEqual(Object.keys(known.body).sort());
@@ -229,6 +248,7 @@ describe('POST /web2/auth/forgot-password', () => {
     const verified = await verifiedAccount(cluster, A, 'forgotverified');
     const unverified = await unverifiedAccount(A, 'forgotunverified');
     const unknownEmail = newEmail('forgotunknown');
+    pastCooldown();
     const rUnverified = await post(A, 'forgot-password', { email: unverified.email });
     const rUnknown = await post(B, 'forgot-password', { email: unknownEmail });
     const rVerified = await post(A, 'forgot-password', { email: verified.email });
@@ -239,6 +259,7 @@ describe('POST /web2/auth/forgot-password', () => {
     await otpFrom(cluster, verified.email, 'reset');
     // Mail goes out before the answer; a later mail to the same address is a marker that anything
     // the forgot-password requests sent has had its turn.
+    pastCooldown();
     expect((await post(A, 'register', { email: unverified.email, password: unverified.password })).status).toBe(200);
     expect((await post(B, 'register', { email: unknownEmail, password: 'marker-password' })).status).toBe(201);
     await otpFrom(cluster, unverified.email, 'verify', 1);
@@ -322,15 +343,21 @@ describe('POST /web2/auth/request-deletion', () => {
     const match = await post(A, 'request-deletion', { email: acct.email, password: acct.password, principalId: acct.principalId });
     expect(match.status).toBe(200);
     expect(typeof match.body.message).toBe('string');
-    const others = await Promise.all([
-      post(B, 'request-deletion', { email: acct.email, password: 'wrong-password', principalId: acct.principalId }),
-      post(A, 'request-deletion', { email: acct.email, password: acct.password, principalId: other.principalId }),
-      post(B, 'request-deletion', { email: acct.email, password: acct.password, principalId: randomUUID() }),
-      post(A, 'request-deletion', { email: newEmail('reqdelunknown'), password: acct.password, principalId: acct.principalId }),
-    ]);
+    // One at a time: every request for the email takes its mail turn, whether it sends or not.
+    const others: JsonResponse[] = [];
+    for (const [url, body] of [
+      [B, { email: acct.email, password: 'wrong-password', principalId: acct.principalId }],
+      [A, { email: acct.email, password: acct.password, principalId: other.principalId }],
+      [B, { email: acct.email, password: acct.password, principalId: randomUUID() }],
+      [A, { email: newEmail('reqdelunknown'), password: acct.password, principalId: acct.principalId }],
+    ] as const) {
+      pastCooldown();
+      others.push(await post(url, 'request-deletion', body));
+    }
     for (const r of others) expect({ status: r.status, body: r.body }).toEqual({ status: match.status, body: match.body });
     await otpFrom(cluster, acct.email, 'delete');
     // A later mail to the same address marks that whatever the other requests sent has had its turn.
+    pastCooldown();
     expect((await post(B, 'forgot-password', { email: acct.email })).status).toBe(200);
     await otpFrom(cluster, acct.email, 'reset');
     expect(otpMails(cluster, acct.email, 'delete')).toHaveLength(1);
@@ -339,6 +366,23 @@ describe('POST /web2/auth/request-deletion', () => {
 
   it('400 BAD_REQUEST for an email without @', async () => {
     expectApiError(await post(A, 'request-deletion', { email: NO_AT, password: 'long-enough-password', principalId: randomUUID() }), 400, 'BAD_REQUEST');
+  });
+
+  it('429 RATE_LIMITED within the shared cooldown, whatever the triple, known or unknown email; no second code', async () => {
+    const acct = await verifiedAccount(cluster, A, 'reqdelcooldown');
+    const triple = { email: acct.email, password: acct.password, principalId: acct.principalId };
+    expect((await post(A, 'request-deletion', triple)).status).toBe(200);
+    expectCooldown(await post(B, 'request-deletion', triple));
+    expectCooldown(await post(A, 'request-deletion', { ...triple, password: 'wrong-password' }));
+    expectCooldown(await post(B, 'forgot-password', { email: acct.email }));
+    const unknown = newEmail('reqdelcooldownunknown');
+    expect((await post(A, 'request-deletion', { ...triple, email: unknown })).status).toBe(200);
+    expectCooldown(await post(B, 'request-deletion', { ...triple, email: unknown }));
+    await otpFrom(cluster, acct.email, 'delete');
+    pastCooldown();
+    expect((await post(B, 'request-deletion', triple)).status).toBe(200);
+    await otpFrom(cluster, acct.email, 'delete', 1);
+    expect(otpMails(cluster, acct.email, 'delete')).toHaveLength(2);
   });
 });
 

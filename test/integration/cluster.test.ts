@@ -109,9 +109,9 @@ describe('5 members, threshold 3', () => {
 
   it('the minority side of a partition cannot write; the majority can', async () => {
     const cluster = await start();
-    await cluster.partition([0, 1], [2, 3, 4]);
+    await cluster.partition([0, 3], [1, 2, 4]);
     await expect(probe(cluster.members[0]!, 'minority')).rejects.toBeInstanceOf(QuorumError);
-    const ok = await probe(cluster.members[2]!, 'majority');
+    const ok = await probe(cluster.members[1]!, 'majority');
     expect(ok.acked).toHaveLength(3);
   });
 
@@ -146,13 +146,17 @@ describe('5 members, threshold 3', () => {
 });
 
 describe('slot 0 create', () => {
-  it('allocates unique increasing ids to every node, and fails with SLOT0_UNAVAILABLE (503) when slot 0 is down', async () => {
-    const cluster = await start();
-    const calls = cluster.members.flatMap((m) => Array.from({ length: 10 }, () => m.creator.allocate('test-ids')));
+  it('allocates unique increasing ids to every coordinator, refuses other members, and fails with SLOT0_UNAVAILABLE (503) when slot 0 is down', async () => {
+    const cluster = await start({ coordinators: 3 });
+    const coordinators = cluster.members.slice(0, 3);
+    const calls = coordinators.flatMap((m) => Array.from({ length: 10 }, () => m.creator.allocate('test-ids')));
     const ids = await Promise.all(calls);
-    expect(new Set(ids).size).toBe(50);
+    expect(new Set(ids).size).toBe(30);
     expect(Math.min(...ids)).toBe(1);
-    expect(Math.max(...ids)).toBe(50);
+    expect(Math.max(...ids)).toBe(30);
+    // Slot 0 serves coordinators only (docs/security.md).
+    const refused = await cluster.members[3]!.creator.allocate('test-ids').catch((e: unknown) => e);
+    expect((refused as AppError).code).toBe('FORBIDDEN');
 
     await cluster.stopMember(0);
     const err = await cluster.members[1]!.creator.allocate('test-ids').catch((e: unknown) => e);
@@ -162,8 +166,8 @@ describe('slot 0 create', () => {
     const health = await getJson<{ cluster: { slot0Reachable: boolean; reachable: number } }>(`${cluster.coordinators[1]}/healthz`);
     expect(health.body.cluster).toMatchObject({ slot0Reachable: false, reachable: 4 });
 
-    // The counter is durable: slot 0 restarted on its data dir continues after 50.
+    // The counter is durable: slot 0 restarted on its data dir continues after 30.
     await cluster.restartMember(0);
-    expect(await cluster.members[2]!.creator.allocate('test-ids')).toBe(51);
+    expect(await cluster.members[2]!.creator.allocate('test-ids')).toBe(31);
   });
 });

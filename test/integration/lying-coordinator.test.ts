@@ -1,11 +1,12 @@
 /**
- * A coordinator gone rogue gets no share (ARCHITECTURE.md, Network: "`shard`: a member releases its
- * key shard for a decrypt only after verifying the client's signed data string, freshness and
- * owner/delegate rights itself — a coordinator alone can never obtain shards"). Member 4 is stopped
- * and its genuine identity drives the real cluster module: a listed node, so the connection gater
- * admits it, asking members 0..3 over the real `shard` and `grant` protocols with requests no client
- * signed. The positive control — Alice's genuine request yields boxes that open to shares that
- * rebuild her secret — shows the refusals come from the members' checks, not from the plumbing.
+ * A coordinator gone rogue gets no share (docs/security.md, "Share release": a member releases its
+ * key shard only to a coordinator, only for a decrypt, once per signed string, after verifying the
+ * client's string, freshness and owner/delegate rights itself). Coordinator 1 is stopped and its
+ * genuine identity drives the real cluster module: a listed coordinator, so the connection gater
+ * admits it and the members' role check passes, asking members 0, 2, 3 and 4 over the real `shard`
+ * and `grant` protocols with requests no client made for that. The positive control — Alice's
+ * genuine decrypt string yields boxes that open to shares that rebuild her secret, once — shows the
+ * refusals come from the members' checks, not from the plumbing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
@@ -17,13 +18,14 @@ import { sessionMessage } from '../../src/core/sessions/service.ts';
 import { WEB2_FRESHNESS_MS } from '../../src/core/sessions/signed-data.ts';
 import { startImpostor } from '../utils/impostor.ts';
 import { postJson } from '../utils/http.ts';
-import { newSessionWallet, principalWithSession, signData, type Principal } from '../utils/session.ts';
+import { highSTwin, newSessionWallet, principalWithSession, signData, type Principal } from '../utils/session.ts';
 import { cleanupStack } from '../utils/temp.ts';
 import { newEd25519 } from '../utils/web2.ts';
 
-const ROGUE_SLOT = 4;
+/** A coordinator (the cluster below has coordinators 0 and 1). */
+const ROGUE_SLOT = 1;
 /** The members the rogue asks: every member but the one whose identity it took. */
-const MEMBERS = [0, 1, 2, 3];
+const MEMBERS = [0, 2, 3, 4];
 const THRESHOLD = 3;
 const CALL_TIMEOUT_MS = 5000;
 
@@ -39,8 +41,9 @@ let bob: Principal;
 let secretId: number;
 let publicKeyCid: string;
 let otherSecretId: number;
-/** A genuine encrypted message for Alice's secret: the fifth part of her decrypt strings. */
+/** A genuine encrypted message for Alice's secret: the fifth part of her decrypt strings, and its cifer. */
 let encryptedMessage: string;
+let cifer: string;
 
 async function createSecret(url: string, p: Principal) {
   const res = await postJson<{ secretId: number; publicKeyCid: string; status: string }>(`${url}/web2/secret`, p.signed(0));
@@ -59,22 +62,25 @@ beforeAll(async () => {
   expect(secret.status).toBe('complete');
   ({ secretId, publicKeyCid } = secret);
   otherSecretId = (await createSecret(B, alice)).secretId;
-  const enc = await postJson<{ encryptedMessage: string }>(`${A}/encrypt-payload`, alice.signed(secretId, 'for alice only'));
+  const enc = await postJson<{ encryptedMessage: string; cifer: string }>(`${A}/encrypt-payload`, alice.signed(secretId, 'for alice only'));
   if (enc.status !== 200) throw new Error(`encrypt: ${enc.status} ${JSON.stringify(enc.body)}`);
-  encryptedMessage = enc.body.encryptedMessage;
+  ({ encryptedMessage, cifer } = enc.body);
   await cluster.waitForConvergence({ timeoutMs: 10_000 });
 
   ({ peer: rogue, signingKey: rogueSigningKey } = await startImpostor(cluster, ROGUE_SLOT));
   stack.push(() => rogue.stop());
   rogueAddress = cluster.descriptor.nodes[ROGUE_SLOT]!.nodeAddress;
-  await waitFor(() => MEMBERS.every((slot) => rogue.membership.isReachable(slot)), { timeoutMs: 10_000, description: 'the rogue to reach members 0..3' });
+  await waitFor(() => MEMBERS.every((slot) => rogue.membership.isReachable(slot)), { timeoutMs: 10_000, description: 'the rogue to reach the other members' });
 }, 60_000);
 afterAll(() => stack.run());
 
 /** The rogue asks member `slot` for its share of `id` with a signed string it did not get from a decrypt. */
 function release(slot: number, id: number, signed: { data: string; signature: string }) {
-  return rogue.callMember(slot, 'shard', { op: 'release', secretId: id, data: signed.data, signature: signed.signature }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+  return rogue.callMember(slot, 'shard', releaseBody(id, signed), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
 }
+
+/** A `shard` release request as a coordinator's decrypt sends it. */
+const releaseBody = (id: number, signed: { data: string; signature: string }) => ({ op: 'release', secretId: id, data: signed.data, signature: signed.signature, cifer, inputFormat: 'hex' });
 
 /**
  * Every member refuses the rogue's `service` request: the call rejects with an AppError carrying
@@ -94,7 +100,7 @@ async function expectEveryMemberRefuses(service: 'shard' | 'grant', body: unknow
 
 /** Every member refuses to release its share of `id` for `signed`. */
 const expectNoRelease = (id: number, signed: { data: string; signature: string }, code: ErrorCode, reason: RegExp) =>
-  expectEveryMemberRefuses('shard', { op: 'release', secretId: id, data: signed.data, signature: signed.signature }, code, reason);
+  expectEveryMemberRefuses('shard', releaseBody(id, signed), code, reason);
 
 /** Alice's decrypt string for `id` (5 parts), signed by her session wallet at `at`. */
 const aliceDecrypt = (id: number, at?: number) => alice.signed(id, encryptedMessage, at);
@@ -108,7 +114,7 @@ async function releasedShares(signed: { data: string; signature: string }): Prom
       expect(typeof res.box).toBe('string');
       const box = fromBase64(res.box as string);
       // Bound to this secret, this slot and this requester.
-      expect(openSealed(rogueSigningKey, box, shareReleaseAad(clusterId, secretId, (slot + 1) % MEMBERS.length, rogueAddress)), `slot ${slot} box under another slot`).toBeUndefined();
+      expect(openSealed(rogueSigningKey, box, shareReleaseAad(clusterId, secretId, (slot + 1) % 5, rogueAddress)), `slot ${slot} box under another slot`).toBeUndefined();
       expect(openSealed(rogueSigningKey, box, shareReleaseAad(clusterId, secretId, slot, cluster.descriptor.nodes[0]!.nodeAddress)), `slot ${slot} box for another requester`).toBeUndefined();
       const share = openSealed(rogueSigningKey, box, shareReleaseAad(clusterId, secretId, slot, rogueAddress));
       expect(share, `slot ${slot} box opens`).toBeDefined();
@@ -130,8 +136,17 @@ function thresholdSubsets(n: number): number[][] {
 }
 
 describe('a coordinator gone rogue (a listed node with its genuine key) asks members for shares', () => {
-  it('positive control: Alice’s genuine fresh decrypt string gets a box from every member, and any 3 shares rebuild her secret', async () => {
-    const shares = await releasedShares(aliceDecrypt(secretId));
+  it('positive control: Alice’s genuine fresh decrypt string gets a box from every member once, and any 3 shares rebuild her secret', async () => {
+    const genuine = aliceDecrypt(secretId);
+    const shares = await releasedShares(genuine);
+    // Once per string per member: the same string again, or its high-s twin, gets nothing.
+    await expectNoRelease(secretId, genuine, 'FORBIDDEN', /already used/);
+    await expectNoRelease(secretId, { data: genuine.data, signature: highSTwin(genuine.signature) }, 'FORBIDDEN', /already used/);
+    // The same message written as 0x-less upper-case hex is the same decrypt: still used.
+    const [c, s, a, t] = genuine.data.split('_');
+    const respelled = alice.signed(secretId, encryptedMessage.slice(2).toUpperCase(), Number(t));
+    expect(respelled.data).toBe(`${c}_${s}_${a}_${t}_${encryptedMessage.slice(2).toUpperCase()}`);
+    await expectNoRelease(secretId, respelled, 'FORBIDDEN', /already used/);
     for (const subset of thresholdSubsets(shares.length)) {
       const seed = await combineShares(subset.map((i) => shares[i]!));
       expect(toBase64(mlkemPublicKeyFromSeed(seed)), `seed from slots ${subset.join(',')}`).toBe(publicKeyCid);
@@ -170,11 +185,24 @@ describe('a coordinator gone rogue (a listed node with its genuine key) asks mem
     await expectNoRelease(secretId, alice.signed(secretId), 'BAD_REQUEST', /expected 5 parts/);
   });
 
+  it('(f) strings Alice signed for encrypt or setDelegate release nothing, and a release needs a well-formed envelope', async () => {
+    await expectNoRelease(secretId, alice.signed(secretId, 'for alice only'), 'BAD_REQUEST', /encryptedMessage is not valid hex/);
+    await expectNoRelease(secretId, alice.signed(secretId, bob.principalId), 'BAD_REQUEST', /encryptedMessage is not valid hex/);
+    await expectEveryMemberRefuses('shard', { ...releaseBody(secretId, aliceDecrypt(secretId)), cifer: '0x00' }, 'BAD_REQUEST', /cifer is malformed/);
+    await expectEveryMemberRefuses('shard', { op: 'release', secretId, ...aliceDecrypt(secretId) }, 'BAD_REQUEST', /malformed share release/);
+  });
+
+  it('(g) non-canonical numbers are refused before any use: -01 for -1, a zero-padded timestamp', async () => {
+    const now = Date.now();
+    await expectNoRelease(secretId, signData(alice.wallet, `-01_${secretId}_${alice.wallet.address}_${now}_${encryptedMessage}`), 'BAD_REQUEST', /invalid chain id/i);
+    await expectNoRelease(secretId, signData(alice.wallet, `-1_${secretId}_${alice.wallet.address}_0${now}_${encryptedMessage}`), 'BAD_REQUEST', /invalid timestamp/i);
+  });
+
   it('a session grant with a forged Ed25519 signature is refused; a genuine one is granted', async () => {
     const wallet = newSessionWallet();
     const timestamp = String(Date.now());
     const message = sessionMessage(alice.principalId, timestamp, wallet.address);
-    const grant = (signature: string) => ({ principalId: alice.principalId, timestamp, sessionAddress: wallet.address, ttl: null, signature, issuedAt: Date.now() });
+    const grant = (signature: string) => ({ principalId: alice.principalId, timestamp, sessionAddress: wallet.address, ttl: null, signature, issuedAt: Date.now(), vv: {} });
     await expectEveryMemberRefuses('grant', grant(newEd25519().sign(message)), 'UNAUTHORIZED', /invalid signature/i);
     const genuine = grant(alice.key.sign(message));
     for (const slot of MEMBERS) {

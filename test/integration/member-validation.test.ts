@@ -17,18 +17,20 @@ let signingKey: Uint8Array;
 let hlc = Date.now();
 
 beforeAll(async () => {
-  cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 1 });
-  ({ peer: rogue, signingKey } = await startImpostor(cluster, 4));
+  cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2 });
+  // Coordinator 1's genuine identity: a node that may write account records, so what refuses below
+  // is the members' own check of the evidence.
+  ({ peer: rogue, signingKey } = await startImpostor(cluster, 1));
 });
 afterAll(async () => {
   await rogue?.stop();
   await cluster?.stop();
 });
 
-/** A record from node 4 (a genuine origin) with a fresh seq. */
+/** A record from node 1 (a genuine coordinator) with a fresh seq. */
 let seq = 1_000_000;
-function fromNode4(kind: string, key: string, body: unknown) {
-  return signRecord(cluster.descriptor.clusterId, { kind, key, origin: cluster.descriptor.nodes[4]!.nodeAddress, seq: seq++, hlc: [hlc++, 0], body: body as never }, signingKey);
+function fromRogue(kind: string, key: string, body: unknown) {
+  return signRecord(cluster.descriptor.clusterId, { kind, key, origin: cluster.descriptor.nodes[1]!.nodeAddress, seq: seq++, hlc: [hlc++, 0], body: body as never }, signingKey);
 }
 
 const principal = (key: { publicKey: string }, proof: string) => ({
@@ -46,11 +48,11 @@ describe('members validate account records themselves', () => {
   it('refuse a principal whose Ed25519 key proof does not verify, and store one that does', async () => {
     const key = newEd25519();
     const id = randomUUID();
-    const forged = fromNode4('principal', id, principal(key, key.sign('cifer_register:someone-else')));
+    const forged = fromRogue('principal', id, principal(key, key.sign('cifer_register:someone-else')));
     await expect(rogue.sendApply(0, [forged], { signal: AbortSignal.timeout(3000) })).rejects.toThrow(/bad key signature/);
     expect(await cluster.members[0]!.state.get('principal', id)).toBeUndefined();
 
-    const genuine = fromNode4('principal', id, principal(key, key.sign(`cifer_register:${key.publicKey}`)));
+    const genuine = fromRogue('principal', id, principal(key, key.sign(`cifer_register:${key.publicKey}`)));
     await rogue.sendApply(0, [genuine], { signal: AbortSignal.timeout(3000) });
     expect((await cluster.members[0]!.state.get('principal', id))?.body).toMatchObject({ ed25519PublicKey: key.publicKey });
   });
@@ -58,19 +60,19 @@ describe('members validate account records themselves', () => {
   it('refuse a registration ack for another member’s slot', async () => {
     const key = newEd25519();
     const id = randomUUID();
-    const claim = fromNode4('nodeRegistration', `${id}:2`, { principalId: id, slot: 2, ed25519PublicKey: key.publicKey, storedAt: 1 });
-    await expect(rogue.sendApply(1, [claim], { signal: AbortSignal.timeout(3000) })).rejects.toThrow(/not written by that member/);
-    const own = fromNode4('nodeRegistration', `${id}:4`, { principalId: id, slot: 4, ed25519PublicKey: key.publicKey, storedAt: 1 });
-    await rogue.sendApply(1, [own], { signal: AbortSignal.timeout(3000) });
-    expect(await cluster.members[1]!.state.get('nodeRegistration', `${id}:2`)).toBeUndefined();
-    expect(await cluster.members[1]!.state.get('nodeRegistration', `${id}:4`)).toBeDefined();
+    const claim = fromRogue('nodeRegistration', `${id}:2`, { principalId: id, slot: 2, ed25519PublicKey: key.publicKey, storedAt: 1 });
+    await expect(rogue.sendApply(3, [claim], { signal: AbortSignal.timeout(3000) })).rejects.toThrow(/not written by that member/);
+    const own = fromRogue('nodeRegistration', `${id}:1`, { principalId: id, slot: 1, ed25519PublicKey: key.publicKey, storedAt: 1 });
+    await rogue.sendApply(3, [own], { signal: AbortSignal.timeout(3000) });
+    expect(await cluster.members[3]!.state.get('nodeRegistration', `${id}:2`)).toBeUndefined();
+    expect(await cluster.members[3]!.state.get('nodeRegistration', `${id}:1`)).toBeDefined();
   });
 
   it('keep a verified principal verified when an older-ranked unverified write arrives later', async () => {
     const key = newEd25519();
     const id = randomUUID();
-    const verified = fromNode4('principal', id, principal(key, key.sign(`cifer_register:${key.publicKey}`)));
-    const laterUnverified = fromNode4('principal', id, { ...principal(key, key.sign(`cifer_register:${key.publicKey}`)), emailVerified: false, passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$b3RoZXJzYWx0b3RoZXJzYQ$b3RoZXJoYXNob3RoZXJoYXNob3RoZXJoYXNob3RoZXI' });
+    const verified = fromRogue('principal', id, principal(key, key.sign(`cifer_register:${key.publicKey}`)));
+    const laterUnverified = fromRogue('principal', id, { ...principal(key, key.sign(`cifer_register:${key.publicKey}`)), emailVerified: false, passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$b3RoZXJzYWx0b3RoZXJzYQ$b3RoZXJoYXNob3RoZXJoYXNob3RoZXJoYXNob3RoZXI' });
     await rogue.sendApply(0, [verified], { signal: AbortSignal.timeout(3000) });
     await rogue.sendApply(0, [laterUnverified], { signal: AbortSignal.timeout(3000) });
     expect((await cluster.members[0]!.state.get('principal', id))?.body).toMatchObject({ emailVerified: true, passwordHash: principal(key, '').passwordHash });

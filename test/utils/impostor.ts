@@ -8,8 +8,11 @@ import { createCluster, loadOrCreateNodeKeys, type Cluster } from '../../src/clu
 import { createLogger } from '../../src/log/index.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 
-/** Stop member `slot` and take its identity; resolves once connected to slot 0. */
-export async function startImpostor(cluster: LocalCluster, slot: number): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
+/**
+ * Stop member `slot` and take its identity; resolves once connected to slot 0. `versionVector` is
+ * what it claims to hold (it serves nothing when a member tries to catch up from it).
+ */
+export async function startImpostor(cluster: LocalCluster, slot: number, options: { versionVector?: () => Record<string, number> } = {}): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
   await cluster.stopMember(slot);
   const { keys } = await loadOrCreateNodeKeys(cluster.members[slot]!.config.keysDir);
   const self = cluster.descriptor.nodes[slot]!;
@@ -21,7 +24,7 @@ export async function startImpostor(cluster: LocalCluster, slot: number): Promis
       privateKey: keys.identity,
       blockedPeers: new Set(),
       // It stores nothing and offers nothing to sync: it only speaks.
-      engine: { ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }), versionVector: () => ({}), missingFor: async function* () {} },
+      engine: { ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }), versionVector: options.versionVector ?? (() => ({})), syncRequest: async () => ({ vv: {} }), missingFor: async function* () {} },
       logger: createLogger({ level: 'silent' }),
       metrics: createMetrics({ processMetrics: false }),
     },

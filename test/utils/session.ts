@@ -74,3 +74,13 @@ export async function principalWithSession(cluster: LocalCluster, url: string, t
   await openSession(url, p);
   return p;
 }
+
+/** The other valid signature of the same message: s → n − s, recovery id flipped. */
+export function highSTwin(signature: string): string {
+  const n = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+  const hex = signature.replace(/^0x/, '');
+  const s = BigInt('0x' + hex.slice(64, 128));
+  const v = parseInt(hex.slice(128, 130), 16);
+  const flipped = v === 27 ? 28 : v === 28 ? 27 : v ^ 1;
+  return '0x' + hex.slice(0, 64) + (n - s).toString(16).padStart(64, '0') + flipped.toString(16).padStart(2, '0');
+}

@@ -2,11 +2,14 @@
  * Web2 accounts (API.md, Web2 accounts): registration with email OTP, credentials, password reset,
  * deletion, Ed25519 key registration propagated to the members, and principal lookup.
  *
- * Every state change is a replicated record (principal, emailIndex, otp, mailCooldown,
- * nodeRegistration); the uniqueness of an email's principal goes through slot 0 (`claimEmail`), so
- * two coordinators can never both create one.
+ * Every account change is a replicated record (principal, emailIndex, otp, nodeRegistration). What
+ * must be decided once for the whole cluster goes through slot 0, which serialises it in its durable
+ * `claims` sublevel: the principal of an email and the count of its registrations (`claimEmail`),
+ * the verdict on a code and the guess budget (`otpAttempt`), and the mail cooldown (`mailTurn`). So
+ * two coordinators can never both create a principal, and neither guesses nor mails multiply with
+ * the number of coordinators.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
@@ -49,9 +52,15 @@ export interface AccountMail {
 
 /** Options of {@link createAccountsService}. */
 export interface AccountsOptions {
-  /** OTP lifetime, ms. @default 600000 */
+  /**
+   * OTP lifetime, ms; also the window of the guess budget: at most OTP_MAX_ATTEMPTS wrong guesses per
+   * principal and purpose in any window this long, however many codes were issued. @default 600000
+   */
   otpTtlMs?: number;
-  /** Cooldown between OTP mails to one email (resend-otp and forgot-password share it), ms. @default 60000 */
+  /**
+   * Cooldown between code mails to one email, shared by register, resend-otp, forgot-password and
+   * request-deletion, known and unknown emails alike; a correct code ends it early, ms. @default 60000
+   */
   mailCooldownMs?: number;
   /** Public URL of the service, for emails. */
   publicUrl: string;
@@ -119,8 +128,52 @@ function registrationStatus(acked: number, size: number, threshold: number): Nod
 /** Slot 0's answer to one OTP try. */
 interface OtpVerdict {
   allowed: boolean;
+  /** Wrong guesses at this principal and purpose within the budget window. */
   attempts: number;
   consumed: boolean;
+}
+
+/** Slot 0's answer to a request to mail an email. */
+interface MailTurn {
+  allowed: boolean;
+  /** When refused: how long until the next turn, ms. */
+  retryAfterMs: number;
+}
+
+/** Slot 0's answer to a registration: the email's principal and which registration of it this is. */
+interface EmailClaim {
+  principalId: string;
+  /** 1 for the principal's first registration, then +1 for each later one. */
+  registration: number;
+}
+
+/** Runs tasks one at a time: a slot-0 verdict reads and writes its claims without interleaving. */
+function serialQueue(): <T>(task: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (task) => {
+    const run = tail.then(task);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+const EMAIL_HEX_RE = /^([0-9a-f]{2}){3,254}$/;
+const OTP_KEY_RE = /^[0-9a-f-]{36}:(verify|reset|delete)$/;
+
+/**
+ * The registration a principal record provably stands for, with every registration before it under
+ * the same password; undefined when that is not known (a contested record, or one from before
+ * registrations were counted that was rewritten by a re-register).
+ */
+function provenRegistration(body: PrincipalBody): number | undefined {
+  if (body.passwordResetRequired) return undefined;
+  // Written before registrations were counted: one registration only if never rewritten.
+  if (body.registration === undefined) return body.createdAt === body.updatedAt ? 0 : undefined;
+  return body.registration;
+}
+
+function resetRequiredError(): AppError {
+  return new AppError('PASSWORD_RESET_REQUIRED', 'A password reset is required: request a code with forgot-password, then set a new password with reset-password');
 }
 
 interface Found {
@@ -173,14 +226,20 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       expiresAt: issuedAt + otpTtlMs,
       attempts: 0,
       consumed: false,
+      // A verify code names the registration it was mailed for (see verifyEmail).
+      ...(purpose === 'verify' && found.body.registration !== undefined ? { registration: found.body.registration } : {}),
     };
     await write('otp', `${found.id}:${purpose}`, body);
     const mail = deps.mail.otpMail({ purpose, code, ttlMinutes: Math.round(otpTtlMs / 60_000), publicUrl: options.publicUrl });
     sendInBackground({ to: found.body.email, ...mail, category: `otp-${purpose}` });
   }
 
-  /** Check and consume an OTP: single use, expiring, dead after OTP_MAX_ATTEMPTS wrong guesses. */
-  async function consumeOtp(found: Found, purpose: OtpPurpose, code: string): Promise<void> {
+  /**
+   * Check and consume an OTP: single use, expiring, and within the guess budget of its principal and
+   * purpose (OTP_MAX_ATTEMPTS wrong guesses per OTP lifetime, whatever the number of codes issued).
+   * Returns the code's record.
+   */
+  async function consumeOtp(found: Found, purpose: OtpPurpose, code: string): Promise<OtpBody> {
     const key = `${found.id}:${purpose}`;
     const record = await state.get('otp', key);
     const otp = record?.body as OtpBody | undefined;
@@ -191,22 +250,43 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       throw invalid;
     }
     const ok = /^\d{6}$/.test(code) && (await crypto.verifyOtp(code, `${key}:${otp.issuedAt}`, otp.codeHash));
-    // The verdict is slot 0's, serialised per code: parallel guesses through several coordinators
-    // can't exceed the try limit, and a code can't be consumed twice.
-    const verdict = (await deps.creator.call('otpAttempt', { key, issuedAt: otp.issuedAt, success: ok })) as OtpVerdict;
+    // The verdict is slot 0's, serialised per principal and purpose: parallel guesses through several
+    // coordinators can't exceed the budget, new codes don't refill it, and a code can't be consumed
+    // twice.
+    const verdict = (await deps.creator.call('otpAttempt', { key, issuedAt: otp.issuedAt, success: ok, emailHex: emailHexOf(found.body.email) })) as OtpVerdict;
     await write('otp', key, { ...otp, attempts: Math.max(otp.attempts, verdict.attempts), consumed: otp.consumed || verdict.consumed });
     if (!ok || !verdict.allowed) throw invalid;
+    return otp;
   }
 
-  async function cooldown(email: string): Promise<void> {
-    const key = emailHexOf(email);
-    const now = clock();
-    const last = (await state.get('mailCooldown', key))?.body as { lastSentAt: number } | undefined;
-    if (last && now - last.lastSentAt < cooldownMs) {
-      const retryAfterSeconds = Math.max(1, Math.ceil((last.lastSentAt + cooldownMs - now) / 1000));
+  /**
+   * Take the email's mail turn or answer 429: one code mail per cooldown per email, whichever of
+   * register, resend-otp, forgot-password and request-deletion asks. Slot 0 decides (`mailTurn`), so
+   * parallel requests through several coordinators share one turn. Taken for unknown emails too, so a
+   * 429 never tells whether an account exists.
+   */
+  async function takeMailTurn(email: string): Promise<void> {
+    const turn = (await deps.creator.call('mailTurn', { emailHex: emailHexOf(email) })) as MailTurn;
+    if (!turn.allowed) {
+      const retryAfterSeconds = Math.max(1, Math.ceil(turn.retryAfterMs / 1000));
       throw new AppError('RATE_LIMITED', `Please wait ${retryAfterSeconds} seconds before requesting another code`, { retryAfterSeconds });
     }
-    await write('mailCooldown', key, { lastSentAt: now });
+  }
+
+  /**
+   * Whether registration `registration` leaves a password the person who verifies the email may not
+   * have chosen (docs/architecture.md, Web2 accounts). Whoever verifies proves only that they read the
+   * mailbox; every registration's code goes there, so after registrations with different passwords
+   * nothing tells which password the mailbox's owner chose. Only a provably single password is
+   * uncontested: the first registration, or one over the registration just before it (seen here,
+   * itself uncontested) whose password checks against it. Anything unseen counts as different: a
+   * false alarm costs the owner one password reset, a miss would hand the account to whoever
+   * re-registered.
+   */
+  async function contestedBy(current: Found | undefined, registration: number, password: string): Promise<boolean> {
+    if (!current) return registration !== 1;
+    if (provenRegistration(current.body) !== registration - 1) return true;
+    return !(await crypto.verifyPassword(password, current.body.passwordHash));
   }
 
   async function updatePrincipal(found: Found, change: Partial<PrincipalBody>, opts?: { requireQuorum?: boolean }): Promise<WriteReport> {
@@ -238,55 +318,100 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
     return true;
   }
 
-  // Slot 0: one principal per email, ever active at a time.
-  let claimChain: Promise<unknown> = Promise.resolve();
-  deps.creator.register('claimEmail', (params) => {
-    const run = claimChain.then(async () => {
-      const emailHex = params.emailHex;
-      if (typeof emailHex !== 'string' || !/^([0-9a-f]{2}){3,254}$/.test(emailHex)) throw new AppError('BAD_REQUEST', 'malformed email claim');
-      const claimKey = `email:${emailHex}`;
-      const existing = await deps.claims.get(claimKey);
-      if (existing) {
-        const p = await principalById(existing);
-        if (!p || p.body.status === 'active') return { principalId: existing };
-      }
-      const principalId = randomUUID();
-      await deps.claims.put(claimKey, principalId);
-      return { principalId };
-    });
-    claimChain = run.catch(() => undefined);
-    return run;
-  });
+  const serialised = serialQueue();
+  const readClaim = async <T>(name: string, fallback: T): Promise<T> => {
+    const raw = await deps.claims.get(name);
+    return raw === undefined ? fallback : (JSON.parse(raw) as T);
+  };
 
-  // Slot 0: the authoritative count of tries and the single use of each code.
-  let otpChain: Promise<unknown> = Promise.resolve();
-  deps.creator.register('otpAttempt', (params) => {
-    const run = otpChain.then(async (): Promise<OtpVerdict> => {
-      const { key, issuedAt, success } = params;
-      if (typeof key !== 'string' || !/^[0-9a-f-]{36}:(verify|reset|delete)$/.test(key) || !Number.isSafeInteger(issuedAt) || typeof success !== 'boolean') {
+  // Slot 0: one principal per email, ever active at a time, and the count of its registrations.
+  deps.creator.register('claimEmail', (params) =>
+    serialised(async (): Promise<EmailClaim> => {
+      const emailHex = params.emailHex;
+      if (typeof emailHex !== 'string' || !EMAIL_HEX_RE.test(emailHex)) throw new AppError('BAD_REQUEST', 'malformed email claim');
+      const claimKey = `email:${emailHex}`;
+      let principalId = await deps.claims.get(claimKey);
+      if (principalId) {
+        const p = await principalById(principalId);
+        if (p && p.body.status !== 'active') principalId = undefined;
+      }
+      if (!principalId) {
+        principalId = randomUUID();
+        await deps.claims.put(claimKey, principalId);
+      }
+      // Counted here, where registrations are serialised: the coordinator compares the count with
+      // the record it sees to tell whether one password provably runs through all of them.
+      const countKey = `registrations:${principalId}`;
+      const registration = (await readClaim(countKey, 0)) + 1;
+      await deps.claims.put(countKey, JSON.stringify(registration));
+      return { principalId, registration };
+    }),
+  );
+
+  // Slot 0: the single use of each code, and the guess budget of each principal and purpose — a
+  // sliding window of wrong-guess times, so neither a new code nor a re-register refills it.
+  deps.creator.register('otpAttempt', (params) =>
+    serialised(async (): Promise<OtpVerdict> => {
+      const { key, issuedAt, success, emailHex } = params;
+      if (
+        typeof key !== 'string' ||
+        !OTP_KEY_RE.test(key) ||
+        !Number.isSafeInteger(issuedAt) ||
+        typeof success !== 'boolean' ||
+        (emailHex !== undefined && (typeof emailHex !== 'string' || !EMAIL_HEX_RE.test(emailHex)))
+      ) {
         throw new AppError('BAD_REQUEST', 'malformed otp attempt');
       }
-      const claimKey = `otp:${key}:${issuedAt as number}`;
-      const raw = await deps.claims.get(claimKey);
-      const seen: { attempts: number; consumed: boolean } = raw ? (JSON.parse(raw) as { attempts: number; consumed: boolean }) : { attempts: 0, consumed: false };
-      if (seen.consumed || seen.attempts >= OTP_MAX_ATTEMPTS) return { allowed: false, ...seen };
-      const next = success ? { attempts: seen.attempts, consumed: true } : { attempts: seen.attempts + 1, consumed: false };
-      await deps.claims.put(claimKey, JSON.stringify(next));
-      return { allowed: success, ...next };
-    });
-    otpChain = run.catch(() => undefined);
-    return run;
-  });
+      const now = clock();
+      const codeKey = `otp:${key}:${issuedAt as number}`;
+      const budgetKey = `otpBudget:${key}`;
+      const { consumed } = await readClaim<{ consumed: boolean }>(codeKey, { consumed: false });
+      const failures = (await readClaim<number[]>(budgetKey, [])).filter((at) => now - at < otpTtlMs);
+      if (consumed || failures.length >= OTP_MAX_ATTEMPTS) return { allowed: false, attempts: failures.length, consumed };
+      if (success) {
+        await deps.claims.put(codeKey, JSON.stringify({ consumed: true }));
+        // Whoever used the code reads the mailbox: its owner's next mail (a reset right after a
+        // verification, say) need not wait out the cooldown.
+        if (typeof emailHex === 'string') await deps.claims.put(`mail:${emailHex}`, JSON.stringify(0));
+        return { allowed: true, attempts: failures.length, consumed: true };
+      }
+      failures.push(now);
+      await deps.claims.put(budgetKey, JSON.stringify(failures));
+      return { allowed: false, attempts: failures.length, consumed: false };
+    }),
+  );
+
+  // Slot 0: one mail turn per email per cooldown, for every coordinator together.
+  deps.creator.register('mailTurn', (params) =>
+    serialised(async (): Promise<MailTurn> => {
+      const emailHex = params.emailHex;
+      if (typeof emailHex !== 'string' || !EMAIL_HEX_RE.test(emailHex)) throw new AppError('BAD_REQUEST', 'malformed mail turn');
+      const now = clock();
+      const turnKey = `mail:${emailHex}`;
+      const lastSentAt = await readClaim(turnKey, 0);
+      const waitMs = lastSentAt + cooldownMs - now;
+      if (lastSentAt > 0 && waitMs > 0) return { allowed: false, retryAfterMs: Math.min(waitMs, cooldownMs) };
+      await deps.claims.put(turnKey, JSON.stringify(now));
+      return { allowed: true, retryAfterMs: 0 };
+    }),
+  );
 
   const service: AccountsCapability = {
     async register(rawEmail, password) {
       const email = normalizeEmail(rawEmail);
       checkPassword(password);
+      // A verified email is refused before anything is spent on it, its mail turn included.
+      if ((await principalByEmail(email))?.body.emailVerified) throw new AppError('CONFLICT', 'An account with this email already exists');
+      await takeMailTurn(email);
       const passwordHash = await crypto.hashPassword(password);
-      const { principalId } = (await deps.creator.call('claimEmail', { emailHex: emailHexOf(email) })) as { principalId: string };
+      const { principalId, registration } = (await deps.creator.call('claimEmail', { emailHex: emailHexOf(email) })) as EmailClaim;
       const current = await principalById(principalId);
       if (current?.body.status === 'deleted') throw new AppError('CONFLICT', 'This account is being deleted; try again shortly');
       if (current?.body.emailVerified) throw new AppError('CONFLICT', 'An account with this email already exists');
+      // A re-register does replace the password (the newest registrant may be the mailbox's owner,
+      // who lost the first mail or the first password), but when the passwords may differ the
+      // record says so, and verification then leaves no password valid until a reset.
+      const passwordResetRequired = await contestedBy(current, registration, password);
       const now = clock();
       const body: PrincipalBody = {
         email,
@@ -297,14 +422,17 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
         status: 'active',
         createdAt: current?.body.createdAt ?? now,
         updatedAt: now,
+        registration,
+        passwordResetRequired,
       };
       await Promise.all([write('principal', principalId, body), write('emailIndex', emailHexOf(email), { principalId })]);
       await issueOtp({ id: principalId, body }, 'verify');
-      log.info({ principalId, reregister: !!current }, 'principal registered');
+      const created = !current && registration === 1;
+      log.info({ principalId, registration, passwordResetRequired }, 'principal registered');
       return {
-        created: !current,
+        created,
         principalId,
-        message: current ? 'Registration updated. A new verification code has been sent to your email.' : 'Registration successful. A verification code has been sent to your email.',
+        message: created ? 'Registration successful. A verification code has been sent to your email.' : 'Registration updated. A new verification code has been sent to your email.',
       };
     },
 
@@ -313,9 +441,23 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       const found = await principalByEmail(email);
       if (!found) throw new AppError('NOT_FOUND', 'Account not found');
       if (found.body.emailVerified) throw new AppError('BAD_REQUEST', 'Email already verified');
-      await consumeOtp(found, 'verify', otp);
-      await updatePrincipal(found, { emailVerified: true });
-      log.info({ principalId: found.id }, 'email verified');
+      const code = await consumeOtp(found, 'verify', otp);
+      // The email is verified either way: the code proves the mailbox. The password is kept only
+      // when one password provably ran through every registration up to the one this code was
+      // mailed for; otherwise no password is valid until the mailbox's owner sets one with
+      // forgot-password → reset-password (docs/architecture.md, Web2 accounts). A code mailed for a
+      // registration this coordinator has not seen yet counts as contested too.
+      const proven = provenRegistration(found.body);
+      const passwordResetRequired = proven === undefined || (code.registration ?? 0) > proven;
+      if (passwordResetRequired) {
+        // An unguessable password as well as the flag: with the flag alone, the last registrant's
+        // password would be one bug away from working.
+        const passwordHash = await crypto.hashPassword(randomBytes(32).toString('base64url'));
+        await updatePrincipal(found, { emailVerified: true, passwordResetRequired: true, passwordHash });
+      } else {
+        await updatePrincipal(found, { emailVerified: true });
+      }
+      log.info({ principalId: found.id, passwordResetRequired }, 'email verified');
       return { principalId: found.id, emailVerified: true };
     },
 
@@ -324,7 +466,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       const found = await principalByEmail(email);
       // API.md: an already verified email is a 400 (a wire-contract detail that does reveal it).
       if (found?.body.emailVerified) throw new AppError('BAD_REQUEST', 'Email already verified');
-      await cooldown(email);
+      await takeMailTurn(email);
       if (found) await issueOtp(found, 'verify');
       else await crypto.hashOtp(crypto.generateOtp(), 'timing');
       return { message: GENERIC_MAIL_MESSAGE };
@@ -332,8 +474,10 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
 
     async forgotPassword(rawEmail) {
       const email = normalizeEmail(rawEmail);
-      await cooldown(email);
+      await takeMailTurn(email);
       const found = await principalByEmail(email);
+      // Verified accounts only, those waiting for a reset included: the code goes to the mailbox
+      // that proved itself at verification.
       if (found?.body.emailVerified) await issueOtp(found, 'reset');
       else await crypto.hashOtp(crypto.generateOtp(), 'timing');
       return { message: GENERIC_MAIL_MESSAGE };
@@ -345,7 +489,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       const found = await principalByEmail(email);
       if (!found) throw new AppError('NOT_FOUND', 'Account not found');
       await consumeOtp(found, 'reset', otp);
-      await updatePrincipal(found, { passwordHash: await crypto.hashPassword(newPassword) });
+      await updatePrincipal(found, { passwordHash: await crypto.hashPassword(newPassword), passwordResetRequired: false });
       log.info({ principalId: found.id }, 'password reset');
       return { message: 'Password has been reset.' };
     },
@@ -356,6 +500,11 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       if (!found) {
         await crypto.verifyDummy(password);
         throw new AppError('NOT_FOUND', 'Account not found');
+      }
+      if (found.body.emailVerified && found.body.passwordResetRequired) {
+        // No password is valid, so say what to do rather than "invalid credentials"; same cost.
+        await crypto.verifyDummy(password);
+        throw resetRequiredError();
       }
       if (!(await crypto.verifyPassword(password, found.body.passwordHash))) throw new AppError('UNAUTHORIZED', 'Invalid credentials');
       if (!found.body.emailVerified) throw new AppError('FORBIDDEN', 'Email not verified');
@@ -372,6 +521,10 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       if (!found || found.body.status !== 'active') {
         await crypto.verifyDummy(password);
         throw new AppError('NOT_FOUND', 'Principal not found');
+      }
+      if (found.body.emailVerified && found.body.passwordResetRequired) {
+        await crypto.verifyDummy(password);
+        throw resetRequiredError();
       }
       if (!(await crypto.verifyPassword(password, found.body.passwordHash))) throw new AppError('UNAUTHORIZED', 'Invalid password');
       if (!found.body.emailVerified) throw new AppError('FORBIDDEN', 'Email not verified');
@@ -433,6 +586,9 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
 
     async requestDeletion(rawEmail, password, principalId) {
       const email = normalizeEmail(rawEmail);
+      // The turn is taken whatever the triple: a 429 only after a matching one would be a password
+      // oracle. (An account waiting for a reset has no valid password, so it gets no code.)
+      await takeMailTurn(email);
       const found = await principalByEmail(email);
       // Always one password check and one code hash, whichever part of the triple is wrong.
       const passwordOk = found ? await crypto.verifyPassword(password, found.body.passwordHash) : await crypto.verifyDummy(password);

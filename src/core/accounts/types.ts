@@ -2,7 +2,8 @@
  * The Web2 accounts capability's port for the HTTP layer (API.md, Web2 accounts). Inputs arrive
  * already shape-checked by the routes (zod); every rule about their meaning lives in the service.
  * Failures are AppErrors: BAD_REQUEST/VALIDATION_FAILED 400, UNAUTHORIZED 401, FORBIDDEN 403,
- * NOT_FOUND 404, CONFLICT 409, RATE_LIMITED 429 (with `retryAfterSeconds`), QUORUM_UNAVAILABLE and
+ * PASSWORD_RESET_REQUIRED 403 (a verified account no password is valid for until a reset), NOT_FOUND
+ * 404, CONFLICT 409, RATE_LIMITED 429 (with `retryAfterSeconds`), QUORUM_UNAVAILABLE and
  * SLOT0_UNAVAILABLE 503.
  */
 
@@ -11,7 +12,7 @@ export type NodeRegistrationStatus = 'complete' | 'partial' | 'pending' | 'faile
 
 /** Result of POST /web2/auth/register. */
 export interface RegisterResult {
-  /** 201 for a new principal, 200 for a re-register of an unverified email. */
+  /** 201 for a new principal (its first registration), 200 for a re-register of an unverified email. */
   created: boolean;
   principalId: string;
   message: string;

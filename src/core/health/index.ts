@@ -29,6 +29,11 @@ export interface ClusterHealth {
   status: 'ok' | 'degraded';
   /** Members keyed by slot (as a string). */
   clusterMap: Record<string, ClusterMapEntry>;
+  /**
+   * Nodes this node saw send two different records under one (origin, seq): a node gone rogue (or a
+   * restored backup replaying its seqs). Empty when none.
+   */
+  equivocating: Array<{ nodeAddress: string; nodeId: string | undefined; seq: number; since: string }>;
 }
 
 /** Readiness: can this node serve quorum work now? */
@@ -46,7 +51,7 @@ export interface HealthSource {
 }
 
 /** Build a health snapshot from a membership view. */
-export function clusterHealthOf(view: MembershipView): ClusterHealth {
+export function clusterHealthOf(view: MembershipView, equivocators: ReadonlyArray<{ origin: string; seq: number; at: number }> = []): ClusterHealth {
   const d = view.descriptor;
   const clusterMap: Record<string, ClusterMapEntry> = {};
   for (const m of membersOf(d)) {
@@ -69,5 +74,6 @@ export function clusterHealthOf(view: MembershipView): ClusterHealth {
     slot0Reachable: view.isReachable(0),
     status: reachable >= d.threshold ? 'ok' : 'degraded',
     clusterMap,
+    equivocating: equivocators.map((e) => ({ nodeAddress: e.origin, nodeId: d.nodes.find((n) => n.nodeAddress === e.origin)?.id, seq: e.seq, since: new Date(e.at).toISOString() })),
   };
 }

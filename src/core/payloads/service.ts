@@ -8,28 +8,14 @@ import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
 import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
-import { CIFER_BYTES, createLruCache, fromBase64, fromHex, openPayloadWithCheckedSeed, sealPayload, toBase64, toHex, zeroize } from '../../crypto/index.ts';
-import type { BinaryFormat, EncryptedPayload, PayloadsService } from './types.ts';
+import { CIFER_BYTES, createLruCache, fromBase64, openPayloadWithCheckedSeed, sealPayload, zeroize } from '../../crypto/index.ts';
+import type { EncryptedPayload, PayloadsService } from './types.ts';
+import { decodeBinary, encodeBinary } from './binary.ts';
 
-const HEX_RE = /^(?:0x)?(?:[0-9a-fA-F]{2})*$/;
-const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+export { decodeBinary, encodeBinary } from './binary.ts';
+
 const utf8Decoder = new TextDecoder();
 const utf8Encoder = new TextEncoder();
-
-/** Encode bytes in a client format: `0x`-prefixed hex or base64. */
-export function encodeBinary(bytes: Uint8Array, format: BinaryFormat): string {
-  return format === 'hex' ? '0x' + toHex(bytes) : toBase64(bytes);
-}
-
-/** Decode a client's hex (with or without `0x`) or base64; 400 naming `field` when malformed. */
-export function decodeBinary(text: string, format: BinaryFormat, field: string): Uint8Array {
-  if (format === 'hex') {
-    if (!HEX_RE.test(text)) throw new AppError('BAD_REQUEST', `${field} is not valid hex`);
-    return fromHex(text.startsWith('0x') ? text.slice(2) : text);
-  }
-  if (!BASE64_RE.test(text)) throw new AppError('BAD_REQUEST', `${field} is not valid base64`);
-  return fromBase64(text);
-}
 
 /** Dependencies of {@link createPayloadsService}. */
 export interface PayloadsDeps {
@@ -76,7 +62,7 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const message = decodeBinary(caller.extra[0] ?? '', inputFormat, 'encryptedMessage');
       const secret = await secretFor(caller.subject);
       assertDecryptRight(secret, caller.principalId);
-      const seed = await deps.secrets.recoverSeed(secret, request);
+      const seed = await deps.secrets.recoverSeed(secret, request, { cifer: ciferText, inputFormat });
       let opened: ReturnType<typeof openPayloadWithCheckedSeed> | undefined;
       try {
         opened = openPayloadWithCheckedSeed(seed, publicKeyOf(secret.publicKeyCid), cifer, message);

@@ -20,9 +20,11 @@ import { reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import type { AccountsService } from '../accounts/types.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
-import { parseSecretId } from '../secrets/service.ts';
+import type { SignedEvidence } from '../sessions/evidence.ts';
+import { evidenceFor, parseSecretId } from '../secrets/service.ts';
 import { secretKey, type SecretBody } from '../secrets/records.ts';
-import { PERMIT_ACTIONS, UUID_V4_RE, permitBodySchema, type PermitActionName, type PermitBody } from './records.ts';
+import { PERMIT_ACTIONS, UUID_V4_RE, permitBodySchema, permitRequestDigest, type PermitActionName, type PermitBody } from './records.ts';
+import { signedEvidenceSchema } from '../sessions/evidence.ts';
 import type { PermitConfirmation, PermitConfirmInput, PermitPreview, PermitRequestInput, PermitResult, PermitsService, RequestedPermit } from './types.ts';
 
 /** Longest `newPublicKey` accepted (PERMITS.md). */
@@ -75,6 +77,8 @@ export interface PermitsDeps {
   isEd25519PublicKeyHex(hex: string): boolean;
   /** Random bytes for tokens. */
   random(length: number): Uint8Array;
+  /** This node's secp256k1 signature over a 32-byte digest, 0x-hex: vouches for a checked request. */
+  signDigest(digest: Uint8Array): string;
   mail: PermitMail;
   clock: () => number;
   logger: Logger;
@@ -160,6 +164,12 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     return p && p.status === 'active' ? p : undefined;
   }
 
+  /** A principal that may receive a secret or be its delegate: active and with a verified email. */
+  async function verifiedPrincipal(principalId: string): Promise<PrincipalBody | undefined> {
+    const p = await activePrincipal(principalId);
+    return p?.emailVerified ? p : undefined;
+  }
+
   // Slot 0: requestId → context, permitId and expiry; creates serialised so replays never race.
   let chain: Promise<unknown> = Promise.resolve();
   deps.creator.register('createPermit', (params) => {
@@ -174,10 +184,14 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
         !Number.isSafeInteger(ctx.secretId) ||
         typeof ctx.payloadDigest !== 'string' ||
         typeof p.payload !== 'string' ||
-        typeof p.tokenHash !== 'string'
+        typeof p.tokenHash !== 'string' ||
+        typeof p.requestedBy !== 'object' ||
+        p.requestedBy === null
       ) {
         throw bad('malformed permit create');
       }
+      const auth = p.auth === undefined || p.auth === null ? null : signedEvidenceSchema.safeParse(p.auth);
+      if (auth && !auth.success) throw bad('malformed permit create');
       const now = clock();
       const claimName = `permit:${p.requestId}`;
       const existing = await deps.claims.get(claimName);
@@ -203,6 +217,8 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
         status: 'pending',
         consumedAt: null,
         result: null,
+        requestedBy: p.requestedBy as PermitBody['requestedBy'],
+        auth: auth ? auth.data : null,
       };
       // Replicated before the claim: a failed quorum (503) leaves no claim, so a retry creates it.
       await deps.replicator.replicate({ kind: 'permit', key: permitId, body });
@@ -219,7 +235,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       if (typeof input.email !== 'string' || typeof input.password !== 'string') throw bad('email and password are required for rotate');
       try {
         const { principalId } = await deps.accounts.verifyCredentials(input.email, input.password);
-        return { principalId, secretId: 0 };
+        return { principalId, secretId: 0, auth: null as SignedEvidence | null };
       } catch (err) {
         if (isAppError(err) && ['UNAUTHORIZED', 'NOT_FOUND', 'FORBIDDEN'].includes(err.code)) throw new AppError('FORBIDDEN', 'Invalid credentials');
         throw err;
@@ -240,9 +256,9 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     if (secret.ownerPrincipalId !== caller.principalId) throw new AppError('FORBIDDEN', 'Only the owner may request this change');
     if (target !== null) {
       if (target === secret.ownerPrincipalId) throw new AppError('FORBIDDEN', `The owner cannot be named ${action === 'transfer' ? 'new owner' : 'delegate'}`);
-      if (!(await activePrincipal(target))) throw new AppError('NOT_FOUND', 'Target principal not found');
+      if (!(await verifiedPrincipal(target))) throw new AppError('NOT_FOUND', 'Target principal not found');
     }
-    return { principalId: caller.principalId, secretId };
+    return { principalId: caller.principalId, secretId, auth: evidenceFor(caller, { data: input.data, signature: input.signature }) };
   }
 
   /**
@@ -339,14 +355,14 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     if (!secret) throw new AppError('NOT_READY', `Secret ${permit.secretId} is not known to this coordinator yet; try again`);
     if (secret.ownerPrincipalId !== permit.principalId) throw stale(`secret ${permit.secretId} changed owner since it was requested`);
     const target = permit.action === 'transfer' ? value.newOwnerPrincipalId! : value.delegatePrincipalId!;
-    if (target !== null && !(await activePrincipal(target))) throw stale('the target account was deleted');
+    if (target !== null && !(await verifiedPrincipal(target))) throw stale('the target account was deleted');
     const updatedAt = Math.max(now, secret.updatedAt);
     if (permit.action === 'transfer') {
       const delegatePrincipalId = secret.delegatePrincipalId === target ? null : secret.delegatePrincipalId;
-      const body: SecretBody = { ...secret, ownerPrincipalId: target!, delegatePrincipalId, updatedAt };
+      const body: SecretBody = { ...secret, ownerPrincipalId: target!, delegatePrincipalId, updatedAt, auth: { by: 'permit', permitId: permit.permitId } };
       return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, newOwnerPrincipalId: target!, delegatePrincipalId } };
     }
-    const body: SecretBody = { ...secret, delegatePrincipalId: target, updatedAt };
+    const body: SecretBody = { ...secret, delegatePrincipalId: target, updatedAt, auth: { by: 'permit', permitId: permit.permitId } };
     return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, delegatePrincipalId: target } };
   }
 
@@ -376,7 +392,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     }
   }
 
-  async function consume(permit: PermitBody): Promise<PermitConfirmation> {
+  async function consume(permit: PermitBody, token: string): Promise<PermitConfirmation> {
     const claim = await claimConsume(permit.permitId);
     if (claim.consumed) return consumedAnswer(claim.consumed);
     if (!claim.granted) {
@@ -390,7 +406,8 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     const now = clock();
     if (now >= current.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
     const { intent, result } = await effectOf(current, now);
-    const consumed: PermitBody = { ...current, status: 'consumed', consumedAt: now, result };
+    // The token travels with the consumption: every member checks it against the hash it holds.
+    const consumed: PermitBody = { ...current, status: 'consumed', consumedAt: now, result, token };
     // The consumption and its change travel as one batch: each member commits both or neither.
     const report = await deps.replicator.replicateAll([{ kind: 'permit', key: current.permitId, body: consumed }, intent], { requireQuorum: false });
     track(current.permitId, report);
@@ -454,7 +471,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       if (clock() >= permit.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
       let run = inflight.get(permit.permitId);
       if (!run) {
-        run = consume(permit).finally(() => inflight.delete(permit.permitId));
+        run = consume(permit, input.token).finally(() => inflight.delete(permit.permitId));
         inflight.set(permit.permitId, run);
       }
       return run;
@@ -476,13 +493,17 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       const action = input.action as PermitActionName;
       const value = parsePayload(action, input.payload, deps.isEd25519PublicKeyHex);
       const payloadDigest = sha256Hex(input.payload);
-      const { principalId, secretId } = await authorize(input, action, payloadDigest, action === 'rotate' ? null : value);
+      const { principalId, secretId, auth } = await authorize(input, action, payloadDigest, action === 'rotate' ? null : value);
 
       reachableMemberSlots(membership);
       const tokenBytes = deps.random(TOKEN_BYTES);
       const token = Buffer.from(tokenBytes).toString('base64url');
       tokenBytes.fill(0);
-      const res = (await deps.creator.call('createPermit', { requestId: input.requestId, action, principalId, secretId, payload: input.payload, payloadDigest, tokenHash: sha256Hex(token) })) as {
+      const tokenHash = sha256Hex(token);
+      // This coordinator vouches that it checked the request; slot 0 stores the vouch and the owner's
+      // signed string in the permit, and every member checks both (docs/security.md).
+      const requestedBy = { nodeAddress: membership.self.nodeAddress, signature: deps.signDigest(permitRequestDigest(descriptor.clusterId, { requestId: input.requestId, action, principalId, secretId, payloadDigest, tokenHash })) };
+      const res = (await deps.creator.call('createPermit', { requestId: input.requestId, action, principalId, secretId, payload: input.payload, payloadDigest, tokenHash, requestedBy, auth })) as {
         permitId: string;
         expiresAt: number;
         created: boolean;

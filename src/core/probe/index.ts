@@ -23,6 +23,8 @@ export const PROBE_KEY_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 export const probeKind: RecordKindDefinition<ProbeBody> = {
   name: 'probe',
   body: probeBodySchema,
+  // Written through the admin API, which only coordinators serve.
+  writers: ['coordinator'],
   key: (k) => PROBE_KEY_RE.test(k),
 };
 

@@ -5,7 +5,7 @@
  */
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
-import type { Creator } from './ports.ts';
+import { isCoordinatorEntry, type ClusterNodeEntry, type Creator } from './ports.ts';
 
 /** A create operation slot 0 performs: validated params in, JSON result out. */
 export type CreateOperation = (params: Record<string, unknown>) => Promise<unknown>;
@@ -36,8 +36,12 @@ export interface CreatorService extends Creator {
   register(op: string, run: CreateOperation): void;
   /** Run an operation through slot 0 (locally when this node is slot 0). */
   call(op: string, params: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<unknown>;
-  /** Slot 0's handler for incoming `create` requests. */
-  handle(request: unknown): Promise<unknown>;
+  /**
+   * Slot 0's handler for `create` requests; `from` is the calling node (absent for slot 0's own
+   * calls). Only coordinators may ask (docs/security.md): a member without a client has no create
+   * to make, and an OTP verdict or an email claim in its hands would be an attack.
+   */
+  handle(request: unknown, from?: ClusterNodeEntry): Promise<unknown>;
 }
 
 /** Create the creator service. */
@@ -50,9 +54,10 @@ export function createCreator(options: CreatorOptions, deps: CreatorDeps): Creat
       if (ops.has(op)) throw new Error(`create operation ${op} already registered`);
       ops.set(op, run);
     },
-    async handle(request) {
+    async handle(request, from) {
       const { op, params } = (request ?? {}) as { op?: unknown; params?: unknown };
       if (!deps.isCreator) throw new Error('not the creator');
+      if (from && !isCoordinatorEntry(from)) throw new AppError('FORBIDDEN', 'slot 0 serves coordinators only');
       const run = typeof op === 'string' ? ops.get(op) : undefined;
       if (!run) throw new Error('unknown create operation');
       if (!params || typeof params !== 'object' || Array.isArray(params)) throw new Error('malformed create params');

@@ -10,13 +10,13 @@
  */
 import type { Logger } from '../../log/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
-import { QuorumError, type MemberFailure } from '../../errors/index.ts';
+import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
 import { fromHex } from '../../crypto/index.ts';
 import type { KindRegistry, RecordContext, RecordKindDefinition } from './kinds.ts';
 import { supersedes } from './kinds.ts';
-import { signRecord, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
-import type { BatchWriteReport, ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, VersionVector, WriteIntent, WriteReport } from './ports.ts';
-import { membersOf } from './ports.ts';
+import { recordContentId, signRecord, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
+import type { BatchWriteReport, ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, SyncRequest, VersionVector, WriteIntent, WriteReport } from './ports.ts';
+import { isCoordinatorEntry, membersOf } from './ports.ts';
 import type { Json } from './canonical-json.ts';
 
 /** Where an incoming record came from (a metrics label). */
@@ -55,6 +55,12 @@ export interface ReplicationEngineOptions {
    * so hot keys are served without a LevelDB read and a JSON parse. @default 20000
    */
   stateCacheEntries?: number;
+  /**
+   * How far ahead of this node's clock a record's HLC may be, ms. A record stamped further ahead is
+   * refused (sync offers it again once the clock has caught up), so no origin can write a value that
+   * wins every later write by its clock alone. @default 60000
+   */
+  maxClockSkewMs?: number;
 }
 
 /** Dependencies of {@link createReplicationEngine}. */
@@ -85,16 +91,30 @@ export interface ReplicationEngine extends Replicator, StateReader {
   ingest(records: unknown[], source: RecordSource): Promise<IngestResult>;
   /** This node's version vector (a copy). */
   versionVector(): VersionVector;
-  /** Records a peer with version vector `peer` is missing, for one origin, from `fromSeq`. */
-  missingFor(peer: VersionVector, options: { limit: number }): AsyncGenerator<ReplicatedRecord[]>;
+  /** What to ask a peer for in a catch-up round. */
+  syncRequest(): Promise<SyncRequest>;
+  /** Records a peer that sent `request` is missing, in pages of at most `limit`. */
+  missingFor(request: SyncRequest, options: { limit: number }): AsyncGenerator<ReplicatedRecord[]>;
+  /**
+   * Origins seen sending two different records under one (origin, seq), with when. Members keep the
+   * version with the lower content id, so every replica ends up with the same one.
+   */
+  equivocators(): Array<{ origin: string; seq: number; at: number }>;
   /** Wait for queued applies to finish (shutdown). */
   drain(): Promise<void>;
 }
 
 const MAX_KEY_LENGTH = 512;
+/** Most missing seqs of one origin named in a sync request; beyond it, the peer resends from vv. */
+const MAX_SYNC_GAPS = 1000;
 
 interface Pending {
   records: ReplicatedRecord[];
+  /**
+   * This node's own writes, signed when their batch commits: a seq is taken only by a record that is
+   * then durably stored, so a failed commit never leaves a gap in this origin's sequence.
+   */
+  own?: WriteIntent[];
   source: RecordSource;
   resolve: (r: IngestResult) => void;
   reject: (e: unknown) => void;
@@ -146,14 +166,20 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const threshold = descriptor.threshold;
   const graceMs = options.quorumGraceMs ?? 100;
   const maxBatch = options.maxBatchRecords ?? 2000;
-  const nodesByAddress = new Map<string, { entry: ClusterNodeEntry; publicKey: Uint8Array }>();
-  for (const n of descriptor.nodes) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: fromHex(n.signingPublicKey) });
+  const maxSkewMs = options.maxClockSkewMs ?? 60_000;
+  const nodesByAddress = new Map<string, { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean }>();
+  for (const n of descriptor.nodes) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: fromHex(n.signingPublicKey), coordinator: isCoordinatorEntry(n) });
   const otherMembers = membersOf(descriptor).filter((m) => m.id !== self.id);
-  const hlc: HlcClock = createHlcClock(deps.clock);
+  const hlc: HlcClock = createHlcClock(deps.clock, [0, 0], maxSkewMs);
 
   let vv: VersionVector = {};
   /** Highest seq stored per origin, contiguous or not. */
   const maxStored = new Map<string, number>();
+  /** Per origin, XOR of the content ids of every record stored (see {@link SyncRequest}). */
+  const fingerprints = new Map<string, bigint>();
+  const contentId = (r: ReplicatedRecord) => BigInt('0x' + recordContentId(clusterId, r));
+  const addFingerprint = (r: ReplicatedRecord, id = contentId(r)) => fingerprints.set(r.origin, (fingerprints.get(r.origin) ?? 0n) ^ id);
+  const equivocations = new Map<string, { origin: string; seq: number; at: number }>();
   let ownSeq = 0;
   const queue: Pending[] = [];
   let working: Promise<void> | undefined;
@@ -163,14 +189,47 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     return key.length === 0 || key.length > MAX_KEY_LENGTH || (kind.key && !kind.key(key)) ? 'bad key' : undefined;
   }
 
-  /** The body rules every node applies to a kind (schema, then the kind's own check). */
-  function bodyProblem(kind: RecordKindDefinition, body: Json, context: RecordContext): string | undefined {
+  /** Who may write a kind (docs/security.md, "Who may write what"). */
+  function mayWrite(kind: RecordKindDefinition, node: { entry: ClusterNodeEntry; coordinator: boolean }): boolean {
+    return kind.writers.some((w) => (w === 'coordinator' ? node.coordinator : w === 'slot0' ? node.entry.slot === 0 : node.entry.slot !== null));
+  }
+
+  /** The body rules every node applies to a kind (schema, then the kind's own evidence check). */
+  async function bodyProblem(kind: RecordKindDefinition, body: Json, context: RecordContext): Promise<string | undefined> {
     if (!kind.body.safeParse(body).success) return 'bad body';
     return kind.validate?.(body, context);
   }
 
+  /** The replica as the kinds' evidence checks see it. */
+  const current = async (kind: string, key: string) => {
+    const r = await stateCache.get(kind, key);
+    return r ? { body: r.body, origin: r.origin } : undefined;
+  };
+
+  /**
+   * The context a kind's evidence check sees. `incoming` is the record being checked (own writes not
+   * signed yet carry the newest HLC, which wins every tie but a higher rank).
+   */
+  function contextOf(kind: RecordKindDefinition, incoming: ReplicatedRecord, node: { entry: ClusterNodeEntry; coordinator: boolean }, siblings: RecordContext['siblings']): RecordContext {
+    return {
+      key: incoming.key,
+      origin: node.entry.nodeAddress,
+      originSlot: node.entry.slot,
+      originIsCoordinator: node.coordinator,
+      atMs: incoming.hlc[0],
+      current,
+      siblings,
+      async standing() {
+        const now = await stateCache.get(incoming.kind, incoming.key);
+        return { current: now?.body, wins: supersedes(kind, now, incoming) };
+      },
+    };
+  }
+
+  type Checked = { record: ReplicatedRecord; kind: RecordKindDefinition; node: { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean } };
+
   /** Structural and cryptographic checks; returns a reason when the record must be refused. */
-  function validate(raw: unknown): { record: ReplicatedRecord } | { reason: string; origin: string; seq: number } {
+  function validate(raw: unknown): Checked | { reason: string; origin: string; seq: number } {
     const r = raw as Partial<ReplicatedRecord> | null;
     const origin = typeof r?.origin === 'string' ? r.origin : '?';
     const seq = typeof r?.seq === 'number' ? r.seq : -1;
@@ -184,15 +243,34 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     if (!node) return refuse('unknown origin');
     const kind = kinds.get(r.kind);
     if (!kind) return refuse('unknown kind');
+    if (!mayWrite(kind, node)) return refuse('origin may not write this kind');
+    if (h[0] > deps.clock() + maxSkewMs) return refuse('hlc ahead of clock');
     const badKey = keyProblem(kind, r.key);
     if (badKey) return refuse(badKey);
     const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
     if (!verifyRecordSignature(clusterId, record, node.publicKey)) return refuse('bad signature');
-    const badBody = bodyProblem(kind, record.body, { key: record.key, origin, originSlot: node.entry.slot });
-    return badBody ? refuse(badBody) : { record };
+    return { record, kind, node };
   }
 
   async function processBatch(batch: Pending[]): Promise<void> {
+    const seqBefore = ownSeq;
+    try {
+      await commitBatch(batch);
+    } catch (err) {
+      // Nothing of this batch is stored: its own records give their seqs back.
+      ownSeq = seqBefore;
+      for (const p of batch) if (p.own) p.records = [];
+      throw err;
+    }
+  }
+
+  async function commitBatch(batch: Pending[]): Promise<void> {
+    for (const p of batch) {
+      if (!p.own) continue;
+      p.records = p.own.map((intent) =>
+        signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey),
+      );
+    }
     const logged = new Map<string, ReplicatedRecord>();
     const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
     const touched = new Set<string>();
@@ -204,11 +282,18 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       (seq <= (maxStored.get(origin) ?? 0) && (await store.hasRecord(origin, seq)));
 
     const fresh: ReplicatedRecord[] = [];
+    const conflicts: Array<{ stored: ReplicatedRecord; incoming: ReplicatedRecord }> = [];
     for (let i = 0; i < batch.length; i++) {
       const res = results[i]!;
       for (const r of batch[i]!.records) {
         if (await has(r.origin, r.seq)) {
           res.duplicates++;
+          // A duplicate must be the same record: another one under the same (origin, seq) is an
+          // equivocation (our own seqs are ours alone, and nobody else can sign for us).
+          if (r.origin !== self.nodeAddress) {
+            const stored = logged.get(`${r.origin}!${r.seq}`) ?? (await store.getLog(r.origin, r.seq));
+            if (stored && stored.sig !== r.sig && contentId(stored) !== contentId(r)) conflicts.push({ stored, incoming: r });
+          }
           continue;
         }
         logged.set(`${r.origin}!${r.seq}`, r);
@@ -219,6 +304,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       }
     }
     if (fresh.length === 0) {
+      for (const c of conflicts) await resolveEquivocation(c.stored, c.incoming);
       batch.forEach((p, i) => p.resolve(results[i]!));
       return;
     }
@@ -242,7 +328,9 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       if (s !== (vv[origin] ?? 0)) vvChange[origin] = s;
     }
     await store.commit({ log: fresh, states: [...changed.values()], vv: vvChange });
+    for (const r of fresh) addFingerprint(r);
     stateCache.update(changed.values());
+    for (const c of conflicts) await resolveEquivocation(c.stored, c.incoming);
     vv = { ...vv, ...vvChange };
     for (const r of fresh) if (r.seq > (maxStored.get(r.origin) ?? 0)) maxStored.set(r.origin, r.seq);
     for (let i = 0; i < batch.length; i++) {
@@ -259,6 +347,39 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
         log.error({ err }, 'onApplied hook failed');
       }
     }
+  }
+
+  /**
+   * Two valid records under one (origin, seq): flag the origin, and keep the one with the lower
+   * content id — a rule every member applies alike, so all replicas end up holding the same record
+   * whatever order they saw the two in. The states of both keys are recomputed from the log.
+   */
+  async function resolveEquivocation(stored: ReplicatedRecord, incoming: ReplicatedRecord): Promise<void> {
+    const key = `${incoming.origin}!${incoming.seq}`;
+    if (!equivocations.has(key)) {
+      equivocations.set(key, { origin: incoming.origin, seq: incoming.seq, at: deps.clock() });
+      deps.metrics.equivocations.inc({ origin: incoming.origin });
+      log.error({ origin: incoming.origin, seq: incoming.seq }, 'origin equivocates: two different records with one seq');
+    }
+    const storedId = contentId(stored);
+    const incomingId = contentId(incoming);
+    if (incomingId >= storedId) return;
+    const winners = new Map<string, ReplicatedRecord | undefined>([
+      [`${stored.kind}!${stored.key}`, undefined],
+      [`${incoming.kind}!${incoming.key}`, undefined],
+    ]);
+    for await (const r of store.allLog()) {
+      const candidate = r.origin === incoming.origin && r.seq === incoming.seq ? incoming : r;
+      const k = `${candidate.kind}!${candidate.key}`;
+      if (!winners.has(k)) continue;
+      const kind = kinds.get(candidate.kind);
+      if (kind && supersedes(kind, winners.get(k), candidate)) winners.set(k, candidate);
+    }
+    const states = [...winners.values()].filter((r): r is ReplicatedRecord => r !== undefined);
+    await store.commit({ log: [incoming], states, vv: {} });
+    fingerprints.set(incoming.origin, (fingerprints.get(incoming.origin) ?? 0n) ^ storedId ^ incomingId);
+    stateCache.update(states);
+    log.warn({ origin: incoming.origin, seq: incoming.seq }, 'equivocation resolved: kept the record with the lower content id');
   }
 
   function kick(): void {
@@ -292,18 +413,50 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     });
   }
 
+  /** Queue this node's own writes; they are signed, numbered and committed in the next batch. */
+  function enqueueOwn(intents: WriteIntent[]): Promise<ReplicatedRecord[]> {
+    return new Promise((resolve, reject) => {
+      const p: Pending = { records: [], own: intents, source: 'local', resolve: () => resolve(p.records), reject };
+      queue.push(p);
+      kick();
+    });
+  }
+
   async function ingest(raw: unknown[], source: RecordSource): Promise<IngestResult> {
     const valid: ReplicatedRecord[] = [];
-    const rejected: IngestResult['rejected'] = [];
-    for (const item of raw) {
+    const refusals: Array<{ at: number; reason: string; origin: string; seq: number }> = [];
+    const refuse = (at: number, v: { reason: string; origin: string; seq: number }) => {
+      refusals.push({ at, ...v });
+      deps.metrics.recordsRejected.inc({ reason: v.reason.replace(/\s+/g, '_') });
+      log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
+    };
+    const checked: Array<Checked & { at: number }> = [];
+    raw.forEach((item, at) => {
       const v = validate(item);
-      if ('record' in v) valid.push(v.record);
+      if ('record' in v) checked.push({ ...v, at });
+      else refuse(at, v);
+    });
+    // Evidence checks read the replica and the records of the same origin travelling before this one
+    // that passed their own checks (a consumed permit before the change it authorises): a refused
+    // record is never evidence for another.
+    const byOrigin = new Map<string, Array<{ kind: string; key: string; body: Json }>>();
+    for (const c of checked) {
+      const r = c.record;
+      const siblings = byOrigin.get(r.origin) ?? [];
+      byOrigin.set(r.origin, siblings);
+      let problem: string | undefined;
+      try {
+        problem = await bodyProblem(c.kind, r.body, contextOf(c.kind, r, c.node, [...siblings]));
+      } catch (err) {
+        problem = `evidence check failed: ${(err as Error).message}`.slice(0, 200);
+      }
+      if (problem) refuse(c.at, { reason: problem, origin: r.origin, seq: r.seq });
       else {
-        rejected.push(v);
-        deps.metrics.recordsRejected.inc({ reason: v.reason.replace(/\s+/g, '_') });
-        log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
+        valid.push(r);
+        siblings.push({ kind: r.kind, key: r.key, body: r.body });
       }
     }
+    const rejected = refusals.sort((a, b) => a.at - b.at).map(({ reason, origin, seq }) => ({ reason, origin, seq }));
     const res = valid.length ? await enqueue(valid, source) : { applied: 0, duplicates: 0, rejected: [] };
     return { ...res, rejected };
   }
@@ -324,20 +477,20 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       const failed = otherMembers.filter((m) => !membership.isReachable(m.slot)).map((m) => ({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'unreachable' }));
       throw new QuorumError(`Cluster membership failure: ${reachable} of ${descriptor.size} members reachable, ${threshold} needed`, [], failed);
     }
-    // Our own records pass the key and body rules peers apply: a record they would refuse must never
-    // get a seq here, or it would leave a permanent gap in every peer's version vector for this origin.
+    // Our own records pass the rules peers apply: a record they would refuse must never get a seq
+    // here, or it would leave a gap in every peer's version vector for this origin.
+    const selfNode = nodesByAddress.get(self.nodeAddress)!;
     for (const intent of intents) {
       const kind = kinds.get(intent.kind);
       if (!kind) throw new Error(`unknown record kind ${intent.kind}`);
-      const problem = keyProblem(kind, intent.key) ?? bodyProblem(kind, intent.body, { key: intent.key, origin: self.nodeAddress, originSlot: self.slot });
-      if (problem) throw new Error(`invalid ${intent.kind} record: ${problem}`);
+      if (!mayWrite(kind, selfNode)) throw new Error(`this node may not write ${intent.kind} records`);
+      const pseudo: ReplicatedRecord = { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: Number.MAX_SAFE_INTEGER, hlc: [Math.max(deps.clock(), hlc.peek()[0]), Number.MAX_SAFE_INTEGER], body: intent.body, sig: '' };
+      const problem = keyProblem(kind, intent.key) ?? (await bodyProblem(kind, intent.body, contextOf(kind, pseudo, selfNode, intents)));
+      if (problem) throw new AppError('BAD_REQUEST', `invalid ${intent.kind} record: ${problem}`);
     }
-    const records = intents.map((intent) =>
-      signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey),
-    );
 
     // One local batch and one `apply` message per member: each member commits them together.
-    await enqueue(records, 'local');
+    const records = await enqueueOwn(intents);
     const { acked, failed } = await sendToMembers(records, otherMembers, selfIsMember, opts.signal);
 
     // Gossip reaches the members that missed the direct send and every gateway; when every member
@@ -401,6 +554,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     async open() {
       vv = await store.loadVersionVector();
       for (const origin of await store.origins()) maxStored.set(origin, await store.highestSeq(origin));
+      for await (const r of store.allLog()) addFingerprint(r);
       ownSeq = Math.max(vv[self.nodeAddress] ?? 0, maxStored.get(self.nodeAddress) ?? 0);
     },
     ingest,
@@ -417,11 +571,45 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       return { records, acked, failed };
     },
     versionVector: () => ({ ...vv }),
+    equivocators: () => [...equivocations.values()],
+    async syncRequest() {
+      const request: SyncRequest = { vv: { ...vv }, max: {}, gaps: {}, fp: {} };
+      for (const [origin, max] of maxStored) {
+        const contiguous = vv[origin] ?? 0;
+        if (max <= contiguous) {
+          request.fp![origin] = (fingerprints.get(origin) ?? 0n).toString(16);
+          continue;
+        }
+        if (max - contiguous > MAX_SYNC_GAPS * 4) continue;
+        const have = new Set((await store.scanLog(origin, contiguous + 1, max - contiguous)).map((r) => r.seq));
+        const gaps: number[] = [];
+        for (let s = contiguous + 1; s <= max && gaps.length <= MAX_SYNC_GAPS; s++) if (!have.has(s)) gaps.push(s);
+        if (gaps.length > MAX_SYNC_GAPS) continue;
+        request.max![origin] = max;
+        request.gaps![origin] = gaps;
+      }
+      return request;
+    },
     get: (kind, key) => stateCache.get(kind, key),
     list: (kind, o) => store.listState(kind, o),
-    async *missingFor(peer, { limit }) {
+    async *missingFor(request, { limit }) {
+      const peer = request.vv;
       for (const origin of await store.origins()) {
-        let from = (peer[origin] ?? 0) + 1;
+        const theirs = peer[origin] ?? 0;
+        const mine = vv[origin] ?? 0;
+        const fp = request.fp?.[origin];
+        // Same records by count, different by content: send them all so the peer can compare.
+        const differ = fp !== undefined && theirs === mine && mine === (maxStored.get(origin) ?? 0) && fp !== (fingerprints.get(origin) ?? 0n).toString(16);
+        const gaps = request.gaps?.[origin];
+        const max = request.max?.[origin];
+        if (!differ && gaps && max !== undefined) {
+          // The peer holds everything up to `max` but these: send them, then what lies beyond.
+          for (let i = 0; i < gaps.length; i += limit) {
+            const page = (await Promise.all(gaps.slice(i, i + limit).map((s) => store.getLog(origin, s)))).filter((r): r is ReplicatedRecord => r !== undefined);
+            if (page.length > 0) yield page;
+          }
+        }
+        let from = differ ? 1 : (max ?? theirs) + 1;
         for (;;) {
           const page = await store.scanLog(origin, from, limit);
           if (page.length === 0) break;

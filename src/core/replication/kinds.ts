@@ -21,10 +21,19 @@ export interface RecordKindDefinition<B extends Json = Json> {
   /** Rank of a body in the merge order; higher ranks win regardless of clocks. @default 0 */
   rank?(body: B): number;
   /**
-   * Semantic check every node runs itself before storing (e.g. an Ed25519 signature inside the
-   * body); returns a refusal reason, or undefined when valid. @default always valid
+   * Who may write this kind (docs/security.md, "Who may write what"): `coordinator` — a node the
+   * cluster file lists with an HTTP URL; `slot0` — the slot-0 member; `member` — any member (the
+   * kind's `validate` then narrows it, e.g. to the member named in the body). A record from any
+   * other origin is refused before anything else is looked at.
    */
-  validate?(body: B, context: RecordContext): string | undefined;
+  writers: ReadonlyArray<'coordinator' | 'slot0' | 'member'>;
+  /**
+   * Semantic check every node runs itself before storing: the evidence inside the body (an Ed25519
+   * or EIP-191 signature, a quorum proof, a consumed permit) checked against the node's own replica
+   * and the records travelling with it. Returns a refusal reason, or undefined when valid.
+   * @default always valid
+   */
+  validate?(body: B, context: RecordContext): string | undefined | Promise<string | undefined>;
 }
 
 /** Where a record sits and who wrote it, for semantic validation. */
@@ -34,6 +43,31 @@ export interface RecordContext {
   origin: string;
   /** The origin's member slot, or null for a gateway. */
   originSlot: number | null;
+  /** True when the cluster file lists the origin as a coordinator (it has an HTTP URL). */
+  originIsCoordinator: boolean;
+  /** Wall-clock part of the record's HLC, Unix ms: the time signed strings are judged against. */
+  atMs: number;
+  /** The validating node's current winner of (kind, key) in its own replica. */
+  current(kind: string, key: string): Promise<{ body: Json; origin: string } | undefined>;
+  /**
+   * This record's own key in the replica: the current winner's body, and whether this record would
+   * replace it (win the merge). A record that would not win changes nothing when stored.
+   */
+  standing(): Promise<{ current: Json | undefined; wins: boolean }>;
+  /**
+   * Bodies of the records that travel with this one from the same origin (one `apply` message, one
+   * sync page, or one local batch), e.g. a consumed permit next to the change it authorises.
+   */
+  siblings: ReadonlyArray<{ kind: string; key: string; body: Json }>;
+}
+
+/**
+ * The record of (kind, key) among the siblings, else the node's current one: evidence that travels
+ * with a change is found before the replica is read.
+ */
+export async function evidenceOf(context: RecordContext, kind: string, key: string): Promise<Json | undefined> {
+  const sibling = context.siblings.find((s) => s.kind === kind && s.key === key);
+  return sibling ? sibling.body : (await context.current(kind, key))?.body;
 }
 
 /** A set of kinds known to a node. */

@@ -38,6 +38,11 @@ export function membersOf(c: ClusterDescriptor): Array<ClusterNodeEntry & { slot
   return c.nodes.filter((n): n is ClusterNodeEntry & { slot: number } => n.slot !== null).sort((a, b) => a.slot - b.slot);
 }
 
+/** True for a coordinator: the cluster file gives it an HTTP URL (docs/security.md, roles). */
+export function isCoordinatorEntry(n: ClusterNodeEntry): boolean {
+  return typeof n.httpUrl === 'string' && n.httpUrl.length > 0;
+}
+
 /** Live view of membership: who this node is and which members it can reach now. */
 export interface MembershipView {
   readonly descriptor: ClusterDescriptor;
@@ -121,6 +126,23 @@ export interface Creator {
 /** Per-origin highest contiguous sequence number applied. */
 export type VersionVector = Record<string, number>;
 
+/**
+ * What a node asks a peer for in a catch-up round (docs/architecture.md, Sync): its version vector,
+ * and per origin with records stored above it, the highest seq stored and the seqs missing below it
+ * (so a gap costs the records in it, not everything after it); per origin without gaps, a
+ * fingerprint of its records (so two replicas holding different records under one (origin, seq) —
+ * an equivocating origin — find out even with equal version vectors).
+ */
+export interface SyncRequest {
+  vv: VersionVector;
+  /** Highest seq stored, for origins stored beyond their contiguous seq. */
+  max?: Record<string, number>;
+  /** The seqs missing between vv and max, for those origins (bounded). */
+  gaps?: Record<string, number[]>;
+  /** XOR of the content ids of every record stored, for origins with no gap. */
+  fp?: Record<string, string>;
+}
+
 /** Storage the replication engine needs (implemented by src/store). */
 export interface RecordStore {
   /** Version vector as persisted. */
@@ -137,6 +159,10 @@ export interface RecordStore {
   listState(kind: string, options?: { prefix?: string; limit?: number }): AsyncIterable<ReplicatedRecord>;
   /** Log records of an origin with seq ≥ fromSeq, ascending, at most `limit`. */
   scanLog(origin: string, fromSeq: number, limit: number): Promise<ReplicatedRecord[]>;
+  /** One log record, or undefined. */
+  getLog(origin: string, seq: number): Promise<ReplicatedRecord | undefined>;
+  /** Every log record, in (origin, seq) order. */
+  allLog(): AsyncIterable<ReplicatedRecord>;
   /** Origins present in the log. */
   origins(): Promise<string[]>;
   /**

@@ -38,6 +38,14 @@ function recordDigest(clusterId: string, r: UnsignedRecord): Uint8Array {
   return taggedHash(`quorumkeep/record/v1/${clusterId}`, utf8(payload));
 }
 
+/**
+ * The identity of a record's content (everything but the signature), hex: two records with one
+ * (origin, seq) and different content ids are an equivocation; an ECDSA signature's twin is not.
+ */
+export function recordContentId(clusterId: string, r: UnsignedRecord): string {
+  return toHex(recordDigest(clusterId, r));
+}
+
 /** Sign a record with the origin's private key. */
 export function signRecord(clusterId: string, r: UnsignedRecord, privateKey: Uint8Array): ReplicatedRecord {
   const sig = signDigest(recordDigest(clusterId, r), privateKey);
@@ -68,10 +76,12 @@ export interface HlcClock {
   now(): Hlc;
   /** Merge a timestamp seen on a remote record. */
   observe(remote: Hlc): void;
+  /** The last timestamp handed out or observed, without advancing. */
+  peek(): Hlc;
 }
 
 /** Create an HLC over a wall clock (injectable for tests). */
-export function createHlcClock(wallNow: () => number = Date.now, initial: Hlc = [0, 0]): HlcClock {
+export function createHlcClock(wallNow: () => number = Date.now, initial: Hlc = [0, 0], maxAheadMs = 60_000): HlcClock {
   let last: [number, number] = [initial[0], initial[1]];
   return {
     now() {
@@ -81,9 +91,10 @@ export function createHlcClock(wallNow: () => number = Date.now, initial: Hlc = 
       return [last[0], last[1]];
     },
     observe(remote) {
-      // Never jump more than a day ahead of the local wall clock because of a peer's clock.
-      if (remote[0] > wallNow() + 86_400_000) return;
+      // Never jump further ahead of the local wall clock than the skew records are accepted with.
+      if (remote[0] > wallNow() + maxAheadMs) return;
       if (compareHlc(remote, last) > 0) last = [remote[0], remote[1]];
     },
+    peek: () => [last[0], last[1]],
   };
 }

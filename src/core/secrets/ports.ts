@@ -31,6 +31,18 @@ export interface PendingShareStore {
   list(): AsyncIterable<PendingShares>;
 }
 
+/**
+ * Signed strings a node has acted on (docs/security.md, "Single use"): a member releases its share
+ * at most once per decrypt string. Entries can be forgotten once the string is too old to pass the
+ * freshness check anyway.
+ */
+export interface UsedStringStore {
+  /** Mark `key` used, durably; false when it already was. */
+  use(key: string, forgetAt: number): Promise<boolean>;
+  /** Forget entries whose time has passed; returns how many. */
+  prune(now: number): Promise<number>;
+}
+
 /** Operations with this node's private keys (signing key for sealed shares, storage key at rest). */
 export interface NodeKeyring {
   /** Open a box sealed to this node's secp256k1 key; undefined when it does not open. */

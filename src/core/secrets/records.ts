@@ -3,9 +3,11 @@
  * bind every sealed or stored share to its secret, slot and (for releases) requester.
  */
 import { z } from 'zod';
-import type { RecordKindDefinition } from '../replication/kinds.ts';
+import { evidenceOf, type RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
+import { checkSignedEvidence, signedEvidenceSchema } from '../sessions/evidence.ts';
+import { UUID_V4_RE, type PermitBody } from '../permits/records.ts';
 import { utf8 } from '../../crypto/index.ts';
 
 /** The only secret type this service creates: an ML-KEM-768 key pair (API.md). */
@@ -29,20 +31,86 @@ export const secretBodySchema = z.strictObject({
   isSyncing: z.boolean(),
   createdAt: z.number().int().nonnegative(),
   updatedAt: z.number().int().nonnegative(),
+  /**
+   * What authorised this version (docs/security.md): the creator's signed string, the owner's
+   * setDelegate string, or the consumed permit. Every member checks it before storing.
+   */
+  auth: z
+    .discriminatedUnion('by', [
+      z.strictObject({ by: z.literal('create'), evidence: signedEvidenceSchema }),
+      z.strictObject({ by: z.literal('setDelegate'), evidence: signedEvidenceSchema }),
+      z.strictObject({ by: z.literal('permit'), permitId: z.string().regex(UUID_V4_RE) }),
+    ])
+    .optional(),
 });
 export type SecretBody = z.infer<typeof secretBodySchema>;
+export type SecretAuth = NonNullable<SecretBody['auth']>;
 
-/** `secret`, keyed by {@link secretKey}. Owner and delegate changes are last-writer-wins by HLC. */
+/** Fields no change may touch once a secret exists. */
+function immutableDiffers(a: SecretBody, b: SecretBody): boolean {
+  return a.secretId !== b.secretId || a.clusterId !== b.clusterId || a.secretType !== b.secretType || a.publicKeyCid !== b.publicKeyCid || a.createdAt !== b.createdAt || a.isSyncing !== b.isSyncing;
+}
+
+/**
+ * Why a secret version is not authorised, or undefined. `before` is the version it replaces in the
+ * member's replica (undefined for a creation, or when the record loses the merge and so changes
+ * nothing: then only what the evidence itself says is checked).
+ */
+async function authProblem(descriptor: ClusterDescriptor, b: SecretBody, before: SecretBody | undefined, context: Parameters<NonNullable<RecordKindDefinition['validate']>>[1]): Promise<string | undefined> {
+  const auth = b.auth;
+  if (!auth) return 'secret version without authorisation';
+  if (auth.by === 'create') {
+    if (before && before.publicKeyCid !== b.publicKeyCid) return 'secret already exists';
+    const ev = checkSignedEvidence(descriptor, auth.evidence, { parts: 4, atMs: context.atMs });
+    if (typeof ev === 'string') return ev;
+    if (ev.parts[1] !== '0') return 'evidence: not a create string';
+    if (ev.principalId !== b.ownerPrincipalId) return 'evidence: owner is not the signing principal';
+    return b.delegatePrincipalId === null ? undefined : 'a new secret has no delegate';
+  }
+  if (auth.by === 'setDelegate') {
+    const ev = checkSignedEvidence(descriptor, auth.evidence, { parts: 5, atMs: context.atMs });
+    if (typeof ev === 'string') return ev;
+    if (ev.parts[1] !== String(b.secretId)) return 'evidence: string names another secret';
+    if ((ev.parts[4] === '' ? null : ev.parts[4]) !== b.delegatePrincipalId) return 'evidence: string names another delegate';
+    if (ev.principalId !== b.ownerPrincipalId) return 'evidence: signer is not the owner';
+    if (before && (immutableDiffers(before, b) || before.ownerPrincipalId !== b.ownerPrincipalId)) return 'setDelegate changes more than the delegate';
+    return undefined;
+  }
+  // A consumed transfer or delegate permit, travelling in the same batch or already held.
+  const permit = (await evidenceOf(context, 'permit', auth.permitId)) as PermitBody | undefined;
+  if (!permit) return 'unknown permit';
+  if (permit.status !== 'consumed' || permit.action === 'rotate' || permit.secretId !== b.secretId) return 'permit does not authorise this change';
+  const result = permit.result ?? {};
+  if (permit.action === 'transfer' ? result.newOwnerPrincipalId !== b.ownerPrincipalId || result.delegatePrincipalId !== b.delegatePrincipalId : result.delegatePrincipalId !== b.delegatePrincipalId) {
+    return 'change differs from the permit result';
+  }
+  if (!before) return undefined;
+  if (immutableDiffers(before, b)) return 'permit change touches immutable fields';
+  if (before.ownerPrincipalId !== permit.principalId) return 'permit was requested by someone who does not own the secret';
+  if (permit.action === 'delegate' && before.ownerPrincipalId !== b.ownerPrincipalId) return 'a delegate permit cannot change the owner';
+  return undefined;
+}
+
+/**
+ * `secret`, keyed by {@link secretKey}. Owner and delegate changes are last-writer-wins by HLC.
+ * Written by coordinators only, each version with the authorisation that justifies it.
+ */
 export function secretKind(descriptor: ClusterDescriptor): RecordKindDefinition<SecretBody> {
   return {
     name: 'secret',
     body: secretBodySchema,
+    writers: ['coordinator'],
     key: (k) => /^\d{12}$/.test(k),
-    validate: (b, { key }) => {
-      if (key !== secretKey(b.secretId)) return 'key mismatch';
+    validate: async (b, context) => {
+      if (context.key !== secretKey(b.secretId)) return 'key mismatch';
       if (b.clusterId !== descriptor.clusterId) return 'another cluster';
       if (b.delegatePrincipalId !== null && b.delegatePrincipalId === b.ownerPrincipalId) return 'owner as delegate';
-      return undefined;
+      // Checked against the version it replaces; a record that loses the merge changes nothing, so
+      // only its own evidence is checked (a member that saw a later change first must still store
+      // an earlier one, or replicas would differ in which records they hold).
+      const { current, wins } = await context.standing();
+      if (!current && b.auth?.by !== 'create') return 'unknown secret';
+      return authProblem(descriptor, b, wins ? (current as SecretBody | undefined) : undefined, context);
     },
   };
 }

@@ -12,13 +12,19 @@
  */
 import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
-import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader } from '../replication/ports.ts';
-import { membersOf } from '../replication/ports.ts';
+import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
+import { isCoordinatorEntry, membersOf } from '../replication/ports.ts';
+import type { CreatorService } from '../replication/creator.ts';
+import { signedStringKey, type SignedEvidence } from '../sessions/evidence.ts';
+import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
+import { decodeBinary } from '../payloads/binary.ts';
+import type { BinaryFormat } from '../payloads/types.ts';
 import { gatherFromMembers, memberFailures, reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
 import { parseChainId } from '../sessions/signed-data.ts';
 import {
+  CIFER_BYTES,
   combineShares,
   fromBase64,
   fromHex,
@@ -28,15 +34,21 @@ import {
   toBase64,
   zeroize,
   constantTimeEqual,
+  toHex,
   type RandomSource,
 } from '../../crypto/index.ts';
 import { SECRET_TYPE_MLKEM768, secretKey, shareAtRestAad, shareReleaseAad, shareStoreAad, type SecretBody } from './records.ts';
-import type { NodeKeyring, PendingShares, PendingShareStore, ShareStore } from './ports.ts';
+import type { NodeKeyring, PendingShares, PendingShareStore, ShareStore, UsedStringStore } from './ports.ts';
 import type { CreatedSecret, PublicKeyView, RetryOutcome, SecretFailure, SecretsService, SecretView } from './types.ts';
 
 /** Bytes of an ML-KEM-768 seed (d ‖ z). */
 const SEED_BYTES = 64;
 const SECRET_ID_RE = /^[1-9]\d{0,15}$/;
+/**
+ * How long slot 0 reserves a create string's secretId for the coordinator creating it, ms: a retry of
+ * the same string through another coordinator meanwhile gets 503, never a second key for one id.
+ */
+const CREATE_LEASE_MS = 15_000;
 
 /** Options of {@link createSecretsService}. */
 export interface SecretsOptions {
@@ -52,8 +64,19 @@ export interface SecretsDeps {
   state: StateReader;
   membership: MembershipView;
   members: MemberRpc;
-  creator: { allocate(counter: string, options?: { signal?: AbortSignal }): Promise<number> };
+  creator: Pick<CreatorService, 'allocate' | 'call' | 'register'>;
+  /** Slot 0's durable claims (create strings → secretId, used setDelegate strings). */
+  claims: { get(name: string): Promise<string | undefined>; put(name: string, value: string): Promise<void> };
   verifier: SignedDataVerifier;
+  /** Decrypt strings this member has released its share for. */
+  usedStrings: UsedStringStore;
+  /** This node's version vector (sent with share requests for the catch-up gate). */
+  versionVector(): VersionVector;
+  /**
+   * The catch-up gate (docs/security.md): resolves once this member holds everything the requester
+   * did when it asked; rejects with NOT_READY when it cannot catch up in time.
+   */
+  catchUp(requester: VersionVector, from: ClusterNodeEntry): Promise<void>;
   /** This member's shares (members only). */
   shares: ShareStore;
   /** Shares this coordinator still has to deliver. */
@@ -74,7 +97,7 @@ export interface SecretsCapability extends SecretsService {
    * Gather ≥ threshold shares for a verified caller's decrypt and rebuild the seed; the caller zeroes
    * it and checks it against the public key. 503 when fewer than threshold members release their share.
    */
-  recoverSeed(secret: SecretBody, request: SignedRequest): Promise<Uint8Array>;
+  recoverSeed(secret: SecretBody, request: SignedRequest, envelope: { cifer: string; inputFormat: BinaryFormat }): Promise<Uint8Array>;
   /** Start the background delivery loop. */
   start(): void;
   /** Stop it and wait for a running round. */
@@ -85,6 +108,12 @@ export interface SecretsCapability extends SecretsService {
 export function parseSecretId(raw: string): number {
   if (!SECRET_ID_RE.test(raw) || !Number.isSafeInteger(Number(raw))) throw new AppError('BAD_REQUEST', `Invalid secretId "${raw.slice(0, 24)}": expected a positive integer`);
   return Number(raw);
+}
+
+/** The evidence a record carries for a verified caller's signed request (docs/security.md). */
+export function evidenceFor(caller: VerifiedCaller, request: SignedRequest): SignedEvidence {
+  const sig = request.signature.toLowerCase();
+  return { data: request.data, signature: sig.startsWith('0x') ? sig : `0x${sig}`, session: caller.sessionRecord };
 }
 
 /** 403 unless `principalId` may decrypt with the secret. */
@@ -220,8 +249,10 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
         const have = keyring.decryptAtRest(existing, shareAtRestAad(clusterId, secretId, self.slot!));
         const same = !!have && constantTimeEqual(have, share);
         zeroize(have);
-        if (!same) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
-        return { stored: true };
+        // A retried create (same string, same id, new key) replaces shares of a secret that never
+        // got its record; once the record exists its shares never change.
+        if (!same && (await getSecret(secretId))) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
+        if (same) return { stored: true };
       }
       await deps.shares.put(secretId, keyring.encryptAtRest(share, shareAtRestAad(clusterId, secretId, self.slot!)));
       return { stored: true };
@@ -232,12 +263,31 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
 
   /** What a member checks before releasing a share: everything, itself. */
   async function handleRelease(b: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown> {
+    // Shares go to coordinators only: a member that is not one has no client request to serve.
+    if (!isCoordinatorEntry(from)) throw new AppError('FORBIDDEN', 'shares are released to coordinators only');
     const secretId = Number(b.secretId);
-    if (!Number.isSafeInteger(secretId) || secretId <= 0 || typeof b.data !== 'string' || typeof b.signature !== 'string') throw new AppError('BAD_REQUEST', 'malformed share release');
+    if (
+      !Number.isSafeInteger(secretId) ||
+      secretId <= 0 ||
+      typeof b.data !== 'string' ||
+      typeof b.signature !== 'string' ||
+      typeof b.cifer !== 'string' ||
+      (b.inputFormat !== 'hex' && b.inputFormat !== 'base64')
+    ) {
+      throw new AppError('BAD_REQUEST', 'malformed share release');
+    }
     const caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 5 });
     if (caller.subject !== String(secretId)) throw new AppError('FORBIDDEN', 'signed data names another secret');
+    // Only a decrypt: the string's last part is the encrypted message in the request's format, and the
+    // request names a well-formed envelope for it.
+    const message = decodeBinary(caller.extra[0] ?? '', b.inputFormat, 'encryptedMessage');
+    if (decodeBinary(b.cifer, b.inputFormat, 'cifer').length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
+    await deps.catchUp(sanitizeVv(b.vv), from);
     const secret = await requireSecret(secretId);
     assertDecryptRight(secret, caller.principalId);
+    // At most once per signed string per member, whatever the spelling of its hex or address.
+    const useKey = signedStringKey('decrypt', [...caller.parts.slice(0, 4), toHex(message)]);
+    if (!(await deps.usedStrings.use(useKey, caller.fresh + 2 * WEB2_FRESHNESS_MS))) throw new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
     const box = await deps.shares.get(secretId);
     if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
     const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, secretId, self.slot!));
@@ -252,6 +302,49 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     }
   }
 
+  /** The original answer to a create string that already made its secret. */
+  async function existingCreate(secretId: number, principalId: string): Promise<CreatedSecret> {
+    const secret = await getSecret(secretId);
+    // Slot 0 holds the record; this replica will in a moment.
+    if (!secret) throw new AppError('NOT_READY', `Secret ${secretId} was created and is not on this coordinator yet; try again`);
+    void principalId;
+    const status = (await deps.pending.get(secretId)) ? 'propagating' : 'complete';
+    return { secretId, clusterId, publicKeyCid: secret.publicKeyCid, status };
+  }
+
+  // Slot 0: create string → secretId, leased to the coordinator creating it.
+  let createChain: Promise<unknown> = Promise.resolve();
+  deps.creator.register('claimSecretCreate', (params) => {
+    const run = createChain.then(async () => {
+      const { useKey, coordinator } = params;
+      if (typeof useKey !== 'string' || !/^[0-9a-f]{64}$/.test(useKey) || typeof coordinator !== 'string') throw new AppError('BAD_REQUEST', 'malformed create claim');
+      const name = `secret-create:${useKey}`;
+      const now = clock();
+      const raw = await deps.claims.get(name);
+      if (raw) {
+        const c = JSON.parse(raw) as { secretId: number; coordinator: string; until: number };
+        if (await getSecret(c.secretId)) return { secretId: c.secretId, done: true };
+        if (c.coordinator !== coordinator && c.until > now) throw new AppError('NOT_READY', 'This secret is being created by another coordinator; try again shortly');
+        await deps.claims.put(name, JSON.stringify({ secretId: c.secretId, coordinator, until: now + CREATE_LEASE_MS }));
+        return { secretId: c.secretId, done: false };
+      }
+      const secretId = await deps.creator.allocate('secretId');
+      await deps.claims.put(name, JSON.stringify({ secretId, coordinator, until: now + CREATE_LEASE_MS }));
+      return { secretId, done: false };
+    });
+    createChain = run.catch(() => undefined);
+    return run;
+  });
+
+  // Slot 0: signed strings that changed something (setDelegate), for exact-replay answers.
+  deps.creator.register('signedUse', async (params) => {
+    const { useKey, mark } = params;
+    if (typeof useKey !== 'string' || !/^[0-9a-f]{64}$/.test(useKey) || typeof mark !== 'boolean') throw new AppError('BAD_REQUEST', 'malformed signed-use claim');
+    const name = `signed-use:${useKey}`;
+    if (mark) await deps.claims.put(name, '1');
+    return { used: !mark && (await deps.claims.get(name)) !== undefined };
+  });
+
   const service: SecretsCapability = {
     getSecret,
 
@@ -259,7 +352,11 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       const caller = await web2Caller(request, 4);
       if (caller.subject !== '0') throw new AppError('BAD_REQUEST', 'Invalid data format: the second part must be 0 when creating a secret');
       reachableMemberSlots(membership);
-      const secretId = await deps.creator.allocate('secretId');
+      // The signed string is the request's idempotency key: slot 0 maps it to one secretId, so a
+      // retry after a lost answer gets the same secret back, never a second one.
+      const claim = (await deps.creator.call('claimSecretCreate', { useKey: signedStringKey('createSecret', caller.parts), coordinator: self.id })) as { secretId: number; done: boolean };
+      const secretId = claim.secretId;
+      if (claim.done) return existingCreate(secretId, caller.principalId);
 
       const seed = deps.random(SEED_BYTES);
       let publicKey: Uint8Array;
@@ -293,6 +390,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
         isSyncing: false,
         createdAt: now,
         updatedAt: now,
+        auth: { by: 'create', evidence: evidenceFor(caller, request) },
       };
       if (errors.size > 0) {
         // Before the record: a crash in between leaves a retry for a secret nobody knows, never a secret with shares nobody retries.
@@ -327,10 +425,16 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       if (delegate === secret.ownerPrincipalId) throw new AppError('FORBIDDEN', 'The owner cannot be the delegate');
       if (delegate !== '') {
         const p = (await state.get('principal', delegate))?.body as PrincipalBody | undefined;
-        if (!p || p.status !== 'active') throw new AppError('NOT_FOUND', 'Delegate principal not found');
+        // Only a verified account can be named: an unverified registration proves no mailbox.
+        if (!p || p.status !== 'active' || !p.emailVerified) throw new AppError('NOT_FOUND', 'Delegate principal not found');
       }
-      const body: SecretBody = { ...secret, delegatePrincipalId: delegate === '' ? null : delegate, updatedAt: clock() };
+      // One string, one change: an exact replay answers the original result and writes nothing.
+      const useKey = signedStringKey('setDelegate', caller.parts);
+      const seen = (await deps.creator.call('signedUse', { useKey, mark: false })) as { used: boolean };
+      if (seen.used) return { secretId };
+      const body: SecretBody = { ...secret, delegatePrincipalId: delegate === '' ? null : delegate, updatedAt: Math.max(clock(), secret.updatedAt), auth: { by: 'setDelegate', evidence: evidenceFor(caller, request) } };
       await deps.replicator.replicate({ kind: 'secret', key: secretKey(secretId), body });
+      await deps.creator.call('signedUse', { useKey, mark: true }).catch((err: unknown) => log.warn({ secretId, err: errorText(err) }, 'could not mark the setDelegate string used'));
       log.info({ secretId, delegateSet: delegate !== '' }, 'secret delegate changed');
       return { secretId };
     },
@@ -377,7 +481,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       throw new AppError('BAD_REQUEST', 'unknown shard operation');
     },
 
-    async recoverSeed(secret, request) {
+    async recoverSeed(secret, request, envelope) {
       const slots = reachableMemberSlots(membership);
       const secretId = secret.secretId;
       const { results, failures } = await gatherFromMembers({
@@ -385,7 +489,12 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
         needed: descriptor.threshold,
         timeoutMs: options.shardTimeoutMs,
         call: async (slot, signal) => {
-          const res = (await deps.members.call(slot, 'shard', { op: 'release', secretId, data: request.data, signature: request.signature }, { signal })) as { box?: unknown; share?: unknown };
+          const res = (await deps.members.call(
+            slot,
+            'shard',
+            { op: 'release', secretId, data: request.data, signature: request.signature, cifer: envelope.cifer, inputFormat: envelope.inputFormat, vv: deps.versionVector() },
+            { signal },
+          )) as { box?: unknown; share?: unknown };
           if (slot === self.slot && res?.share instanceof Uint8Array) return res.share;
           if (typeof res?.box !== 'string') throw new Error('malformed release');
           const share = keyring.openSealed(fromBase64(res.box), shareReleaseAad(clusterId, secretId, slot, self.nodeAddress));
@@ -425,4 +534,13 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     },
   };
   return service;
+}
+
+function sanitizeVv(raw: unknown): VersionVector {
+  const out: VersionVector = {};
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return out;
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    if (/^0x[0-9a-f]{40}$/.test(k) && Number.isSafeInteger(v) && (v as number) >= 0) out[k] = v as number;
+  }
+  return out;
 }

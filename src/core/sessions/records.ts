@@ -64,6 +64,7 @@ export function sessionKind(descriptor: ClusterDescriptor): RecordKindDefinition
   return {
     name: 'session',
     body: sessionBodySchema,
+    writers: ['coordinator'],
     key: (k) => SESSION_ADDRESS_RE.test(k),
     validate: (b, { key }) => {
       if (key !== b.sessionAddress) return 'key mismatch';

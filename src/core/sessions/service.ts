@@ -8,8 +8,8 @@
  */
 import { AppError, QuorumError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
-import type { MemberRpc, MembershipView, Replicator, StateReader } from '../replication/ports.ts';
-import { membersOf } from '../replication/ports.ts';
+import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
+import { isCoordinatorEntry, membersOf } from '../replication/ports.ts';
 import { gatherFromMembers, memberFailures, reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import { isSessionActive, sessionGrantDigest, sessionTokenOf, type SessionBody, type SessionGrant } from './records.ts';
@@ -41,6 +41,8 @@ interface GrantRequest {
   ttl: number | null;
   signature: string;
   issuedAt: number;
+  /** The requester's version vector: the member grants only once it holds as much (catch-up gate). */
+  vv?: VersionVector;
 }
 
 /** Options of {@link createSessionsService}. */
@@ -59,6 +61,10 @@ export interface SessionsDeps {
   /** This node's secp256k1 signature over a 32-byte digest, 0x-hex (65 bytes). */
   signDigest(digest: Uint8Array): string;
   verifyEd25519(publicKeyHex: string, message: string, signatureHex: string): boolean;
+  /** This node's version vector, sent with grant requests. */
+  versionVector(): VersionVector;
+  /** The catch-up gate: resolves once this member holds what the requester held; NOT_READY otherwise. */
+  catchUp(requester: VersionVector, from: ClusterNodeEntry): Promise<void>;
   clock: () => number;
   logger: Logger;
 }
@@ -66,7 +72,7 @@ export interface SessionsDeps {
 /** The sessions capability: the HTTP port plus the member's `grant` handler. */
 export interface SessionsCapability extends SessionsService {
   /** A member's `grant` handler. */
-  handleGrant(body: unknown): Promise<{ nodeAddress: string; signature: string }>;
+  handleGrant(body: unknown, from: ClusterNodeEntry): Promise<{ nodeAddress: string; signature: string }>;
 }
 
 function parseTtl(ttl: number | undefined): number {
@@ -128,7 +134,11 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
       throw new AppError('BAD_REQUEST', 'malformed grant request');
     }
     parseTtl(ttl === null ? undefined : (ttl as number));
-    return { principalId, timestamp, sessionAddress, ttl: ttl as number | null, signature, issuedAt: issuedAt as number };
+    const vv: VersionVector = {};
+    if (b.vv && typeof b.vv === 'object' && !Array.isArray(b.vv)) {
+      for (const [k, v] of Object.entries(b.vv as Record<string, unknown>)) if (/^0x[0-9a-f]{40}$/.test(k) && Number.isSafeInteger(v) && (v as number) >= 0) vv[k] = v as number;
+    }
+    return { principalId, timestamp, sessionAddress, ttl: ttl as number | null, signature, issuedAt: issuedAt as number, vv };
   }
 
   const service: SessionsCapability = {
@@ -146,6 +156,7 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
         ttl: input.ttl === undefined ? null : ttl,
         signature: input.signature,
         issuedAt: now,
+        vv: deps.versionVector(),
       };
       const publicKey = await checkProof(req, now);
 
@@ -185,8 +196,11 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
       return { active: true, principalId: caller.principalId, sessionAddress: caller.session.sessionAddress, expiresAt: new Date(caller.session.expiresAt).toISOString() };
     },
 
-    async handleGrant(body) {
+    async handleGrant(body, from) {
+      // Sessions are written by coordinators; nobody else has a client to grant for.
+      if (!isCoordinatorEntry(from)) throw new AppError('FORBIDDEN', 'grants are given to coordinators only');
       const req = parseGrantRequest(body);
+      await deps.catchUp(req.vv ?? {}, from);
       const now = clock();
       if (Math.abs(req.issuedAt - now) > GRANT_ISSUE_SKEW_MS) throw new AppError('FORBIDDEN', 'grant issue time is too far from this member\'s clock');
       const publicKey = await checkProof(req, now);

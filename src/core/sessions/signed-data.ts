@@ -19,9 +19,11 @@ export const WEB2_FRESHNESS_MS = 600_000;
 /** Longest `data` the verifier parses (the JSON body limit binds first on the routes). */
 const MAX_DATA_CHARS = 4 * 1024 * 1024;
 
-const CHAIN_RE = /^-?\d{1,12}$/;
+// Numbers only in their canonical decimal form (no `-01`, no leading zeros): one authorisation has
+// one spelling, so single use keyed on the string cannot be dodged by rewriting a number.
+const CHAIN_RE = /^-?[1-9]\d{0,11}$|^0$/;
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
-const FRESH_RE = /^\d{1,16}$/;
+const FRESH_RE = /^(?:0|[1-9]\d{0,15})$/;
 const SIGNATURE_RE = /^(?:0x)?[0-9a-fA-F]{130}$/;
 
 /** Dependencies of {@link createSignedDataVerifier}. */
@@ -121,6 +123,8 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
         extra: parts.slice(4),
         principalId: session.principalId,
         session: { principalId: session.principalId, sessionAddress, expiresAt: session.expiresAt },
+        parts,
+        sessionRecord: session,
       };
     },
   };

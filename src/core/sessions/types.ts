@@ -27,6 +27,8 @@ export interface SignedDataShape {
   inactiveSession?: 'forbidden' | 'session-inactive';
 }
 
+import type { SessionBody } from './records.ts';
+
 /** An active Web2 session, as stored. */
 export interface SessionView {
   principalId: string;
@@ -52,6 +54,10 @@ export interface VerifiedCaller {
   principalId: string;
   /** The session (Web2). */
   session: SessionView;
+  /** Every part of `data`, in order. */
+  parts: string[];
+  /** The session record with its member grants: the evidence a record carries (docs/security.md). */
+  sessionRecord: SessionBody;
 }
 
 /** Verifies signed data strings; one instance serves every signed route and the members' checks. */

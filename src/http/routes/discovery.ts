@@ -1,5 +1,7 @@
 /**
- * Discovery: `GET /healthz` (API.md, Discovery), `GET /readyz` and `GET /metrics`. No auth.
+ * Discovery: `GET /healthz` (API.md, Discovery) and `GET /readyz`, no auth; and `GET /metrics`, which
+ * needs the admin bearer token unless `http.metricsPublic` (its series describe the node's load and
+ * the cluster's state, which is an operator's business).
  */
 import { Router } from '@koa/router';
 import { ERROR_CODES } from '../../errors/index.ts';
@@ -7,6 +9,7 @@ import type { ChainConfig } from '../../config/schema.ts';
 import type { HealthSource } from '../../core/health/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import type { ApiRouter } from '../app.ts';
+import { requireBearer } from './admin.ts';
 
 /** Chain id of Web2 principals (API.md, Conventions): never an EVM chain, never advertised. */
 const WEB2_CHAIN_ID = -1;
@@ -15,6 +18,11 @@ const WEB2_CHAIN_ID = -1;
 export interface DiscoveryOptions {
   /** Enabled EVM chains. */
   chains: readonly ChainConfig[];
+  /**
+   * Who may read `GET /metrics`: anyone, holders of the admin bearer token, or nobody (not served).
+   * @default "off"
+   */
+  metrics?: 'public' | 'off' | { token: string };
 }
 
 /** Dependencies of {@link createDiscoveryRouter}. */
@@ -59,6 +67,7 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
         threshold: cluster.threshold,
         reachable: cluster.reachable,
         slot0Reachable: cluster.slot0Reachable,
+        equivocating: cluster.equivocating,
       },
     };
   });
@@ -74,10 +83,15 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
     ctx.body = { error: 'Not ready', code: 'NOT_READY', checks };
   });
 
-  router.get('/metrics', async (ctx) => {
-    ctx.type = metrics.contentType;
-    ctx.body = await metrics.render();
-  });
+  const metricsAccess = options.metrics ?? 'off';
+  if (metricsAccess !== 'off') {
+    const render: Parameters<ApiRouter['get']>[1] = async (ctx) => {
+      ctx.type = metrics.contentType;
+      ctx.body = await metrics.render();
+    };
+    if (metricsAccess === 'public') router.get('/metrics', render);
+    else router.get('/metrics', requireBearer(metricsAccess.token), render);
+  }
 
   return router;
 }

@@ -20,6 +20,7 @@ import type { PermitConfirmMode } from '../../config/schema.ts';
 import { AppError, isAppError } from '../../errors/index.ts';
 import type Koa from 'koa';
 import type { ApiRouter, HttpContext, HttpState } from '../app.ts';
+import type { AuthRateLimit } from '../rate-limit.ts';
 import { decodeUtf8Body, parseJsonObject, payloadTooLarge, rawBodyRoute, readLimited } from '../body.ts';
 import { parseBody, parseInput, parseQuery } from '../validate.ts';
 import { pick, SIGNATURE_MAX_CHARS, SIGNED_DATA_MAX_CHARS, text } from '../fields.ts';
@@ -69,15 +70,17 @@ export interface PermitsRouterOptions {
 /** Dependencies of {@link createPermitsRouter}. */
 export interface PermitsRouterDeps {
   permits: PermitsService;
+  /** Abuse limits of POST /web2/permit (a `rotate` request carries a password: an argon2 check). */
+  rateLimit: AuthRateLimit;
 }
 
 /** `POST /web2/permit`, `GET /web2/confirm`, `POST /web2/confirm`. */
 export function createPermitsRouter(options: PermitsRouterOptions, deps: PermitsRouterDeps): ApiRouter {
-  const { permits } = deps;
+  const { permits, rateLimit } = deps;
   const confirmMode = options.confirmMode ?? 'link';
   const router: ApiRouter = new Router();
 
-  router.post('/web2/permit', async (ctx) => {
+  router.post('/web2/permit', rateLimit.email, async (ctx) => {
     const body = parseBody(ctx, permitSchema);
     const input: PermitRequestInput = { action: body.action, payload: body.payload };
     if (body.requestId !== undefined) input.requestId = body.requestId;

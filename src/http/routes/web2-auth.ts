@@ -8,6 +8,9 @@
  * normalisation and `@`, the 8-character password minimum, OTPs, cooldowns, statuses) is the
  * service's, which throws `AppError`s the error middleware maps to their status.
  *
+ * Every POST passes the abuse limits first (`rateLimit`, ./rate-limit.ts): per client address, and
+ * per account named in the body (email, or principalId where that is how the route names it).
+ *
  * Unknown body fields are ignored rather than rejected: deployed SDKs (0.4–0.5.6) send extras. The
  * parsed body is never spread or copied: each handler passes named, validated strings, so a
  * `__proto__` or `constructor` key in a body can reach nothing.
@@ -16,6 +19,7 @@ import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { AccountsService } from '../../core/accounts/types.ts';
 import type { ApiRouter } from '../app.ts';
+import type { AuthRateLimit } from '../rate-limit.ts';
 import { parseBody, parseQuery } from '../validate.ts';
 import { pick, PRINCIPAL_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, text } from '../fields.ts';
 
@@ -62,14 +66,16 @@ const byEmailQuerySchema = z
 /** Dependencies of {@link createWeb2AuthRouter}. */
 export interface Web2AuthDeps {
   accounts: AccountsService;
+  /** Abuse limits, put on every POST. */
+  rateLimit: AuthRateLimit;
 }
 
 /** Routes under `/web2/auth` and `GET /web2/principal/byEmail`. No auth: the body carries the credentials. */
 export function createWeb2AuthRouter(deps: Web2AuthDeps): ApiRouter {
-  const { accounts } = deps;
+  const { accounts, rateLimit } = deps;
   const router: ApiRouter = new Router();
 
-  router.post('/web2/auth/register', async (ctx) => {
+  router.post('/web2/auth/register', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, credentialsSchema);
     const result = await accounts.register(input.email, input.password);
     // 201 for a new principal, 200 when an unverified registration was renewed (API.md).
@@ -77,44 +83,44 @@ export function createWeb2AuthRouter(deps: Web2AuthDeps): ApiRouter {
     ctx.body = { principalId: result.principalId, message: result.message };
   });
 
-  router.post('/web2/auth/verify-email', async (ctx) => {
+  router.post('/web2/auth/verify-email', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, emailOtpSchema);
     const result = await accounts.verifyEmail(input.email, input.otp);
     ctx.body = { principalId: result.principalId, emailVerified: true };
   });
 
-  router.post('/web2/auth/resend-otp', async (ctx) => {
+  router.post('/web2/auth/resend-otp', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, emailSchema);
     const result = await accounts.resendOtp(input.email);
     ctx.body = { message: result.message };
   });
 
-  router.post('/web2/auth/forgot-password', async (ctx) => {
+  router.post('/web2/auth/forgot-password', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, emailSchema);
     const result = await accounts.forgotPassword(input.email);
     ctx.body = { message: result.message };
   });
 
-  router.post('/web2/auth/reset-password', async (ctx) => {
+  router.post('/web2/auth/reset-password', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, resetPasswordSchema);
     const result = await accounts.resetPassword(input.email, input.otp, input.newPassword);
     ctx.body = { message: result.message };
   });
 
-  router.post('/web2/auth/verify-credentials', async (ctx) => {
+  router.post('/web2/auth/verify-credentials', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, credentialsSchema);
     const result = await accounts.verifyCredentials(input.email, input.password);
     ctx.body = { valid: true, principalId: result.principalId };
   });
 
-  router.post('/web2/auth/register-key', async (ctx) => {
+  router.post('/web2/auth/register-key', rateLimit.principalId, async (ctx) => {
     const input = parseBody(ctx, registerKeySchema);
     const result = await accounts.registerKey(input.principalId, input.password, input.publicKey, input.signature);
     ctx.status = 201;
     ctx.body = pick(result, ['principalId', 'emailHex', 'nodeRegistrationStatus', 'failedNodes', 'nodeErrors']);
   });
 
-  router.post('/web2/auth/retry-node-registration', async (ctx) => {
+  router.post('/web2/auth/retry-node-registration', rateLimit.principalId, async (ctx) => {
     const input = parseBody(ctx, principalSchema);
     const result = await accounts.retryNodeRegistration(input.principalId);
     // An absent message stays out of the JSON.
@@ -127,13 +133,13 @@ export function createWeb2AuthRouter(deps: Web2AuthDeps): ApiRouter {
     ctx.body = pick(view, ['principalId', 'nodeRegistrationStatus', 'successNodes', 'failedNodes']);
   });
 
-  router.post('/web2/auth/request-deletion', async (ctx) => {
+  router.post('/web2/auth/request-deletion', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, requestDeletionSchema);
     const result = await accounts.requestDeletion(input.email, input.password, input.principalId);
     ctx.body = { message: result.message };
   });
 
-  router.post('/web2/auth/confirm-deletion', async (ctx) => {
+  router.post('/web2/auth/confirm-deletion', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, emailOtpSchema);
     const result = await accounts.confirmDeletion(input.email, input.otp);
     ctx.body = { success: true, message: result.message };

@@ -229,6 +229,83 @@ describe('createHashLimiter', () => {
     expect(peak).toBe(2);
     expect(await verifyPassword('pw7', hashes[7]!)).toBe(true);
   });
+
+  it('refuses a bad maxQueued', () => {
+    expect(() => createHashLimiter(1, { maxQueued: -1 })).toThrow(RangeError);
+    expect(() => createHashLimiter(1, { maxQueued: 1.5 })).toThrow(RangeError);
+    expect(() => createHashLimiter(1, { maxQueued: Number.NaN })).toThrow(RangeError);
+  });
+
+  it('with maxQueued, refuses at once when that many wait: the function never runs and nothing changes', async () => {
+    let refusals = 0;
+    const overloaded = () => new Error(`busy #${++refusals}`);
+    const limiter = createHashLimiter(1, { maxQueued: 2, overloaded });
+    const gates = Array.from({ length: 3 }, deferred);
+    const ran: number[] = [];
+    const admitted = gates.map((gate, i) =>
+      limiter.run(async () => {
+        ran.push(i);
+        await gate.promise;
+        return i;
+      }),
+    );
+    expect([limiter.active(), limiter.queued()]).toEqual([1, 2]);
+
+    let extraRan = false;
+    const refused = limiter.run(async () => {
+      extraRan = true;
+      return -1;
+    });
+    await expect(refused).rejects.toThrow('busy #1');
+    expect(extraRan).toBe(false);
+    expect(refusals).toBe(1);
+    expect([limiter.active(), limiter.queued()]).toEqual([1, 2]);
+
+    // A slot frees: the oldest waiter gets it, and the queue has room for one more again.
+    gates[0]!.resolve();
+    await flush();
+    expect(ran).toEqual([0, 1]);
+    expect([limiter.active(), limiter.queued()]).toEqual([1, 1]);
+    const late = limiter.run(async () => 'late');
+    await expect(limiter.run(async () => 'refused')).rejects.toThrow('busy #2');
+    expect([limiter.active(), limiter.queued()]).toEqual([1, 2]);
+
+    for (const gate of gates) gate.resolve();
+    expect(await Promise.all(admitted)).toEqual([0, 1, 2]);
+    await expect(late).resolves.toBe('late');
+    expect([limiter.active(), limiter.queued()]).toEqual([0, 0]);
+    // Shedding left nothing behind: the limiter works as new.
+    await expect(limiter.run(async () => 'after')).resolves.toBe('after');
+    expect(refusals).toBe(2);
+  });
+
+  it('maxQueued 0 runs up to maxConcurrent and refuses the rest; the default error is a plain Error', async () => {
+    const limiter = createHashLimiter(2, { maxQueued: 0 });
+    const gate = deferred();
+    const running = [limiter.run(() => gate.promise), limiter.run(() => gate.promise)];
+    await expect(limiter.run(async () => 'x')).rejects.toThrow('hash queue full');
+    gate.resolve();
+    await Promise.all(running);
+    expect([limiter.active(), limiter.queued()]).toEqual([0, 0]);
+  });
+
+  it('sheds a burst of real argon2 work: exactly maxConcurrent + maxQueued run, the rest are refused without hashing', async () => {
+    let refusals = 0;
+    const limiter = createHashLimiter(2, { maxQueued: 3, overloaded: () => new Error(`shed ${++refusals}`) });
+    let hashed = 0;
+    const burst = Array.from({ length: 20 }, (_, i) =>
+      limiter.run(async () => {
+        hashed++;
+        return hashPassword(`pw${i}`, FAST);
+      }),
+    );
+    const results = await Promise.allSettled(burst);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(15);
+    expect(hashed).toBe(5);
+    expect(refusals).toBe(15);
+    expect([limiter.active(), limiter.queued()]).toEqual([0, 0]);
+  });
 });
 
 describe('createTimingEqualizer', () => {

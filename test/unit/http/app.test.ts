@@ -107,7 +107,7 @@ describe('metrics', () => {
       `quorumkeep_http_request_duration_seconds_count{route="${route}",method="${method}",status="${status}"} 1`;
     await waitFor(async () => (await app.metrics.render()).includes(series('unmatched', 'GET', 404)));
 
-    const res = await fetch(`${app.url}/metrics`);
+    const res = await fetch(`${app.url}/metrics`, { headers: adminHeaders });
     const text = await res.text();
     expect(text).toContain('# TYPE quorumkeep_http_request_duration_seconds histogram');
     expect(text).toContain(series('/healthz', 'GET', 200));
@@ -141,7 +141,7 @@ describe('CORS', () => {
     const res = await fetch(`${url}/healthz`, { headers: { Origin: allowed } });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(allowed);
-    expect(res.headers.get('access-control-expose-headers')).toBe('X-Request-Id');
+    expect(res.headers.get('access-control-expose-headers')).toBe('X-Request-Id, Retry-After');
     expect(res.headers.get('vary')).toContain('Origin');
   });
 

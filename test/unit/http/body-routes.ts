@@ -30,8 +30,8 @@ export async function json(res: Response): Promise<Json> {
 /** Values of every JSON type but string. */
 export const NON_STRINGS: unknown[] = [1, 0, true, false, null, [], ['a'], {}, { a: 'b' }];
 
-/** Errors a service may throw, and the exact response each must become. */
-export const SERVICE_ERRORS: Array<{ error: Error; status: number; body: Json }> = [
+/** Errors a service may throw, and the exact response each must become (and its Retry-After, if any). */
+export const SERVICE_ERRORS: Array<{ error: Error; status: number; body: Json; retryAfter?: string }> = [
   { error: new AppError('BAD_REQUEST', 'Invalid email'), status: 400, body: { error: 'Invalid email', code: 'BAD_REQUEST' } },
   { error: new AppError('UNAUTHORIZED', 'Invalid or expired code'), status: 401, body: { error: 'Invalid or expired code', code: 'UNAUTHORIZED' } },
   { error: new AppError('FORBIDDEN', 'Email not verified'), status: 403, body: { error: 'Email not verified', code: 'FORBIDDEN' } },
@@ -45,6 +45,13 @@ export const SERVICE_ERRORS: Array<{ error: Error; status: number; body: Json }>
     error: new AppError('RATE_LIMITED', 'Please wait before requesting another code', { retryAfterSeconds: 42 }),
     status: 429,
     body: { error: 'Please wait before requesting another code', code: 'RATE_LIMITED', retryAfterSeconds: 42 },
+    retryAfter: '42',
+  },
+  {
+    error: new AppError('OVERLOADED', 'Server busy; retry shortly', { retryAfterSeconds: 1 }),
+    status: 503,
+    body: { error: 'Server busy; retry shortly', code: 'OVERLOADED', retryAfterSeconds: 1 },
+    retryAfter: '1',
   },
   {
     error: new QuorumError('Quorum not reached (1 of 2 acks)', [NODE_ADDRESS], [{ nodeAddress: '0x3333333333333333333333333333333333333333', slot: 2, error: 'timeout' }]),
@@ -180,11 +187,12 @@ export function describeBodyRoutes(routes: BodyRoute[], startServer: StartServer
   describe('body routes: service errors', () => {
     it.each(routes)('$path maps every AppError to its status and body', async (route) => {
       const server = await start();
-      for (const { error, status, body } of SERVICE_ERRORS) {
+      for (const { error, status, body, retryAfter } of SERVICE_ERRORS) {
         server[route.service].failure = error;
         const res = await post(server.url, route.path, route.body);
         expect(res.status).toBe(status);
         expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f]{32}$/);
+        expect(res.headers.get('retry-after')).toBe(retryAfter ?? null);
         expect(await json(res)).toEqual(body);
       }
       expect(callsOf(server, route.service)).toHaveLength(SERVICE_ERRORS.length);

@@ -2,7 +2,7 @@
  * Discovery endpoints (API.md, Discovery): GET /healthz, /readyz, /metrics.
  */
 import { describe, expect, it } from 'vitest';
-import { NODE_ADDRESS, healthyCluster, useTestServers } from './helpers.ts';
+import { ADMIN_TOKEN, NODE_ADDRESS, healthyCluster, useTestServers } from './helpers.ts';
 import { DEFAULT_CHAINS } from '../../../src/config/schema.ts';
 
 const start = useTestServers();
@@ -24,7 +24,7 @@ describe('GET /healthz', () => {
         chains: [{ chainId: 8453, name: 'Base', rpcUrl: 'https://mainnet.base.org', secretsControllerAddress: DEFAULT_CHAINS[0]?.secretsControllerAddress, blockTimeMs: 2000 }],
       },
       clusterMap: cluster.clusterMap,
-      cluster: { clusterId: 'test-cluster', size: 3, threshold: 2, reachable: 3, slot0Reachable: true },
+      cluster: { clusterId: 'test-cluster', size: 3, threshold: 2, reachable: 3, slot0Reachable: true, equivocating: [] },
     });
     expect(body).not.toHaveProperty('ipfsGatewayUrl');
   });
@@ -75,11 +75,44 @@ describe('GET /readyz', () => {
 });
 
 describe('GET /metrics', () => {
-  it('renders the registry in Prometheus text format', async () => {
+  const bearer = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  it('renders the registry in Prometheus text format for the admin token', async () => {
     const { url } = await start();
-    const res = await fetch(`${url}/metrics`);
+    const res = await fetch(`${url}/metrics`, { headers: bearer });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(await res.text()).toContain('# HELP quorumkeep_http_request_duration_seconds');
+    const text = await res.text();
+    expect(text).toContain('# HELP quorumkeep_http_request_duration_seconds');
+    expect(text).toContain('# HELP quorumkeep_argon2_jobs_shed_total');
+    expect(text).toContain('# HELP quorumkeep_http_rate_limited_total');
+  });
+
+  it('is 401 without the token or with another one, and shows nothing', async () => {
+    const { url } = await start();
+    for (const headers of [{}, { Authorization: 'Bearer wrong-token' }, { Authorization: `Basic ${ADMIN_TOKEN}` }]) {
+      const res = await fetch(`${url}/metrics`, { headers });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      const text = await res.text();
+      expect(JSON.parse(text)).toEqual({ error: 'Missing or invalid admin token', code: 'UNAUTHORIZED' });
+      expect(text).not.toContain('quorumkeep_');
+    }
+  });
+
+  it('is not served (404) when no admin token is configured', async () => {
+    const { url } = await start({ adminToken: '' });
+    const res = await fetch(`${url}/metrics`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('is public with metricsPublic, token or not', async () => {
+    for (const adminToken of [ADMIN_TOKEN, '']) {
+      const { url } = await start({ adminToken, metricsPublic: true });
+      const res = await fetch(`${url}/metrics`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('# HELP quorumkeep_http_request_duration_seconds');
+    }
   });
 });

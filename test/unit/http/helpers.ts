@@ -39,6 +39,7 @@ export function healthyCluster(): ClusterHealth {
     slot0Reachable: true,
     status: 'ok',
     clusterMap: { '0': entry(0, true), '1': entry(1, true), '2': entry(2, true) },
+    equivocating: [],
   };
 }
 
@@ -332,6 +333,8 @@ export interface TestServer {
   logText(): string;
   /** Every log line written so far, parsed. */
   logLines(): Array<Record<string, unknown>>;
+  /** Move the rate limits' clock forward (it only moves when told to). */
+  advance(ms: number): void;
   server: HttpServerHandle;
 }
 
@@ -350,9 +353,10 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   // Ticks on every call, so two requests see two different serverTimes.
   let now = 1_700_000_000_000;
   const clock = () => (now += 1);
+  let monotonic = 0;
   const app = createHttpApp(
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
-    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits },
+    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, now: () => monotonic },
   );
   const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 });
   return {
@@ -368,6 +372,9 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
     metrics,
     logText: log.raw,
     logLines: log.lines,
+    advance: (ms) => {
+      monotonic += ms;
+    },
     server,
   };
 }

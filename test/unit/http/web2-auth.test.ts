@@ -166,6 +166,16 @@ describe('POST routes: route specifics', () => {
     expect(await json(res)).toEqual({ principalId: PRINCIPAL_ID, nodeRegistrationStatus: 'pending', failedNodes: ['0x2222222222222222222222222222222222222222'] });
   });
 
+  it('verify-credentials passes PASSWORD_RESET_REQUIRED on as 403 with its code', async () => {
+    const { url, accounts } = await startServer();
+    accounts.verifyCredentials = async () => {
+      throw new AppError('PASSWORD_RESET_REQUIRED', 'A password reset is required');
+    };
+    const res = await post(url, '/web2/auth/verify-credentials', { email: EMAIL, password: PASSWORD });
+    expect(res.status).toBe(403);
+    expect(await json(res)).toEqual({ error: 'A password reset is required', code: 'PASSWORD_RESET_REQUIRED' });
+  });
+
   it('answers only the documented fields, whatever else the service returns', async () => {
     const { url, accounts } = await startServer();
     const leaky = { created: true, principalId: PRINCIPAL_ID, message: 'ok', passwordHash: 'argon2id$…', otp: '123456' };

@@ -15,9 +15,10 @@ import { cleanupStack, tempDir } from '../../utils/temp.ts';
 const stack = cleanupStack();
 afterEach(() => stack.run());
 
-const noteKind: RecordKindDefinition<{ v: number }> = { name: 'note', body: z.strictObject({ v: z.number().int() }) };
+const noteKind: RecordKindDefinition<{ v: number }> = { name: 'note', writers: ['member'], body: z.strictObject({ v: z.number().int() }) };
 const flagKind: RecordKindDefinition<{ state: 'open' | 'closed' }> = {
   name: 'flag',
+  writers: ['member'],
   body: z.strictObject({ state: z.enum(['open', 'closed']) }),
   rank: (b) => (b.state === 'closed' ? 1 : 0),
 };
@@ -41,12 +42,17 @@ function makeCluster(n: number) {
 }
 
 /** An engine over a real store, node `selfIndex` of the cluster, with stub membership and transport. */
-function engineOn(store: Awaited<ReturnType<typeof openStore>>, cluster: ReturnType<typeof makeCluster>, selfIndex: number, opts: { reachable?: number; transport?: PeerTransport } = {}) {
+function engineOn(
+  store: Pick<Awaited<ReturnType<typeof openStore>>, 'records'>,
+  cluster: ReturnType<typeof makeCluster>,
+  selfIndex: number,
+  opts: { reachable?: number; transport?: PeerTransport; kinds?: RecordKindDefinition<never>[] } = {},
+) {
   return createReplicationEngine(
     { applyTimeoutMs: 500 },
     {
       store: store.records,
-      kinds: createKindRegistry([noteKind, flagKind]),
+      kinds: createKindRegistry((opts.kinds ?? [noteKind, flagKind]) as RecordKindDefinition[]),
       membership: {
         descriptor: cluster.descriptor,
         self: cluster.descriptor.nodes[selfIndex]!,
@@ -287,5 +293,78 @@ describe('replication engine: quorum writes', () => {
     expect((await restarted.replicate({ kind: 'note', key: 'x', body: { v: 9 } })).record.seq).toBe(4);
     expect(await store.records.countLog()).toBe(4);
     expect(restarted.versionVector()[descriptor.nodes[0]!.nodeAddress]).toBe(4);
+  });
+});
+
+describe('replication engine: integrity (docs/security.md, "Replication integrity")', () => {
+  it('a gap costs its own records: the sync request names the missing seq, and a peer sends that and what lies beyond', async () => {
+    const { engine, descriptor, keys } = await makeEngine();
+    const records = Array.from({ length: 30 }, (_, i) => rec(descriptor, keys[2]!, 2, i + 1, { v: i }, { k: `k${i}` }));
+    // Seq 5 never arrives.
+    await engine.ingest(records.filter((r) => r.seq !== 5), 'gossip');
+    const origin = descriptor.nodes[2]!.nodeAddress;
+    expect(engine.versionVector()[origin]).toBe(4);
+    const request = await engine.syncRequest();
+    expect(request.max?.[origin]).toBe(30);
+    expect(request.gaps?.[origin]).toEqual([5]);
+
+    // A peer holding all 30 (plus two more) sends seq 5 and 31–32 only, not 6–30 again.
+    const peer = await makeEngine();
+    const more = [...records, rec(descriptor, keys[2]!, 2, 31, { v: 31 }, { k: 'k31' }), rec(descriptor, keys[2]!, 2, 32, { v: 32 }, { k: 'k32' })];
+    const peerEngine = engineOn(peer.store, { keys, descriptor }, 0);
+    await peerEngine.open();
+    await peerEngine.ingest(more, 'sync');
+    const sent: number[] = [];
+    for await (const page of peerEngine.missingFor(request, { limit: 100 })) sent.push(...page.filter((r) => r.origin === origin).map((r) => r.seq));
+    expect(sent).toEqual([5, 31, 32]);
+    const naive: number[] = [];
+    for await (const page of peerEngine.missingFor({ vv: request.vv }, { limit: 100 })) naive.push(...page.filter((r) => r.origin === origin).map((r) => r.seq));
+    expect(naive).toHaveLength(28);
+  });
+
+  it('a failed commit gives its seq back: the next write takes it, so the origin never skips one', async () => {
+    const cluster = makeCluster(5);
+    const store = await openTempStore();
+    let failNext = false;
+    const records = { ...store.records, commit: async (change: Parameters<typeof store.records.commit>[0]) => {
+      if (failNext) {
+        failNext = false;
+        throw new Error('disk full');
+      }
+      return store.records.commit(change);
+    } };
+    const engine = engineOn({ records }, cluster, 0);
+    await engine.open();
+    const first = await engine.replicate({ kind: 'note', key: 'a', body: { v: 1 } });
+    expect(first.record.seq).toBe(1);
+    failNext = true;
+    await expect(engine.replicate({ kind: 'note', key: 'b', body: { v: 2 } })).rejects.toThrow(/disk full/);
+    const third = await engine.replicate({ kind: 'note', key: 'c', body: { v: 3 } });
+    expect(third.record.seq).toBe(2);
+    expect(engine.versionVector()[cluster.descriptor.nodes[0]!.nodeAddress]).toBe(2);
+  });
+
+  it('a record stamped beyond the allowed skew is refused; one within it is stored', async () => {
+    const { engine, descriptor, keys } = await makeEngine();
+    const ahead = rec(descriptor, keys[1]!, 1, 1, { v: 1 }, { hlc: [Date.now() + 120_000, 0] });
+    expect((await engine.ingest([ahead], 'gossip')).rejected[0]?.reason).toBe('hlc ahead of clock');
+    const near = rec(descriptor, keys[1]!, 1, 1, { v: 1 }, { hlc: [Date.now() + 5_000, 0] });
+    expect((await engine.ingest([near], 'gossip')).applied).toBe(1);
+  });
+
+  it('an origin may write only the kinds the registry allows it', async () => {
+    const cluster = makeCluster(5);
+    const store = await openTempStore();
+    const coordinatorOnly: RecordKindDefinition<{ v: number }> = { name: 'guarded', writers: ['coordinator'], body: z.strictObject({ v: z.number().int() }) };
+    const descriptor = { ...cluster.descriptor, nodes: cluster.descriptor.nodes.map((n, i) => (i === 1 ? { ...n, httpUrl: 'http://127.0.0.1:1' } : n)) };
+    const engine = engineOn(store, { keys: cluster.keys, descriptor }, 0, { kinds: [coordinatorOnly as RecordKindDefinition<never>] });
+    await engine.open();
+    const fromMember = rec(descriptor, cluster.keys[2]!, 2, 1, { v: 1 }, { kind: 'guarded' });
+    const fromCoordinator = rec(descriptor, cluster.keys[1]!, 1, 1, { v: 2 }, { kind: 'guarded' });
+    const res = await engine.ingest([fromMember, fromCoordinator], 'apply');
+    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'origin may not write this kind' })]);
+    expect(await stateOf(engine, 'guarded', 'k')).toEqual({ v: 2 });
+    // Nor may this node write it itself.
+    await expect(engine.replicate({ kind: 'guarded', key: 'x', body: { v: 3 } })).rejects.toThrow(/may not write/);
   });
 });

@@ -54,6 +54,8 @@ function service(answer: (slot: number, body: Record<string, unknown>) => 'grant
       verifier: { verify: async () => Promise.reject(new Error('unused')) },
       signDigest: (d) => '0x' + toHex(signDigest(d, memberKeys[0]!)),
       verifyEd25519: (key, message, signature) => key === KEY && message === sessionMessage(PRINCIPAL, String(NOW), SESSION_ADDRESS) && signature === 'cd'.repeat(64),
+      versionVector: () => ({}),
+      catchUp: async () => undefined,
       clock: () => NOW,
       logger: createLogger({ level: 'silent' }),
     },

@@ -1,0 +1,83 @@
+/**
+ * Client evidence inside records (docs/security.md, "Evidence in the record"). A change a client
+ * authorised with its session wallet — a secret's creation, a delegate change, a transfer or
+ * delegate permit — carries the client's signed data string, its EIP-191 signature and the session
+ * record (with its quorum of member grants). Every member checks it itself, statelessly:
+ *
+ * 1. the session's quorum proof: ≥ threshold distinct members granted it (so no coordinator alone
+ *    could mint the session that signs);
+ * 2. the string's shape (the endpoint's exact part count, chain -1, canonical numbers), its signer
+ *    (EIP-191 recovery) equal to the session address in the string and in the session;
+ * 3. time: the record written while the session was live, and the string's timestamp within the
+ *    freshness window of the record's own clock — a record cannot be backed by a string signed long
+ *    before it was written.
+ *
+ * What the evidence authorises (which principal, which secret, which value) is then compared with the
+ * record's body by the record kind.
+ */
+import { z } from 'zod';
+import type { ClusterDescriptor } from '../replication/ports.ts';
+import { recoverPersonalSigner, sha256Hex } from '../../crypto/index.ts';
+import { checkQuorumProof, sessionBodySchema, type SessionBody } from './records.ts';
+import { splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from './signed-data.ts';
+
+/** Longest signed string carried as evidence (the 8-part permit string is the longest kind). */
+const MAX_EVIDENCE_DATA_CHARS = 1024;
+/**
+ * Slack on the session's life at the record's time, ms: the coordinator checked the session against
+ * its clock a moment before it stamped the record (and members' clocks differ by up to this much).
+ */
+const SESSION_LIFE_SKEW_MS = 60_000;
+
+export const signedEvidenceSchema = z.strictObject({
+  /** The client's signed data string, exactly as signed. */
+  data: z.string().min(1).max(MAX_EVIDENCE_DATA_CHARS),
+  /** Its EIP-191 signature, 0x + 130 hex. */
+  signature: z.string().regex(/^0x[0-9a-fA-F]{130}$/),
+  /** The session whose wallet signed it, with its member grants. */
+  session: sessionBodySchema,
+});
+export type SignedEvidence = z.infer<typeof signedEvidenceSchema>;
+
+/** What a checked piece of evidence says. */
+export interface CheckedEvidence {
+  /** The string's parts. */
+  parts: string[];
+  /** The principal of the signing session. */
+  principalId: string;
+  /** The string's timestamp, Unix ms. */
+  timestamp: number;
+}
+
+/**
+ * Check signed evidence against a record written at `atMs`; returns what it says, or a refusal
+ * reason. Deterministic: it reads nothing but its arguments, so every member decides alike.
+ */
+export function checkSignedEvidence(descriptor: ClusterDescriptor, evidence: SignedEvidence, expect: { parts: number; atMs: number }): CheckedEvidence | string {
+  const parts = splitSignedData(evidence.data, { parts: expect.parts as 4 | 5 | 8 });
+  if (!parts) return 'evidence: wrong part count';
+  const [chain, , address, ts] = parts as [string, string, string, string];
+  if (chain !== String(WEB2_CHAIN_ID)) return 'evidence: not a Web2 string';
+  if (!/^(0|[1-9]\d{0,15})$/.test(ts)) return 'evidence: bad timestamp';
+  const timestamp = Number(ts);
+  if (Math.abs(expect.atMs - timestamp) > WEB2_FRESHNESS_MS) return 'evidence: string not fresh at the record time';
+  const session: SessionBody = evidence.session;
+  if (address.toLowerCase() !== session.sessionAddress) return 'evidence: session is not the signer in the string';
+  // The session was live when the record was written, as the coordinator checked it was when it answered.
+  if (expect.atMs < session.issuedAt - SESSION_LIFE_SKEW_MS || expect.atMs > session.expiresAt + SESSION_LIFE_SKEW_MS) return 'evidence: record outside the session life';
+  const proof = checkQuorumProof(descriptor, session, session.grants);
+  if (proof) return `evidence: ${proof}`;
+  if (recoverPersonalSigner(evidence.data, evidence.signature) !== session.sessionAddress) return 'evidence: signature is not the session wallet';
+  return { parts, principalId: session.principalId, timestamp };
+}
+
+/**
+ * The identity of a signed string for single use (docs/security.md, "Single use"): the operation,
+ * then the parts with the address lowercased. The signature is left out (its high-s twin is equally
+ * valid) and non-canonical numbers never reach here (the verifier refuses them), so every way of
+ * writing one authorisation maps to one key.
+ */
+export function signedStringKey(operation: string, parts: readonly string[]): string {
+  const canonical = parts.map((p, i) => (i === 2 ? p.toLowerCase() : p));
+  return sha256Hex(`quorumkeep/signed-use/v1\n${operation}\n${canonical.join('\n')}`);
+}
