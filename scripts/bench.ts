@@ -382,7 +382,7 @@ const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kin
 
 async function main(): Promise<void> {
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
-  // `npm run bench -- flood`: only the flood figures (their own cluster).
+  // `npm run bench -- flood`: only the flood figures (their own cluster); `-- latency`: see below.
   if (process.argv[2] === 'flood') return benchFlood();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   const noLimits = { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } } };
@@ -395,6 +395,15 @@ async function main(): Promise<void> {
     const rtts: number[] = [];
     for (let i = 0; i < 500; i++) rtts.push(await writer.pingPeer(others[i % others.length]!.nodeId));
     const rtt = median(rtts);
+
+    // `npm run bench -- latency`: only the request latencies that the trust checks add to (sessions,
+    // secrets, decrypt, permits), for quick before/after comparisons.
+    if (process.argv[2] === 'latency') {
+      table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [['p50', ms(rtt)]]);
+      await benchSecrets(cluster, rtt);
+      await benchPermits(cluster, rtt);
+      return;
+    }
 
     // Quorum write latency, one at a time.
     for (let i = 0; i < 50; i++) await probe(writer, `warm-${i}`);

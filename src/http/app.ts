@@ -182,6 +182,8 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   // log them once as a line instead of koa's default stack dump on stderr.
   app.on('error', (err: unknown, ctx?: { state?: Partial<HttpState> }) => {
     if (err instanceof HttpError && err.expose) return;
+    // A client that hung up or sent a broken body is not a server error.
+    if (isClientFault(err)) return (ctx?.state?.log ?? log).debug({ code: (err as NodeJS.ErrnoException).code }, 'client aborted or sent a malformed body');
     (ctx?.state?.log ?? log).error({ err }, 'unhandled http error');
   });
   app.use(errorResponses(log));
@@ -359,4 +361,14 @@ function cors(allowedOrigins: readonly string[]): HttpMiddleware {
     ctx.set('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
     return next();
   };
+}
+
+/** Errors that mean the client went away or broke the framing mid-request. */
+const CLIENT_FAULT_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ECANCELED']);
+
+function isClientFault(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e) return false;
+  if (typeof e.code === 'string' && (CLIENT_FAULT_CODES.has(e.code) || e.code.startsWith('HPE_'))) return true;
+  return e.message === 'aborted' || e.message === 'Parse Error' || e.message === 'request aborted';
 }

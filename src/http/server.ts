@@ -2,8 +2,10 @@
  * Binding an app to a port (node:http) with timeouts and a graceful, bounded shutdown. Kept apart
  * from the app factory (STYLE.md rule 11) so tests and `src/node` decide where it listens.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '../log/index.ts';
 
 /** In-flight requests get this long to finish on close; then their connections are destroyed. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -40,13 +42,76 @@ export interface HttpServerHandle {
   close(): Promise<void>;
 }
 
+/** Dependencies of {@link listenHttp}. */
+export interface ListenHttpDeps {
+  /** Where malformed requests and client aborts are noted (debug: they are the client's doing). */
+  logger?: Logger;
+}
+
+/**
+ * The answer to a request Node's parser refused before the app saw it (API.md: every error is JSON):
+ * status and code by the parser's error. Undefined when there is nobody left to answer.
+ */
+export function clientErrorAnswer(err: NodeJS.ErrnoException): { status: number; code: string; message: string } | undefined {
+  switch (err.code) {
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'ECONNABORTED':
+      return undefined;
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, code: 'HEADERS_TOO_LARGE', message: 'Request headers are too large' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, code: 'REQUEST_TIMEOUT', message: 'The request was not received in time' };
+    case 'HPE_INVALID_METHOD':
+      return { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'Unknown HTTP method' };
+    default:
+      return { status: 400, code: 'BAD_REQUEST', message: 'Malformed HTTP request' };
+  }
+}
+
+/** Write a complete JSON answer on a raw socket and close it (the parser is out of step with it). */
+function answerRaw(socket: Duplex, answer: { status: number; code: string; message: string }): void {
+  const body = JSON.stringify({ error: answer.message, code: answer.code });
+  socket.end(
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? 'Error'}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Cache-Control: no-store\r\nConnection: close\r\n\r\n' +
+      body,
+  );
+}
+
 /** Bind `app` on `host:port`; resolves once listening, rejects on a bind error (e.g. EADDRINUSE). */
-export function listenHttp(app: RequestHandlerFactory, options: ListenHttpOptions): Promise<HttpServerHandle> {
+export function listenHttp(app: RequestHandlerFactory, options: ListenHttpOptions, deps: ListenHttpDeps = {}): Promise<HttpServerHandle> {
   const handle = app.callback();
-  const server = createServer();
+  const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, options.requestTimeoutMs);
+  // Node checks request and header deadlines on this interval (30 s by default, so a trickled
+  // header was answered ~20 s late): check often enough that a deadline is kept to within a second.
+  const server = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 2))) });
+  const log = deps.logger?.child({ module: 'http' });
+
+  // Requests Node's parser refuses (bare LF, two Content-Lengths, a bad chunk size, an unknown
+  // method, oversized or trickled headers) never reach koa: answer them in JSON here, and note them
+  // at debug level — they are the client's error, not the server's.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const answer = clientErrorAnswer(err);
+    log?.debug({ code: err.code, answered: answer?.status }, 'malformed request or client abort');
+    // A broken body arrives after its headers: the app already has a response for it, unsent; ours
+    // goes first and closes the connection.
+    const started = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage?.headersSent === true;
+    if (!answer || !socket.writable || started) {
+      socket.destroy();
+      return;
+    }
+    answerRaw(socket, answer);
+  });
+  // CONNECT (proxy tunnels) is not served: a JSON 405 instead of a dropped connection.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    answerRaw(socket, { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'CONNECT is not supported' });
+  });
   server.requestTimeout = options.requestTimeoutMs;
   // Node requires headersTimeout <= requestTimeout.
-  server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, options.requestTimeoutMs);
+  server.headersTimeout = headersTimeout;
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
 
   // Node does not end a keep-alive connection after its in-flight response when the server is

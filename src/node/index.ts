@@ -11,6 +11,7 @@ import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
 import { AppError } from '../errors/index.ts';
 import { createHash } from 'node:crypto';
 import { recordContentId } from '../core/replication/record.ts';
+import { createEvidenceChecker } from '../core/sessions/evidence.ts';
 import { openStore, type NodeStore } from '../store/index.ts';
 import { createCluster, loadOrCreateNodeKeys, describeNodeKeys, type Cluster } from '../cluster/index.ts';
 import { createReplicationEngine, type ReplicationEngine } from '../core/replication/engine.ts';
@@ -57,7 +58,9 @@ export type { NodeDeps, QuorumNode } from './types.ts';
 
 /** Every record kind this build knows. */
 function recordKinds(descriptor: ClusterDescriptor) {
-  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor), permitKind(descriptor)]);
+  // One evidence checker per node: its cache of verified session proofs serves both kinds.
+  const evidence = createEvidenceChecker(descriptor);
+  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor, evidence), permitKind(descriptor, evidence)]);
 }
 
 /** The node's private-key operations for shares; the keys stay here, the core gets functions. */
@@ -264,6 +267,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           members,
           creator,
           claims: store.claims,
+          allocateWithClaim: (counter, claim, value) => store.counters.nextWithClaim(counter, claim, value),
           verifier,
           usedStrings: store.usedStrings,
           versionVector,
@@ -282,6 +286,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         {
           replicator: engine,
           state: engine,
+          log: engine,
           membership,
           creator,
           claims: store.claims,
@@ -336,7 +341,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           },
           { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits },
         );
-        running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs });
+        running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
       }
       log.info({ nodeId: self!.id, slot: self!.slot, peerId: self!.peerId, nodeAddress: self!.nodeAddress, http: running.http?.url, listen: cluster.listenAddresses() }, 'node started');
     } catch (err) {

@@ -58,6 +58,11 @@ export interface CounterRepo {
   next(name: string): Promise<number>;
   /** Last value allocated, 0 when none. */
   current(name: string): Promise<number>;
+  /**
+   * Allocate the next value and write a claim naming it, in one durable batch (one fsync): slot 0's
+   * create-string → secretId registry.
+   */
+  nextWithClaim(name: string, claim: string, value: (allocated: number) => string): Promise<number>;
 }
 
 /** Durable name → value claims (slot 0's uniqueness registry); callers serialise claims per name. */
@@ -205,6 +210,18 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     async current(name) {
       return (await counters.get(name)) ?? 0;
     },
+    nextWithClaim(name, claim, value) {
+      const run = counterChain.then(async () => {
+        const allocated = ((await counters.get(name)) ?? 0) + 1;
+        const batch = db.batch();
+        batch.put(name, allocated, { sublevel: counters as unknown as typeof meta });
+        batch.put(claim, value(allocated), { sublevel: claims as unknown as typeof meta });
+        await batch.write({ sync });
+        return allocated;
+      });
+      counterChain = run.catch(() => undefined);
+      return run;
+    },
   };
 
   return {
@@ -241,9 +258,12 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     usedStrings: {
       use(key, forgetAt) {
         // Check and mark in one serialised step, so two concurrent uses of one string see each other.
+        // Written without an fsync: the mark survives a process crash (LevelDB's log is in the OS's
+        // hands), and costing every decrypt a disk flush per member is not worth the window a power
+        // loss would reopen (docs/security.md, "Share release").
         const run = useChain.then(async () => {
           if ((await usedStrings.get(key)) !== undefined) return false;
-          await durablePut(usedStrings, key, forgetAt);
+          await usedStrings.put(key, forgetAt);
           return true;
         });
         useChain = run.catch(() => undefined);

@@ -83,3 +83,33 @@ describe('confirmation while members are down', () => {
     expect(await Promise.all(cluster.members.slice(0, 2).map((m) => appliedPermits(m)))).toEqual(before.map((n) => n + 1));
   });
 });
+
+describe('an answer is true when given (issue 11: 200 only at ≥ threshold members)', () => {
+  it('a coordinator whose replica holds a consumption that fewer than threshold members hold answers 202, then 200 once it is durable', async () => {
+    const secretId = await createSecret();
+    const link = await delegatePermit(secretId, bob.principalId);
+    const appliedBefore = await Promise.all(cluster.members.map((m) => appliedPermits(m)));
+    // Coordinators 0 and 1 are cut off from members 2–4: A's consumption reaches B and itself only.
+    await cluster.partition([0, 1], [2, 3, 4]);
+    const first = await confirm(A, link);
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    // B holds the consumption in its replica but did not write it: it must not say "consumed".
+    await waitFor(async () => ((await cluster.members[1]!.state.get('permit', link.permitId))?.body as { status?: string } | undefined)?.status === 'consumed', {
+      timeoutMs: 10_000,
+      description: 'the consumption on B',
+    });
+    const onB = await confirm(B, link);
+    expect(onB.status, JSON.stringify(onB.body)).toBe(202);
+    expect(onB.body).toMatchObject({ status: 'pending', successCount: 2, threshold: 3 });
+
+    await cluster.heal();
+    await waitFor(async () => (await confirm(B, link)).status === 200, { timeoutMs: 15_000, description: 'B to answer 200 once the consumption is durable' });
+    const done = await confirm(B, link);
+    expect(done.body).toMatchObject({ status: 'consumed', result: { secretId, delegatePrincipalId: bob.principalId } });
+    // Every member holds it and applied it once, whichever coordinator delivered it.
+    await waitFor(async () => (await Promise.all(cluster.members.map((m) => appliedPermits(m)))).every((n, i) => n === appliedBefore[i]! + 1), {
+      timeoutMs: 15_000,
+      description: 'every member to apply the permit once',
+    });
+  });
+});

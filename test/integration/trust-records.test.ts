@@ -103,6 +103,8 @@ describe('a member that is not a coordinator can change nothing', () => {
       ['claimEmail', { emailHex: Buffer.from('x@example.test').toString('hex') }],
       ['otpAttempt', { key: `${alice.principalId}:reset`, issuedAt: 1, success: true }],
       ['allocate', { counter: 'secretId' }],
+      ['createPermit', { requestId: randomUUID() }],
+      ['claimSecretCreate', { useKey: 'a'.repeat(64), coordinator: 'node-4' }],
     ] as const) {
       await expect(member.peer.requestCreate({ op, params }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }), op).rejects.toThrow(/coordinators only/);
     }
@@ -142,6 +144,8 @@ describe('a coordinator cannot change an owner, a delegate or a key without the 
     // The rogue re-uses the string for another delegate, or to move the owner.
     await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), { ...secret, delegatePrincipalId: bob.principalId })], /names another delegate/);
     await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), { ...secret, ownerPrincipalId: bob.principalId })], /signer is not the owner/);
+    // The same version again under a new seq: the string is spent.
+    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), secret)], /already used/);
     // Stale: a string signed 11 minutes before the record's own time.
     await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), secret, Date.now() + 11 * 60_000 - 60_000)], /not fresh|ahead of clock/);
     await bobCannotDecrypt();

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import { isCoordinatorEntry, type ClusterDescriptor } from '../replication/ports.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
-import { checkSignedEvidence, signedEvidenceSchema } from '../sessions/evidence.ts';
+import { createEvidenceChecker, signedEvidenceSchema, type EvidenceChecker } from '../sessions/evidence.ts';
 import { fromHex, recoverAddress, sha256Hex, taggedHash, utf8 } from '../../crypto/index.ts';
 
 /** The three admin changes a permit can carry. */
@@ -59,7 +59,7 @@ export function permitRequestDigest(clusterId: string, p: Pick<PermitBody, 'requ
 const IMMUTABLE: ReadonlyArray<keyof PermitBody> = ['permitId', 'requestId', 'action', 'principalId', 'secretId', 'payload', 'payloadDigest', 'tokenHash', 'createdAt', 'expiresAt'];
 
 /** Why a pending permit's request evidence fails, or undefined. */
-function requestProblem(descriptor: ClusterDescriptor, b: PermitBody, atMs: number): string | undefined {
+function requestProblem(descriptor: ClusterDescriptor, checkSignedEvidence: EvidenceChecker, b: PermitBody, atMs: number): string | undefined {
   if (sha256Hex(b.payload) !== b.payloadDigest) return 'payload digest mismatch';
   const by = b.requestedBy;
   const node = by && descriptor.nodes.find((n) => n.nodeAddress === by.nodeAddress);
@@ -68,7 +68,7 @@ function requestProblem(descriptor: ClusterDescriptor, b: PermitBody, atMs: numb
   if (b.action === 'rotate') return b.auth ? 'rotate carries no session string' : undefined;
   if (!b.auth) return 'transfer and delegate carry the owner\'s signed string';
   const legacy = b.auth.data.split('_').length === 4;
-  const ev = checkSignedEvidence(descriptor, b.auth, { parts: legacy ? 4 : 8, atMs });
+  const ev = checkSignedEvidence(b.auth, { parts: legacy ? 4 : 8, atMs });
   if (typeof ev === 'string') return ev;
   if (ev.parts[1] !== String(b.secretId)) return 'evidence: string names another secret';
   if (ev.principalId !== b.principalId) return 'evidence: signer is not the requesting principal';
@@ -82,7 +82,7 @@ function requestProblem(descriptor: ClusterDescriptor, b: PermitBody, atMs: numb
  * string; a coordinator writes the consumption, with the emailed token, and only for a permit the
  * member already holds, unchanged.
  */
-export function permitKind(descriptor: ClusterDescriptor): RecordKindDefinition<PermitBody> {
+export function permitKind(descriptor: ClusterDescriptor, evidence: EvidenceChecker = createEvidenceChecker(descriptor)): RecordKindDefinition<PermitBody> {
   return {
     name: 'permit',
     body: permitBodySchema,
@@ -98,7 +98,7 @@ export function permitKind(descriptor: ClusterDescriptor): RecordKindDefinition<
       if (!consumed) {
         // Only slot 0 creates permits (it holds the requestId registry).
         if (context.originSlot !== 0) return 'pending permits are written by slot 0';
-        return requestProblem(descriptor, b, context.atMs);
+        return requestProblem(descriptor, evidence, b, context.atMs);
       }
       if (!context.originIsCoordinator) return 'permits are consumed by coordinators';
       if (typeof b.token !== 'string' || sha256Hex(b.token) !== b.tokenHash) return 'consumption without the emailed token';

@@ -33,6 +33,8 @@ const NEW_PUBLIC_KEY_MAX_CHARS = 4096;
 const PAYLOAD_MAX_CHARS = NEW_PUBLIC_KEY_MAX_CHARS + 32;
 /** Bytes of the emailed one-time token (≥ 128 bits). */
 const TOKEN_BYTES = 32;
+/** Consumed permits a coordinator remembers as durable on a quorum (so re-clicks cost no round trip). */
+const DURABLE_PERMITS_REMEMBERED = 10_000;
 
 /** The one payload key of each action. */
 const PAYLOAD_KEY: Record<PermitActionName, string> = { rotate: 'newPublicKey', transfer: 'newOwnerPrincipalId', delegate: 'delegatePrincipalId' };
@@ -68,6 +70,8 @@ export interface PermitMail {
 export interface PermitsDeps {
   replicator: Replicator;
   state: StateReader;
+  /** The local log, to find the change stored with a consumption (it follows it in its origin's log). */
+  log: { logRecord(origin: string, seq: number): Promise<ReplicatedRecord | undefined> };
   membership: MembershipView;
   creator: Pick<CreatorService, 'register' | 'call'>;
   /** Slot 0's durable requestId registry. */
@@ -331,10 +335,36 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     return permit;
   }
 
-  function consumedAnswer(permit: PermitBody): PermitConfirmation {
+  /** Permits whose consumption this coordinator saw acknowledged by ≥ threshold members. */
+  const durable = new Set<string>();
+  const markDurable = (permitId: string) => {
+    durable.add(permitId);
+    if (durable.size > DURABLE_PERMITS_REMEMBERED) durable.delete(durable.values().next().value!);
+  };
+
+  /**
+   * The answer for a consumed permit, true when given (PERMITS.md: 200 only at ≥ threshold acks).
+   * This coordinator's own consumptions are tracked; any other (consumed through another coordinator,
+   * or before a restart, and seen in this replica) is delivered again — the consumption and the
+   * change stored with it — and the acks counted: duplicates ack, so this both measures and repairs.
+   */
+  async function consumedAnswer(permit: PermitBody): Promise<PermitConfirmation> {
+    const pending = (successCount: number): PermitConfirmation => ({ status: 'pending', permitId: permit.permitId, action: permit.action, successCount, threshold });
+    const consumed: PermitConfirmation = { status: 'consumed', permitId: permit.permitId, action: permit.action, result: permit.result as PermitResult };
     const d = deliveries.get(permit.permitId);
-    if (d && d.acked.size < threshold) return { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: d.acked.size, threshold };
-    return { status: 'consumed', permitId: permit.permitId, action: permit.action, result: permit.result as PermitResult };
+    if (d) return d.acked.size >= threshold ? consumed : pending(d.acked.size);
+    if (durable.has(permit.permitId)) return consumed;
+    const record = await state.get('permit', permit.permitId);
+    if (!record || (record.body as PermitBody).status !== 'consumed') return pending(0);
+    const next = await deps.log.logRecord(record.origin, record.seq + 1);
+    const change = next && (next.kind === 'secret' || next.kind === 'principal') ? [next] : [];
+    const selfHolds = membership.self.slot !== null;
+    const others = members.filter((m) => m.id !== selfId).map((m) => m.slot);
+    const report = await deps.replicator.resendAll([record, ...change], others);
+    const acked = report.acked.length + (selfHolds ? 1 : 0);
+    if (acked < threshold) return pending(acked);
+    markDurable(permit.permitId);
+    return consumed;
   }
 
   function stale(message: string): AppError {
@@ -412,7 +442,10 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     const report = await deps.replicator.replicateAll([{ kind: 'permit', key: current.permitId, body: consumed }, intent], { requireQuorum: false });
     track(current.permitId, report);
     log.info({ permitId: current.permitId, action: current.action, acked: report.acked.length, failed: report.failed.length }, 'permit consumed');
-    return consumedAnswer(consumed);
+    if (report.acked.length >= threshold) markDurable(current.permitId);
+    return report.acked.length >= threshold
+      ? { status: 'consumed', permitId: current.permitId, action: current.action, result }
+      : { status: 'pending', permitId: current.permitId, action: current.action, successCount: report.acked.length, threshold };
   }
 
   /** Keep delivering a consumption until every member has acked it. */

@@ -11,10 +11,10 @@
 import type { Logger } from '../../log/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
-import { fromHex } from '../../crypto/index.ts';
+import { fromHex, signDigest, toHex } from '../../crypto/index.ts';
 import type { KindRegistry, RecordContext, RecordKindDefinition } from './kinds.ts';
 import { supersedes } from './kinds.ts';
-import { recordContentId, signRecord, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
+import { recordDigest, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
 import type { BatchWriteReport, ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, SyncRequest, VersionVector, WriteIntent, WriteReport } from './ports.ts';
 import { isCoordinatorEntry, membersOf } from './ports.ts';
 import type { Json } from './canonical-json.ts';
@@ -100,6 +100,8 @@ export interface ReplicationEngine extends Replicator, StateReader {
    * version with the lower content id, so every replica ends up with the same one.
    */
   equivocators(): Array<{ origin: string; seq: number; at: number }>;
+  /** One record of the log by origin and seq (e.g. the change stored right after a consumption). */
+  logRecord(origin: string, seq: number): Promise<ReplicatedRecord | undefined>;
   /** Wait for queued applies to finish (shutdown). */
   drain(): Promise<void>;
 }
@@ -177,7 +179,15 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const maxStored = new Map<string, number>();
   /** Per origin, XOR of the content ids of every record stored (see {@link SyncRequest}). */
   const fingerprints = new Map<string, bigint>();
-  const contentId = (r: ReplicatedRecord) => BigInt('0x' + recordContentId(clusterId, r));
+  // A record's content id is the digest its signature covers: computed once, when it is verified or
+  // signed, and remembered for the fingerprints and equivocation checks.
+  const contentIds = new WeakMap<ReplicatedRecord, bigint>();
+  const idOf = (digest: Uint8Array) => BigInt('0x' + toHex(digest));
+  const contentId = (r: ReplicatedRecord) => {
+    let id = contentIds.get(r);
+    if (id === undefined) contentIds.set(r, (id = idOf(recordDigest(clusterId, r))));
+    return id;
+  };
   const addFingerprint = (r: ReplicatedRecord, id = contentId(r)) => fingerprints.set(r.origin, (fingerprints.get(r.origin) ?? 0n) ^ id);
   const equivocations = new Map<string, { origin: string; seq: number; at: number }>();
   let ownSeq = 0;
@@ -248,7 +258,9 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     const badKey = keyProblem(kind, r.key);
     if (badKey) return refuse(badKey);
     const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
-    if (!verifyRecordSignature(clusterId, record, node.publicKey)) return refuse('bad signature');
+    const digest = recordDigest(clusterId, record);
+    if (!verifyRecordSignature(clusterId, record, node.publicKey, digest)) return refuse('bad signature');
+    contentIds.set(record, idOf(digest));
     return { record, kind, node };
   }
 
@@ -267,9 +279,13 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   async function commitBatch(batch: Pending[]): Promise<void> {
     for (const p of batch) {
       if (!p.own) continue;
-      p.records = p.own.map((intent) =>
-        signRecord(clusterId, { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body }, deps.signingKey),
-      );
+      p.records = p.own.map((intent) => {
+        const unsigned = { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body };
+        const digest = recordDigest(clusterId, unsigned);
+        const record: ReplicatedRecord = { ...unsigned, sig: '0x' + toHex(signDigest(digest, deps.signingKey)) };
+        contentIds.set(record, idOf(digest));
+        return record;
+      });
     }
     const logged = new Map<string, ReplicatedRecord>();
     const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
@@ -592,6 +608,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     },
     get: (kind, key) => stateCache.get(kind, key),
     list: (kind, o) => store.listState(kind, o),
+    logRecord: (origin, seq) => store.getLog(origin, seq),
     async *missingFor(request, { limit }) {
       const peer = request.vv;
       for (const origin of await store.origins()) {

@@ -33,7 +33,8 @@ export interface ReplicatedRecord {
 /** The record without its signature. */
 export type UnsignedRecord = Omit<ReplicatedRecord, 'sig'>;
 
-function recordDigest(clusterId: string, r: UnsignedRecord): Uint8Array {
+/** The 32-byte digest a record's signature is over: its content, bound to the cluster. */
+export function recordDigest(clusterId: string, r: UnsignedRecord): Uint8Array {
   const payload = canonicalJson({ kind: r.kind, key: r.key, origin: r.origin, seq: r.seq, hlc: [r.hlc[0], r.hlc[1]], body: r.body });
   return taggedHash(`quorumkeep/record/v1/${clusterId}`, utf8(payload));
 }
@@ -52,11 +53,14 @@ export function signRecord(clusterId: string, r: UnsignedRecord, privateKey: Uin
   return { ...r, sig: '0x' + toHex(sig) };
 }
 
-/** Verify a record's signature against the origin's public key. Never throws. */
-export function verifyRecordSignature(clusterId: string, r: ReplicatedRecord, publicKey: Uint8Array): boolean {
+/**
+ * Verify a record's signature against the origin's public key; `digest` saves recomputing it when
+ * the caller has it. Never throws.
+ */
+export function verifyRecordSignature(clusterId: string, r: ReplicatedRecord, publicKey: Uint8Array, digest?: Uint8Array): boolean {
   if (typeof r.sig !== 'string' || !isHex(r.sig)) return false;
   try {
-    return verifyDigest(fromHex(r.sig), recordDigest(clusterId, r), publicKey);
+    return verifyDigest(fromHex(r.sig), digest ?? recordDigest(clusterId, r), publicKey);
   } catch {
     return false;
   }

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { evidenceOf, type RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
-import { checkSignedEvidence, signedEvidenceSchema } from '../sessions/evidence.ts';
+import { createEvidenceChecker, signedEvidenceSchema, signedStringKey, type EvidenceChecker } from '../sessions/evidence.ts';
+import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
 import { UUID_V4_RE, type PermitBody } from '../permits/records.ts';
 import { utf8 } from '../../crypto/index.ts';
 
@@ -42,9 +43,26 @@ export const secretBodySchema = z.strictObject({
       z.strictObject({ by: z.literal('permit'), permitId: z.string().regex(UUID_V4_RE) }),
     ])
     .optional(),
+  /**
+   * The setDelegate strings applied to this secret lately (their single-use keys and timestamps):
+   * a member refuses a change backed by a string already listed, and a change that drops an entry
+   * still young enough to be replayed. Entries older than {@link RECENT_USE_KEEP_MS} may go.
+   */
+  recentUses: z
+    .array(z.strictObject({ key: z.string().regex(/^[0-9a-f]{64}$/), at: z.number().int().nonnegative() }))
+    .max(256)
+    .optional(),
 });
 export type SecretBody = z.infer<typeof secretBodySchema>;
 export type SecretAuth = NonNullable<SecretBody['auth']>;
+
+/**
+ * How long a setDelegate string's use is kept in the secret, ms: past twice the freshness window no
+ * string can pass the freshness check at any member, so its entry is no longer needed.
+ */
+export const RECENT_USE_KEEP_MS = 2 * WEB2_FRESHNESS_MS;
+/** Entries a change must keep: younger than this at the record's time (the keep window less clock skew). */
+const RECENT_USE_MUST_KEEP_MS = RECENT_USE_KEEP_MS - 5 * 60_000;
 
 /** Fields no change may touch once a secret exists. */
 function immutableDiffers(a: SecretBody, b: SecretBody): boolean {
@@ -56,24 +74,28 @@ function immutableDiffers(a: SecretBody, b: SecretBody): boolean {
  * member's replica (undefined for a creation, or when the record loses the merge and so changes
  * nothing: then only what the evidence itself says is checked).
  */
-async function authProblem(descriptor: ClusterDescriptor, b: SecretBody, before: SecretBody | undefined, context: Parameters<NonNullable<RecordKindDefinition['validate']>>[1]): Promise<string | undefined> {
+async function authProblem(checkSignedEvidence: EvidenceChecker, b: SecretBody, before: SecretBody | undefined, context: Parameters<NonNullable<RecordKindDefinition['validate']>>[1]): Promise<string | undefined> {
   const auth = b.auth;
   if (!auth) return 'secret version without authorisation';
   if (auth.by === 'create') {
     if (before && before.publicKeyCid !== b.publicKeyCid) return 'secret already exists';
-    const ev = checkSignedEvidence(descriptor, auth.evidence, { parts: 4, atMs: context.atMs });
+    const ev = checkSignedEvidence(auth.evidence, { parts: 4, atMs: context.atMs });
     if (typeof ev === 'string') return ev;
     if (ev.parts[1] !== '0') return 'evidence: not a create string';
     if (ev.principalId !== b.ownerPrincipalId) return 'evidence: owner is not the signing principal';
     return b.delegatePrincipalId === null ? undefined : 'a new secret has no delegate';
   }
   if (auth.by === 'setDelegate') {
-    const ev = checkSignedEvidence(descriptor, auth.evidence, { parts: 5, atMs: context.atMs });
+    const ev = checkSignedEvidence(auth.evidence, { parts: 5, atMs: context.atMs });
     if (typeof ev === 'string') return ev;
     if (ev.parts[1] !== String(b.secretId)) return 'evidence: string names another secret';
     if ((ev.parts[4] === '' ? null : ev.parts[4]) !== b.delegatePrincipalId) return 'evidence: string names another delegate';
     if (ev.principalId !== b.ownerPrincipalId) return 'evidence: signer is not the owner';
     if (before && (immutableDiffers(before, b) || before.ownerPrincipalId !== b.ownerPrincipalId)) return 'setDelegate changes more than the delegate';
+    // One string, one change: the string's use is recorded in the version it made.
+    const key = signedStringKey('setDelegate', ev.parts);
+    if (!b.recentUses?.some((u) => u.key === key)) return 'setDelegate does not record its string';
+    if (before?.recentUses?.some((u) => u.key === key)) return 'setDelegate string already used';
     return undefined;
   }
   // A consumed transfer or delegate permit, travelling in the same batch or already held.
@@ -95,7 +117,7 @@ async function authProblem(descriptor: ClusterDescriptor, b: SecretBody, before:
  * `secret`, keyed by {@link secretKey}. Owner and delegate changes are last-writer-wins by HLC.
  * Written by coordinators only, each version with the authorisation that justifies it.
  */
-export function secretKind(descriptor: ClusterDescriptor): RecordKindDefinition<SecretBody> {
+export function secretKind(descriptor: ClusterDescriptor, evidence: EvidenceChecker = createEvidenceChecker(descriptor)): RecordKindDefinition<SecretBody> {
   return {
     name: 'secret',
     body: secretBodySchema,
@@ -110,7 +132,11 @@ export function secretKind(descriptor: ClusterDescriptor): RecordKindDefinition<
       // an earlier one, or replicas would differ in which records they hold).
       const { current, wins } = await context.standing();
       if (!current && b.auth?.by !== 'create') return 'unknown secret';
-      return authProblem(descriptor, b, wins ? (current as SecretBody | undefined) : undefined, context);
+      const before = wins ? (current as SecretBody | undefined) : undefined;
+      // No change may forget a use that could still be replayed.
+      const kept = new Set((b.recentUses ?? []).map((u) => u.key));
+      if (before?.recentUses?.some((u) => u.at >= context.atMs - RECENT_USE_MUST_KEEP_MS && !kept.has(u.key))) return 'change drops a recent string use';
+      return authProblem(evidence, b, before, context);
     },
   };
 }

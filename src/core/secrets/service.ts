@@ -37,7 +37,7 @@ import {
   toHex,
   type RandomSource,
 } from '../../crypto/index.ts';
-import { SECRET_TYPE_MLKEM768, secretKey, shareAtRestAad, shareReleaseAad, shareStoreAad, type SecretBody } from './records.ts';
+import { RECENT_USE_KEEP_MS, SECRET_TYPE_MLKEM768, secretKey, shareAtRestAad, shareReleaseAad, shareStoreAad, type SecretBody } from './records.ts';
 import type { NodeKeyring, PendingShares, PendingShareStore, ShareStore, UsedStringStore } from './ports.ts';
 import type { CreatedSecret, PublicKeyView, RetryOutcome, SecretFailure, SecretsService, SecretView } from './types.ts';
 
@@ -49,6 +49,8 @@ const SECRET_ID_RE = /^[1-9]\d{0,15}$/;
  * the same string through another coordinator meanwhile gets 503, never a second key for one id.
  */
 const CREATE_LEASE_MS = 15_000;
+/** How often a member forgets decrypt strings too old to be used again, ms. */
+const USED_STRING_PRUNE_INTERVAL_MS = 10 * 60_000;
 
 /** Options of {@link createSecretsService}. */
 export interface SecretsOptions {
@@ -67,6 +69,8 @@ export interface SecretsDeps {
   creator: Pick<CreatorService, 'allocate' | 'call' | 'register'>;
   /** Slot 0's durable claims (create strings → secretId, used setDelegate strings). */
   claims: { get(name: string): Promise<string | undefined>; put(name: string, value: string): Promise<void> };
+  /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
+  allocateWithClaim(counter: string, claim: string, value: (allocated: number) => string): Promise<number>;
   verifier: SignedDataVerifier;
   /** Decrypt strings this member has released its share for. */
   usedStrings: UsedStringStore;
@@ -219,6 +223,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
 
   // Background delivery: one round at a time; a manual retry of one secret waits for nothing.
   let timer: NodeJS.Timeout | undefined;
+  let pruneTimer: NodeJS.Timeout | undefined;
   let round: Promise<void> | undefined;
   const inFlight = new Map<number, Promise<PendingShares>>();
   const retryOnce = (p: PendingShares): Promise<PendingShares> => {
@@ -328,8 +333,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
         await deps.claims.put(name, JSON.stringify({ secretId: c.secretId, coordinator, until: now + CREATE_LEASE_MS }));
         return { secretId: c.secretId, done: false };
       }
-      const secretId = await deps.creator.allocate('secretId');
-      await deps.claims.put(name, JSON.stringify({ secretId, coordinator, until: now + CREATE_LEASE_MS }));
+      const secretId = await deps.allocateWithClaim('secretId', name, (id) => JSON.stringify({ secretId: id, coordinator, until: now + CREATE_LEASE_MS }));
       return { secretId, done: false };
     });
     createChain = run.catch(() => undefined);
@@ -428,11 +432,19 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
         // Only a verified account can be named: an unverified registration proves no mailbox.
         if (!p || p.status !== 'active' || !p.emailVerified) throw new AppError('NOT_FOUND', 'Delegate principal not found');
       }
-      // One string, one change: an exact replay answers the original result and writes nothing.
+      // One string, one change: an exact replay answers the original result and writes nothing. The
+      // version it made lists it (members refuse a second use); slot 0's registry also catches a
+      // replay on a coordinator whose replica has not seen that version yet.
       const useKey = signedStringKey('setDelegate', caller.parts);
-      const seen = (await deps.creator.call('signedUse', { useKey, mark: false })) as { used: boolean };
+      if (secret.recentUses?.some((u) => u.key === useKey)) return { secretId };
+      const seen = (await deps.creator.call('signedUse', { useKey, mark: false }).catch((err: unknown) => {
+        if (err instanceof AppError && err.code === 'SLOT0_UNAVAILABLE') return { used: false };
+        throw err;
+      })) as { used: boolean };
       if (seen.used) return { secretId };
-      const body: SecretBody = { ...secret, delegatePrincipalId: delegate === '' ? null : delegate, updatedAt: Math.max(clock(), secret.updatedAt), auth: { by: 'setDelegate', evidence: evidenceFor(caller, request) } };
+      const now = clock();
+      const recentUses = [...(secret.recentUses ?? []).filter((u) => u.at >= now - RECENT_USE_KEEP_MS), { key: useKey, at: caller.fresh }];
+      const body: SecretBody = { ...secret, delegatePrincipalId: delegate === '' ? null : delegate, updatedAt: Math.max(now, secret.updatedAt), auth: { by: 'setDelegate', evidence: evidenceFor(caller, request) }, recentUses };
       await deps.replicator.replicate({ kind: 'secret', key: secretKey(secretId), body });
       await deps.creator.call('signedUse', { useKey, mark: true }).catch((err: unknown) => log.warn({ secretId, err: errorText(err) }, 'could not mark the setDelegate string used'));
       log.info({ secretId, delegateSet: delegate !== '' }, 'secret delegate changed');
@@ -517,6 +529,11 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     },
 
     start() {
+      // Forget used decrypt strings once they are too old to pass the freshness check anywhere.
+      pruneTimer = setInterval(() => {
+        deps.usedStrings.prune(clock()).catch((err: unknown) => log.warn({ err: errorText(err) }, 'used-string prune failed'));
+      }, USED_STRING_PRUNE_INTERVAL_MS);
+      pruneTimer.unref();
       timer = setInterval(() => {
         if (round) return;
         round = backgroundRound()
@@ -529,6 +546,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     },
     async stop() {
       clearInterval(timer);
+      clearInterval(pruneTimer);
       await round;
       await Promise.allSettled([...inFlight.values()]);
     },

@@ -17,7 +17,7 @@
  */
 import { z } from 'zod';
 import type { ClusterDescriptor } from '../replication/ports.ts';
-import { recoverPersonalSigner, sha256Hex } from '../../crypto/index.ts';
+import { createLruCache, recoverPersonalSigner, sha256Hex } from '../../crypto/index.ts';
 import { checkQuorumProof, sessionBodySchema, type SessionBody } from './records.ts';
 import { splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from './signed-data.ts';
 
@@ -49,11 +49,35 @@ export interface CheckedEvidence {
   timestamp: number;
 }
 
+/** Checks evidence; one per node, so the quorum proof of a session is verified once, not per record. */
+export type EvidenceChecker = (evidence: SignedEvidence, expect: { parts: number; atMs: number }) => CheckedEvidence | string;
+
+/** Sessions whose quorum proof a checker remembers. */
+const PROOF_CACHE_ENTRIES = 4096;
+
+/**
+ * A checker for `descriptor` with a cache of verified quorum proofs (each costs threshold signature
+ * recoveries, and one session backs many records). The cache holds only verdicts on public data.
+ */
+export function createEvidenceChecker(descriptor: ClusterDescriptor): EvidenceChecker {
+  const proofs = createLruCache<{ problem: string | undefined }>(PROOF_CACHE_ENTRIES);
+  const proofOf = (s: SessionBody) =>
+    proofs.getOrCreate(`${s.sessionAddress}|${s.principalId}|${s.publicKey}|${s.issuedAt}|${s.expiresAt}|${s.grants.map((g) => g.nodeAddress + g.signature).join(',')}`, () => ({
+      problem: checkQuorumProof(descriptor, s, s.grants),
+    })).problem;
+  return (evidence, expect) => checkSignedEvidence(descriptor, evidence, expect, proofOf);
+}
+
 /**
  * Check signed evidence against a record written at `atMs`; returns what it says, or a refusal
  * reason. Deterministic: it reads nothing but its arguments, so every member decides alike.
  */
-export function checkSignedEvidence(descriptor: ClusterDescriptor, evidence: SignedEvidence, expect: { parts: number; atMs: number }): CheckedEvidence | string {
+export function checkSignedEvidence(
+  descriptor: ClusterDescriptor,
+  evidence: SignedEvidence,
+  expect: { parts: number; atMs: number },
+  proofOf: (s: SessionBody) => string | undefined = (s) => checkQuorumProof(descriptor, s, s.grants),
+): CheckedEvidence | string {
   const parts = splitSignedData(evidence.data, { parts: expect.parts as 4 | 5 | 8 });
   if (!parts) return 'evidence: wrong part count';
   const [chain, , address, ts] = parts as [string, string, string, string];
@@ -65,7 +89,7 @@ export function checkSignedEvidence(descriptor: ClusterDescriptor, evidence: Sig
   if (address.toLowerCase() !== session.sessionAddress) return 'evidence: session is not the signer in the string';
   // The session was live when the record was written, as the coordinator checked it was when it answered.
   if (expect.atMs < session.issuedAt - SESSION_LIFE_SKEW_MS || expect.atMs > session.expiresAt + SESSION_LIFE_SKEW_MS) return 'evidence: record outside the session life';
-  const proof = checkQuorumProof(descriptor, session, session.grants);
+  const proof = proofOf(session);
   if (proof) return `evidence: ${proof}`;
   if (recoverPersonalSigner(evidence.data, evidence.signature) !== session.sessionAddress) return 'evidence: signature is not the session wallet';
   return { parts, principalId: session.principalId, timestamp };

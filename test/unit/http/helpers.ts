@@ -358,7 +358,7 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
     { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, now: () => monotonic },
   );
-  const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 });
+  const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 }, { logger });
   return {
     url: server.url,
     app,

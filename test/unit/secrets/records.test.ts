@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { secretKey, secretKind, type SecretBody } from '../../../src/core/secrets/records.ts';
+import { signedStringKey } from '../../../src/core/sessions/evidence.ts';
 import { contextFor, evidence, grantedSession, unitCluster } from '../../utils/evidence.ts';
 
 const c = unitCluster();
@@ -44,12 +45,16 @@ describe('secret records', () => {
   });
 
   it('a delegate change carries the owner’s setDelegate string naming that delegate', async () => {
-    const set = (s: typeof aliceSession, delegate: string, body: Partial<SecretBody> = {}): SecretBody => ({
-      ...created,
-      delegatePrincipalId: delegate === '' ? null : delegate,
-      ...body,
-      auth: { by: 'setDelegate', evidence: evidence(s, `-1_7_${s.wallet.address}_${NOW}_${delegate}`) },
-    });
+    const set = (s: typeof aliceSession, delegate: string, body: Partial<SecretBody> = {}): SecretBody => {
+      const data = `-1_7_${s.wallet.address}_${NOW}_${delegate}`;
+      return {
+        ...created,
+        delegatePrincipalId: delegate === '' ? null : delegate,
+        recentUses: [{ key: signedStringKey('setDelegate', data.split('_')), at: NOW }],
+        ...body,
+        auth: { by: 'setDelegate', evidence: evidence(s, data) },
+      };
+    };
     expect(await check(set(aliceSession, bob), created)).toBeUndefined();
     expect(await check(set(aliceSession, ''), created)).toBeUndefined();
     expect(await check(set(bobSession, bob), created)).toMatch(/signer is not the owner/);
@@ -60,6 +65,25 @@ describe('secret records', () => {
     expect(await check(set(aliceSession, bob, { publicKeyCid: 'C'.repeat(1580) }), created)).toMatch(/more than the delegate/);
     // Unknown secret: refused until the creation arrives.
     expect(await check(set(aliceSession, bob))).toMatch(/unknown secret/);
+  });
+
+  it('a setDelegate string makes one change: the version records it, a replay over it is refused, and no change may forget it', async () => {
+    const first = { ...created, delegatePrincipalId: bob, recentUses: [] } as SecretBody;
+    const data = `-1_7_${aliceSession.wallet.address}_${NOW}_${bob}`;
+    const key = signedStringKey('setDelegate', data.split('_'));
+    const applied: SecretBody = { ...first, auth: { by: 'setDelegate', evidence: evidence(aliceSession, data) }, recentUses: [{ key, at: NOW }] };
+    expect(await check({ ...applied, recentUses: [] }, created)).toMatch(/does not record its string/);
+    expect(await check(applied, created)).toBeUndefined();
+    // The same string again, over the version it made (or any later one that keeps it).
+    expect(await check(applied, applied)).toMatch(/already used/);
+    // A later change by another string must keep the fresh entry.
+    const clearData = `-1_7_${aliceSession.wallet.address}_${NOW + 1}_`;
+    const clearKey = signedStringKey('setDelegate', clearData.split('_'));
+    const cleared: SecretBody = { ...applied, delegatePrincipalId: null, auth: { by: 'setDelegate', evidence: evidence(aliceSession, clearData) }, recentUses: [{ key: clearKey, at: NOW + 1 }] };
+    expect(await check(cleared, applied)).toMatch(/drops a recent string use/);
+    expect(await check({ ...cleared, recentUses: [{ key, at: NOW }, { key: clearKey, at: NOW + 1 }] }, applied)).toBeUndefined();
+    // Twenty minutes on, the entry may go: no string that old passes the freshness check anyway.
+    expect(await check({ ...cleared }, applied, { atMs: NOW + 21 * 60_000 })).toMatch(/not fresh/);
   });
 
   it('an owner change needs the consumed transfer permit whose result it is', async () => {
@@ -74,7 +98,8 @@ describe('secret records', () => {
     expect(await check({ ...moved, ownerPrincipalId: randomUUID() }, created, { siblings: sib(permit) })).toMatch(/differs from the permit/);
     // A change that loses the merge changes nothing: only its own evidence is checked.
     const transferred = { ...created, ownerPrincipalId: bob };
-    const lateDelegate: SecretBody = { ...created, delegatePrincipalId: bob, auth: { by: 'setDelegate', evidence: evidence(aliceSession, `-1_7_${aliceSession.wallet.address}_${NOW}_${bob}`) } };
+    const lateData = `-1_7_${aliceSession.wallet.address}_${NOW}_${bob}`;
+    const lateDelegate: SecretBody = { ...created, delegatePrincipalId: bob, auth: { by: 'setDelegate', evidence: evidence(aliceSession, lateData) }, recentUses: [{ key: signedStringKey('setDelegate', lateData.split('_')), at: NOW }] };
     expect(await check(lateDelegate, transferred, { wins: false })).toBeUndefined();
     expect(await check(lateDelegate, transferred, { wins: true })).toMatch(/more than the delegate/);
   });
