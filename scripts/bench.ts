@@ -44,6 +44,10 @@ const FLOOD_BURSTS = Number(process.env.BENCH_FLOOD_BURSTS ?? 10);
 const FLOOD_USERS = 16;
 /** Plaintext of the encrypt/decrypt figures, bytes. */
 const PAYLOAD_BYTES = 256;
+/** Silent partitions started and detected, per measurement. */
+const SILENCES = Number(process.env.BENCH_SILENCES ?? 5);
+/** Writes measured while one member is silently cut off (and as many healthy, for comparison). */
+const SILENT_WRITES = Number(process.env.BENCH_SILENT_WRITES ?? 200);
 
 async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -380,9 +384,49 @@ async function benchFlood(): Promise<void> {
 
 const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kind: 'probe', key, body: { note: '', writtenAt: Date.now() } });
 
+/**
+ * Silent partitions (packets dropped, nothing hung up): how long until the cluster notices, and what
+ * a write costs while one member is silently gone, next to the healthy write of the same run.
+ */
+async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
+  const writer = cluster.members[0]!;
+  const url = cluster.coordinators[0]!;
+  const writes = async (prefix: string) => (await runConcurrent(SILENT_WRITES, 1, (i) => probe(writer, `${prefix}-${i}`))).latencies;
+  const until = async (condition: () => boolean | Promise<boolean>) => {
+    while (!(await condition())) await new Promise((r) => setTimeout(r, 5));
+  };
+  const healthy = await writes('healthy');
+
+  const unreachable: number[] = [];
+  const degraded: number[] = [];
+  let during: number[] = [];
+  for (let i = 0; i < SILENCES; i++) {
+    // One member cut off: time until the writer sees it unreachable.
+    let t0 = performance.now();
+    await cluster.silence([4], [0, 1, 2, 3]);
+    await until(() => !writer.membership.isReachable(4));
+    unreachable.push(performance.now() - t0);
+    if (i === 0) during = await writes('silent');
+    await cluster.heal();
+    // Three members cut off from coordinator 0: time until its /healthz says degraded.
+    t0 = performance.now();
+    await cluster.silence([0, 1], [2, 3, 4]);
+    await until(async () => ((await (await fetch(`${url}/healthz`)).json()) as { status: string }).status === 'degraded');
+    degraded.push(performance.now() - t0);
+    await cluster.heal();
+  }
+  table(`Silent partition (packets dropped, connections left open; ${SILENCES} times each; liveness ping every 300 ms, timeout 1.2 s)`, [
+    ['member cut off → marked unreachable, p50 / max', `${ms(median(unreachable))} / ${ms(Math.max(...unreachable))}`],
+    ['3 members cut off → /healthz degraded, p50 / max', `${ms(median(degraded))} / ${ms(Math.max(...degraded))}`],
+    [`quorum write, healthy (${SILENT_WRITES} sequential), p50 / p99`, `${ms(median(healthy))} / ${ms(percentile(healthy, 99))}  (p50 ${(median(healthy) / rtt).toFixed(1)}× RTT)`],
+    [`quorum write, 1 member silently gone, p50 / p99`, `${ms(median(during))} / ${ms(percentile(during, 99))}  (${(median(during) / median(healthy)).toFixed(2)}× healthy)`],
+  ]);
+}
+
 async function main(): Promise<void> {
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
-  // `npm run bench -- flood`: only the flood figures (their own cluster); `-- latency`: see below.
+  // `npm run bench -- flood`: only the flood figures (their own cluster); `-- latency` and
+  // `-- silence`: see below.
   if (process.argv[2] === 'flood') return benchFlood();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   const noLimits = { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } } };
@@ -398,6 +442,7 @@ async function main(): Promise<void> {
 
     // `npm run bench -- latency`: only the request latencies that the trust checks add to (sessions,
     // secrets, decrypt, permits), for quick before/after comparisons.
+    if (process.argv[2] === 'silence') return await benchSilence(cluster, rtt);
     if (process.argv[2] === 'latency') {
       table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [['p50', ms(rtt)]]);
       await benchSecrets(cluster, rtt);
@@ -460,6 +505,7 @@ async function main(): Promise<void> {
     await benchAccounts(cluster);
     await benchSecrets(cluster, rtt);
     await benchPermits(cluster, rtt);
+    await benchSilence(cluster, rtt);
   } finally {
     await cluster.stop();
   }

@@ -35,6 +35,13 @@ export interface ClusterOptions {
   syncReadTimeoutMs?: number;
   /** Streams per protocol per connection. @default 1024 */
   maxStreams?: number;
+  /** How often each connected node is pinged, ms. @default 300 */
+  livenessIntervalMs?: number;
+  /**
+   * A node not heard from (no ping answered) for this long is unreachable: writes stop waiting for
+   * it, `/healthz` says so, and its connection is dropped and re-dialled, ms. @default 1200
+   */
+  livenessTimeoutMs?: number;
 }
 
 /** Handles a `create` request on slot 0; the result is sent back as JSON. */
@@ -47,6 +54,11 @@ export interface ClusterDeps {
   privateKey: PrivateKey;
   /** Live set of peer ids to refuse (fault injection). */
   blockedPeers: ReadonlySet<string>;
+  /**
+   * Live set of peer ids to go silent on (fault injection: a partition that drops packets): nothing
+   * is sent to them or answered, their connections are not hung up, new ones are refused.
+   */
+  silencedPeers?: ReadonlySet<string>;
   engine: Pick<ReplicationEngine, 'ingest' | 'versionVector' | 'missingFor' | 'syncRequest'>;
   /** Slot 0's create handler (absent on other nodes). */
   createHandler?: CreateHandler;
@@ -106,6 +118,12 @@ interface Peer {
   applyQueue: PendingApply[];
   /** Aborts the running sync round when the peer disconnects (its stream would only time out). */
   syncAbort: AbortController | undefined;
+  /** performance.now() when it last answered a ping (or connected). */
+  lastHeard: number;
+  /** A liveness ping is in flight. */
+  pinging: boolean;
+  /** Marked unreachable by silence: not heard from within the liveness timeout. */
+  silent: boolean;
 }
 
 /** Cap on one coalesced apply message's wait; each caller's own deadline is enforced separately. */
@@ -123,7 +141,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   const byPeerId = new Map<string, Peer>();
   for (const n of descriptor.nodes) {
     if (n.id === self.id) continue;
-    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false, links: new Map(), applyQueue: [], syncAbort: undefined };
+    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false, links: new Map(), applyQueue: [], syncAbort: undefined, lastHeard: 0, pinging: false, silent: false };
     peers.set(n.id, p);
     byPeerId.set(n.peerId, p);
   }
@@ -135,9 +153,15 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     listen: options.listen,
     allowedPeers: new Set(descriptor.nodes.map((n) => n.peerId)),
     blockedPeers: deps.blockedPeers,
+    ...(deps.silencedPeers ? { silencedPeers: deps.silencedPeers } : {}),
   });
+  const livenessIntervalMs = options.livenessIntervalMs ?? 300;
+  const livenessTimeoutMs = options.livenessTimeoutMs ?? 1200;
+  const silenced = (p: Peer) => deps.silencedPeers?.has(p.idStr) === true;
 
-  const connected = (p: Peer) => !deps.blockedPeers.has(p.idStr) && libp2p.getConnections(p.peerId).some((c) => c.status === 'open');
+  // Reachable = an open connection AND answering: a TCP connection that stays open while packets are
+  // dropped would otherwise count as reachable until keep-alives time out, seconds later.
+  const connected = (p: Peer) => !deps.blockedPeers.has(p.idStr) && !p.silent && libp2p.getConnections(p.peerId).some((c) => c.status === 'open');
 
   const membership: MembershipView = {
     descriptor,
@@ -156,8 +180,11 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   let stopped = false;
   let started = false;
+  /** Aborted on stop: ends what fault injection left waiting. */
+  const stopping = new AbortController();
   let caughtUp = false;
   let maintenanceTimer: NodeJS.Timeout | undefined;
+  let livenessTimer: NodeJS.Timeout | undefined;
   let syncTimer: NodeJS.Timeout | undefined;
   const background = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
@@ -173,6 +200,8 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   /** A request over the peer's long-lived link for `protocol`. */
   function request(p: Peer, protocol: string, body: unknown, signal: AbortSignal): Promise<unknown> {
+    // Fault injection: a silent partition loses the request; only the caller's deadline ends it.
+    if (silenced(p)) return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('timeout')), { once: true }));
     let link = p.links.get(protocol);
     if (!link) {
       link = createLink((sig) => libp2p.dialProtocol(p.peerId, protocol, { signal: sig, negotiateFully: false }));
@@ -224,7 +253,8 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
           stream.abort(new Error('unknown peer'));
           return;
         }
-        track(serveLink(stream, (body) => handler(body, remote)));
+        // Fault injection: a silent partition: requests arrive into nothing and are never answered.
+        track(serveLink(stream, (body) => (silenced(remote) ? new Promise<never>((_r, reject) => stopping.signal.addEventListener('abort', () => reject(new Error('stopping')), { once: true })) : handler(body, remote))));
       },
       { maxInboundStreams: maxStreams, maxOutboundStreams: maxStreams },
     );
@@ -270,7 +300,10 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       const ch = messageChannel(stream);
       track(
         (async () => {
-          if (!byPeerId.has(connection.remotePeer.toString())) throw new Error('unknown peer');
+          const remote = byPeerId.get(connection.remotePeer.toString());
+          if (!remote) throw new Error('unknown peer');
+          // Fault injection (silent partition): the request is never answered.
+          if (silenced(remote)) return await new Promise<never>((_r, reject) => stopping.signal.addEventListener('abort', () => reject(new Error('stopping')), { once: true }));
           const req = sanitizeSyncRequest(await ch.read(AbortSignal.timeout(syncReadTimeoutMs)));
           for await (const page of engine.missingFor(req, { limit: options.syncBatchSize })) {
             if (stopped) throw new Error('stopping');
@@ -290,6 +323,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   // ---- sync (requester side) -----------------------------------------------------------------
 
   async function runSync(p: Peer): Promise<SyncResult> {
+    if (silenced(p)) throw new Error('peer silenced (fault injection)');
     const started = performance.now();
     const abort = new AbortController();
     p.syncAbort = abort;
@@ -350,6 +384,38 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   // ---- maintenance: connections ------------------------------------------------------------------
 
+  /**
+   * Liveness: ping every connected node; one not heard from within the timeout is unreachable at once
+   * (pending requests to it fail now, writes stop waiting for it) and its connection is dropped so the
+   * reconnect loop dials it afresh — which fails while the network is down.
+   */
+  function checkLiveness(): void {
+    if (stopped) return;
+    const now = performance.now();
+    for (const p of peers.values()) {
+      if (p.silent || deps.blockedPeers.has(p.idStr) || !libp2p.getConnections(p.peerId).some((c) => c.status === 'open')) continue;
+      if (now - p.lastHeard > livenessTimeoutMs) {
+        p.silent = true;
+        deps.metrics.connectedMembers.set(membership.reachableCount());
+        log.warn({ peer: p.entry.id, silentMs: Math.round(now - p.lastHeard) }, 'peer stopped answering; marked unreachable');
+        closeLinks(p, 'peer not answering');
+        p.syncAbort?.abort(new Error('peer not answering'));
+        void libp2p.hangUp(p.peerId).catch(() => undefined);
+        continue;
+      }
+      if (p.pinging) continue;
+      p.pinging = true;
+      request(p, PROTOCOLS.ping, { t: now }, AbortSignal.timeout(livenessTimeoutMs))
+        .then(() => {
+          p.lastHeard = performance.now();
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          p.pinging = false;
+        });
+    }
+  }
+
   function maintain(): void {
     if (stopped) return;
     deps.metrics.connectedMembers.set(membership.reachableCount());
@@ -373,6 +439,10 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   libp2p.addEventListener('peer:connect', (evt) => {
     const p = byPeerId.get(evt.detail.toString());
+    if (p) {
+      p.lastHeard = performance.now();
+      p.silent = false;
+    }
     deps.metrics.connectedMembers.set(membership.reachableCount());
     if (!p || stopped) return;
     log.info({ peer: p.entry.id }, 'peer connected');
@@ -390,6 +460,8 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   libp2p.services.pubsub.addEventListener('message', (evt) => {
     if (evt.detail.topic !== topic) return;
+    const from = (evt.detail as { from?: { toString(): string } }).from?.toString();
+    if (from !== undefined && deps.silencedPeers?.has(from)) return;
     let record: unknown;
     try {
       record = decodeMessage(evt.detail.data);
@@ -412,14 +484,17 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       libp2p.services.pubsub.subscribe(topic);
       maintain();
       maintenanceTimer = setInterval(maintain, options.reconnectIntervalMs);
+      livenessTimer = setInterval(checkLiveness, livenessIntervalMs);
       syncTimer = setInterval(() => void syncAll(), options.syncIntervalMs);
       log.info({ listen: libp2p.getMultiaddrs().map(String), peerId: self.peerId }, 'cluster started');
     },
     async stop() {
       if (stopped) return;
       stopped = true;
+      stopping.abort();
       clearInterval(maintenanceTimer);
       clearInterval(syncTimer);
+      clearInterval(livenessTimer);
       for (const p of peers.values()) closeLinks(p, 'stopping');
       try {
         libp2p.services.pubsub.unsubscribe(topic);
@@ -444,12 +519,17 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       await libp2p.services.pubsub.publish(topic, encodeMessage(record));
     },
     async requestCreate(body, { signal }) {
-      const res = (await request(peerOfSlot(0), PROTOCOLS.create, body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
+      const slot0 = peerOfSlot(0);
+      // Known down (no connection, or not answering pings): fail now instead of at the deadline.
+      if (!connected(slot0)) throw new Error('slot 0 unreachable');
+      const res = (await request(slot0, PROTOCOLS.create, body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
       if (!res?.ok) throw Object.assign(new Error(res?.error ?? 'create refused'), { code: res?.code, refused: true });
       return res.result;
     },
     async callMember(slot, service, body, { signal }) {
-      const res = (await request(peerOfSlot(slot), PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
+      const p = peerOfSlot(slot);
+      if (!connected(p)) throw new Error('unreachable');
+      const res = (await request(p, PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
       if (res?.ok) return res.result;
       const code = typeof res?.code === 'string' && res.code in ERROR_CODES ? (res.code as ErrorCode) : undefined;
       const message = typeof res?.error === 'string' ? res.error.slice(0, 300) : 'refused';

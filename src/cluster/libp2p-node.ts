@@ -24,13 +24,18 @@ export interface Libp2pNodeOptions {
   allowedPeers: ReadonlySet<string>;
   /** Peer ids refused even though listed (fault injection: partitions in tests). */
   blockedPeers: ReadonlySet<string>;
+  /**
+   * Peer ids whose new connections are refused while their existing ones stay open and carry
+   * nothing (fault injection: a silent partition — packets dropped, nothing hung up).
+   */
+  silencedPeers?: ReadonlySet<string>;
 }
 
 /** Create (not start) the libp2p node. */
 export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<ClusterLibp2p> {
   const deny = (peerId: PeerId): boolean => {
     const id = peerId.toString();
-    return !options.allowedPeers.has(id) || options.blockedPeers.has(id);
+    return !options.allowedPeers.has(id) || options.blockedPeers.has(id) || options.silencedPeers?.has(id) === true;
   };
   return createLibp2p({
     start: false,

@@ -97,6 +97,13 @@ export const replicationSchema = z.strictObject({
    * request with NOT_READY (the requester asks another member), ms. @default 1000
    */
   catchUpWaitMs: z.number().int().min(0).max(30_000).default(1000),
+  /** How often every connected node is pinged for liveness, ms. @default 300 */
+  livenessIntervalMs: z.number().int().min(50).max(10_000).default(300),
+  /**
+   * A node that has answered no ping for this long is unreachable (writes stop waiting for it,
+   * `/healthz` shows it) and is re-dialled, ms. Keep it above a few intervals. @default 1200
+   */
+  livenessTimeoutMs: z.number().int().min(200).max(60_000).default(1200),
 });
 
 export const mailSchema = z.strictObject({

@@ -307,6 +307,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         {
           listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
           reconnectIntervalMs: config.replication.reconnectIntervalMs,
+          livenessIntervalMs: config.replication.livenessIntervalMs,
+          livenessTimeoutMs: config.replication.livenessTimeoutMs,
           syncIntervalMs: config.replication.syncIntervalMs,
           syncBatchSize: config.replication.syncBatchSize,
         },
@@ -315,6 +317,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           self: self!,
           privateKey: keys.identity,
           blockedPeers,
+          ...(deps.silencedPeers ? { silencedPeers: deps.silencedPeers } : {}),
           engine,
           createHandler: self!.slot === 0 ? creator.handle : undefined,
           memberHandlers: late.handlers,

@@ -56,4 +56,9 @@ export interface NodeDeps {
   descriptor?: ClusterDescriptor;
   /** Fault injection for tests: peers whose connections this node refuses (partition). */
   blockedPeers?: ReadonlySet<string>;
+  /**
+   * Fault injection for tests: peers this node goes silent on — a partition that drops packets: the
+   * connection stays open and carries nothing, new connections are refused.
+   */
+  silencedPeers?: ReadonlySet<string>;
 }

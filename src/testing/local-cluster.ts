@@ -73,7 +73,13 @@ export interface LocalCluster {
   isRunning(slot: number): boolean;
   /** Cut every link between the members of `a` and those of `b` (slots); resolves once effective. */
   partition(a: number | number[], b: number | number[]): Promise<void>;
-  /** Remove every partition; resolves once all running members see each other again. */
+  /**
+   * A silent partition between the groups: packets dropped, nothing hung up (the connections stay
+   * open and carry nothing; new ones are refused). Resolves at once, without waiting for the nodes to
+   * notice.
+   */
+  silence(a: number | number[], b: number | number[]): Promise<void>;
+  /** Remove every partition (hung up or silent); resolves once all running members see each other again. */
   heal(): Promise<void>;
   /** Wait until every running node holds the same version vector. */
   waitForConvergence(options?: { timeoutMs?: number }): Promise<void>;
@@ -85,6 +91,7 @@ interface Slot {
   config: NodeConfig;
   entry: ClusterNodeEntry;
   blocked: Set<string>;
+  silenced: Set<string>;
   node: QuorumNode;
   running: boolean;
 }
@@ -141,13 +148,14 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
         options.nodeConfig ?? {},
       ),
     );
-    return { config, entry, blocked: new Set<string>(), node: undefined as unknown as QuorumNode, running: false };
+    return { config, entry, blocked: new Set<string>(), silenced: new Set<string>(), node: undefined as unknown as QuorumNode, running: false };
   });
 
   const makeNode = (s: Slot) =>
     createNode(s.config, {
       descriptor,
       blockedPeers: s.blocked,
+      silencedPeers: s.silenced,
       logger: createLogger({ level: s.config.log.level, base: { node: s.entry.id }, ...(options.logDestination ? { destination: options.logDestination } : {}) }),
       metrics: createMetrics({ processMetrics: false, labels: { node: s.entry.id } }),
       ...(options.clock ? { clock: options.clock } : {}),
@@ -164,7 +172,15 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
 
   const running = () => slots.filter((s) => s.running);
   const seesAllRunning = (s: Slot) =>
-    running().every((o) => o === s || s.blocked.has(o.entry.peerId) || o.blocked.has(s.entry.peerId) || (o.entry.slot === null ? true : s.node.membership.isReachable(o.entry.slot)));
+    running().every(
+      (o) =>
+        o === s ||
+        s.blocked.has(o.entry.peerId) ||
+        o.blocked.has(s.entry.peerId) ||
+        s.silenced.has(o.entry.peerId) ||
+        o.silenced.has(s.entry.peerId) ||
+        (o.entry.slot === null ? true : s.node.membership.isReachable(o.entry.slot)),
+    );
 
   let stopped = false;
   try {
@@ -240,8 +256,21 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
         { timeoutMs: 10_000, description: 'partition to take effect' },
       );
     },
+    async silence(a, b) {
+      // Nothing is hung up: the connections stay open and carry nothing, as when a network drops
+      // packets. Resolves at once — how soon the nodes notice is what a caller measures.
+      for (const x of asList(a)) {
+        for (const y of asList(b)) {
+          slotAt(x).silenced.add(slotAt(y).entry.peerId);
+          slotAt(y).silenced.add(slotAt(x).entry.peerId);
+        }
+      }
+    },
     async heal() {
-      for (const s of slots) s.blocked.clear();
+      for (const s of slots) {
+        s.blocked.clear();
+        s.silenced.clear();
+      }
       await waitFor(() => running().every(seesAllRunning), { timeoutMs: 15_000, description: 'partition to heal' });
     },
     async waitForConvergence(o = {}) {

@@ -109,6 +109,8 @@ export interface ReplicationEngine extends Replicator, StateReader {
 const MAX_KEY_LENGTH = 512;
 /** Most missing seqs of one origin named in a sync request; beyond it, the peer resends from vv. */
 const MAX_SYNC_GAPS = 1000;
+/** Recently stored records whose signature is remembered (cheap duplicate checks). */
+const RECENT_SIGS = 20_000;
 
 interface Pending {
   records: ReplicatedRecord[];
@@ -190,6 +192,15 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   };
   const addFingerprint = (r: ReplicatedRecord, id = contentId(r)) => fingerprints.set(r.origin, (fingerprints.get(r.origin) ?? 0n) ^ id);
   const equivocations = new Map<string, { origin: string; seq: number; at: number }>();
+  /**
+   * Signatures of recently stored records by `<origin>!<seq>`: the duplicate that gossip and resends
+   * bring right after the direct apply is matched here, without reading the log.
+   */
+  const recentSigs = new Map<string, string>();
+  const rememberSig = (r: ReplicatedRecord) => {
+    recentSigs.set(`${r.origin}!${r.seq}`, r.sig);
+    if (recentSigs.size > RECENT_SIGS) recentSigs.delete(recentSigs.keys().next().value!);
+  };
   let ownSeq = 0;
   const queue: Pending[] = [];
   let working: Promise<void> | undefined;
@@ -306,7 +317,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
           res.duplicates++;
           // A duplicate must be the same record: another one under the same (origin, seq) is an
           // equivocation (our own seqs are ours alone, and nobody else can sign for us).
-          if (r.origin !== self.nodeAddress) {
+          if (r.origin !== self.nodeAddress && recentSigs.get(`${r.origin}!${r.seq}`) !== r.sig) {
             const stored = logged.get(`${r.origin}!${r.seq}`) ?? (await store.getLog(r.origin, r.seq));
             if (stored && stored.sig !== r.sig && contentId(stored) !== contentId(r)) conflicts.push({ stored, incoming: r });
           }
@@ -344,7 +355,10 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       if (s !== (vv[origin] ?? 0)) vvChange[origin] = s;
     }
     await store.commit({ log: fresh, states: [...changed.values()], vv: vvChange });
-    for (const r of fresh) addFingerprint(r);
+    for (const r of fresh) {
+      addFingerprint(r);
+      rememberSig(r);
+    }
     stateCache.update(changed.values());
     for (const c of conflicts) await resolveEquivocation(c.stored, c.incoming);
     vv = { ...vv, ...vvChange };
@@ -510,8 +524,9 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     const { acked, failed } = await sendToMembers(records, otherMembers, selfIsMember, opts.signal);
 
     // Gossip reaches the members that missed the direct send and every gateway; when every member
-    // acked directly and there are no gateways it would only repeat what everyone already stored.
-    if (failed.length > 0 || descriptor.nodes.length > descriptor.size) {
+    // acked directly, or the only ones that did not are known to be down (gossip cannot reach them
+    // either; catch-up will), and there are no gateways, it would only repeat what everyone stored.
+    if (failed.some((f) => f.error !== 'unreachable') || descriptor.nodes.length > descriptor.size) {
       for (const record of records) deps.transport().publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
     }
     const ok = acked.length >= threshold;
