@@ -12,12 +12,14 @@ import { AppError } from '../errors/index.ts';
 import { createHash } from 'node:crypto';
 import { recordContentId } from '../core/replication/record.ts';
 import { createEvidenceChecker } from '../core/sessions/evidence.ts';
+import { createFreshReader } from '../core/replication/fresh-read.ts';
 import { openStore, type NodeStore } from '../store/index.ts';
 import { createCluster, loadOrCreateNodeKeys, describeNodeKeys, type Cluster } from '../cluster/index.ts';
 import { createReplicationEngine, type ReplicationEngine } from '../core/replication/engine.ts';
 import { createKindRegistry } from '../core/replication/kinds.ts';
 import { createCreator, type CreatorService } from '../core/replication/creator.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberRpc, MemberService } from '../core/replication/ports.ts';
+import { membersOf } from '../core/replication/ports.ts';
 import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
 import { createProbeService, probeKind } from '../core/probe/index.ts';
 import { createHttpApp, listenHttp } from '../http/index.ts';
@@ -242,6 +244,16 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         }
       };
       const versionVector = () => engine.versionVector();
+      // Client lookups that miss catch up with the members first (fresh-read.ts): a 404 is true.
+      const memberIds = new Set(membersOf(descriptor).map((m) => m.id));
+      const fresh = createFreshReader(
+        { membersToAsk: descriptor.size - descriptor.threshold + 1 },
+        {
+          state: engine,
+          catchUp: async () => (await late.cluster!.syncAll()).filter((r) => memberIds.has(r.peer)).length + (self!.slot !== null ? 1 : 0),
+          now: () => performance.now(),
+        },
+      );
       const sessions = createSessionsService(
         { grantTimeoutMs: config.sessions.grantTimeoutMs },
         {
@@ -266,6 +278,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           membership,
           members,
           creator,
+          fresh,
           claims: store.claims,
           allocateWithClaim: (counter, claim, value) => store.counters.nextWithClaim(counter, claim, value),
           verifier,
@@ -286,6 +299,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         {
           replicator: engine,
           state: engine,
+          fresh,
           log: engine,
           membership,
           creator,

@@ -20,7 +20,7 @@ const utf8Encoder = new TextEncoder();
 /** Dependencies of {@link createPayloadsService}. */
 export interface PayloadsDeps {
   verifier: SignedDataVerifier;
-  secrets: Pick<SecretsCapability, 'getSecret' | 'recoverSeed'>;
+  secrets: Pick<SecretsCapability, 'findSecret' | 'recoverSeed'>;
   logger: Logger;
 }
 
@@ -35,9 +35,7 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
 
   async function secretFor(secretIdRaw: string) {
     const secretId = parseSecretId(secretIdRaw);
-    const secret = await deps.secrets.getSecret(secretId);
-    if (!secret) throw new AppError('NOT_FOUND', `Secret ${secretId} not found`);
-    return secret;
+    return deps.secrets.findSecret(secretId);
   }
 
   return {

@@ -16,6 +16,7 @@ import { membersOf } from '../replication/ports.ts';
 import type { StateChange } from '../replication/engine.ts';
 import type { ReplicatedRecord } from '../replication/record.ts';
 import type { CreatorService } from '../replication/creator.ts';
+import type { FreshReader } from '../replication/fresh-read.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import type { AccountsService } from '../accounts/types.ts';
@@ -70,6 +71,8 @@ export interface PermitMail {
 export interface PermitsDeps {
   replicator: Replicator;
   state: StateReader;
+  /** Reads that catch up before answering "not found". */
+  fresh?: FreshReader;
   /** The local log, to find the change stored with a consumption (it follows it in its origin's log). */
   log: { logRecord(origin: string, seq: number): Promise<ReplicatedRecord | undefined> };
   membership: MembershipView;
@@ -328,7 +331,8 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
 
   async function checkedPermit(input: PermitConfirmInput): Promise<PermitBody> {
     if (!UUID_V4_RE.test(input.permitId)) throw bad('permitId must be a lowercase UUIDv4');
-    const permit = (await state.get('permit', input.permitId))?.body as PermitBody | undefined;
+    // The link may be opened on a coordinator that has not seen the permit yet: look beyond this replica.
+    const permit = ((await (deps.fresh ?? state).get('permit', input.permitId))?.body) as PermitBody | undefined;
     if (!permit) throw new AppError('NOT_FOUND', 'Permit not found');
     // Hashes of equal length, compared in constant time: the time taken says nothing about the token.
     if (!constantTimeEqual(sha256Hex(input.token), permit.tokenHash)) throw new AppError('FORBIDDEN', 'Invalid confirmation token');

@@ -15,6 +15,7 @@ import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
 import { isCoordinatorEntry, membersOf } from '../replication/ports.ts';
 import type { CreatorService } from '../replication/creator.ts';
+import type { FreshReader } from '../replication/fresh-read.ts';
 import { signedStringKey, type SignedEvidence } from '../sessions/evidence.ts';
 import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
 import { decodeBinary } from '../payloads/binary.ts';
@@ -67,6 +68,8 @@ export interface SecretsDeps {
   membership: MembershipView;
   members: MemberRpc;
   creator: Pick<CreatorService, 'allocate' | 'call' | 'register'>;
+  /** Reads that catch up before answering "not found" (a client may ask right after another coordinator wrote). */
+  fresh?: FreshReader;
   /** Slot 0's durable claims (create strings → secretId, used setDelegate strings). */
   claims: { get(name: string): Promise<string | undefined>; put(name: string, value: string): Promise<void> };
   /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
@@ -97,6 +100,8 @@ export interface SecretsCapability extends SecretsService {
   handleShard(body: unknown, from: ClusterNodeEntry): Promise<unknown>;
   /** Current record of a secret, or undefined. */
   getSecret(secretId: number): Promise<SecretBody | undefined>;
+  /** A secret a client names: 404 only when it does not exist, 503 when that cannot be told yet. */
+  findSecret(secretId: number): Promise<SecretBody>;
   /**
    * Gather ≥ threshold shares for a verified caller's decrypt and rebuild the seed; the caller zeroes
    * it and checks it against the public key. 503 when fewer than threshold members release their share.
@@ -175,8 +180,16 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     return (await state.get('secret', secretKey(secretId)))?.body as SecretBody | undefined;
   }
 
+  /** A member's own lookup: its replica (the catch-up gate ran first). */
   async function requireSecret(secretId: number): Promise<SecretBody> {
     const s = await getSecret(secretId);
+    if (!s) throw new AppError('NOT_FOUND', `Secret ${secretId} not found`);
+    return s;
+  }
+
+  /** A client's lookup: beyond this replica before a 404 (fresh-read.ts). */
+  async function findSecret(secretId: number): Promise<SecretBody> {
+    const s = deps.fresh ? ((await deps.fresh.get('secret', secretKey(secretId)))?.body as SecretBody | undefined) : await getSecret(secretId);
     if (!s) throw new AppError('NOT_FOUND', `Secret ${secretId} not found`);
     return s;
   }
@@ -351,6 +364,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
 
   const service: SecretsCapability = {
     getSecret,
+    findSecret,
 
     async createSecret(request): Promise<CreatedSecret> {
       const caller = await web2Caller(request, 4);
@@ -424,7 +438,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       const secretId = parseSecretId(caller.subject);
       const delegate = caller.extra[0] ?? '';
       if (delegate !== '' && !PRINCIPAL_ID_RE.test(delegate)) throw new AppError('BAD_REQUEST', 'Invalid delegatePrincipalId: expected a principal id or nothing');
-      const secret = await requireSecret(secretId);
+      const secret = await findSecret(secretId);
       if (secret.ownerPrincipalId !== caller.principalId) throw new AppError('FORBIDDEN', 'Only the owner may set the delegate');
       if (delegate === secret.ownerPrincipalId) throw new AppError('FORBIDDEN', 'The owner cannot be the delegate');
       if (delegate !== '') {
@@ -454,7 +468,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     async publicKey(chainIdRaw, secretIdRaw): Promise<PublicKeyView> {
       const chainId = parseChainId(chainIdRaw);
       const secretId = parseSecretId(secretIdRaw);
-      const secret = await requireSecret(secretId);
+      const secret = await findSecret(secretId);
       return { chainId, secretId, publicKey: secret.publicKeyCid };
     },
 
