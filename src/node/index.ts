@@ -295,7 +295,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       );
       const payloads = createPayloadsService({ verifier, secrets, logger });
       const permits = createPermitsService(
-        { ttlMs: config.permits.ttlMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs, acceptLegacy: config.permits.acceptLegacy },
+        { ttlMs: config.permits.ttlMs, createTimeoutMs: config.replication.createTimeoutMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs, acceptLegacy: config.permits.acceptLegacy },
         {
           replicator: engine,
           state: engine,

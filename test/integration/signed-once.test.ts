@@ -4,32 +4,19 @@
  * and whatever spelling of the signature it replays — and a replayed setDelegate string changes
  * nothing, even after a later change.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import { describe, expect, it } from 'vitest';
 import { postJson } from '../utils/http.ts';
-import { highSTwin, principalWithSession, type Principal } from '../utils/session.ts';
+import { highSTwin, type Principal } from '../utils/session.ts';
 import { secretOnEveryMember } from '../utils/permits.ts';
-import { cleanupStack } from '../utils/temp.ts';
+import { aliceAndBob } from '../utils/scenario.ts';
 
-const stack = cleanupStack();
-let cluster: LocalCluster;
-let A: string;
-let B: string;
-let alice: Principal;
-let bob: Principal;
+const scene = aliceAndBob({}, 'B');
 
-beforeAll(async () => {
-  cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2 });
-  stack.push(() => cluster.stop());
-  [A, B] = cluster.coordinators as [string, string];
-  [alice, bob] = await Promise.all([principalWithSession(cluster, A, 'alice'), principalWithSession(cluster, B, 'bob')]);
-}, 60_000);
-afterAll(() => stack.run());
-
-const listOf = async (p: Principal) => (await postJson<{ secrets: Array<{ secretId: number }> }>(`${A}/web2/secrets`, p.signed(p.principalId))).body.secrets.map((s) => s.secretId);
+const listOf = async (p: Principal) => (await postJson<{ secrets: Array<{ secretId: number }> }>(`${scene.A}/web2/secrets`, p.signed(p.principalId))).body.secrets.map((s) => s.secretId);
 
 describe('a signed string takes effect once', () => {
   it('a create replayed (same coordinator, the other one, the high-s twin) answers the one secret it made', async () => {
+    const { cluster, A, B, alice } = scene;
     const signed = alice.signed(0);
     const first = await postJson<{ secretId: number; publicKeyCid: string }>(`${A}/web2/secret`, signed);
     expect(first.status).toBe(201);
@@ -50,6 +37,7 @@ describe('a signed string takes effect once', () => {
   });
 
   it('a setDelegate string replayed after a later change changes nothing', async () => {
+    const { cluster, A, B, alice, bob } = scene;
     const { body } = await postJson<{ secretId: number }>(`${A}/web2/secret`, alice.signed(0));
     const id = body.secretId;
     const setBob = alice.signed(id, bob.principalId);
@@ -64,5 +52,34 @@ describe('a signed string takes effect once', () => {
     }
     await cluster.waitForConvergence();
     for (const m of cluster.members) expect(((await m.state.get('secret', String(id).padStart(12, '0')))?.body as { delegatePrincipalId: string | null }).delegatePrincipalId).toBeNull();
+  });
+});
+
+describe('a create whose first answer was a 503', () => {
+  it('the same string through both coordinators at once makes one secret; a 503 is NOT_READY and its retry returns that secret', async () => {
+    const { A, B, alice } = scene;
+    const signed = alice.signed(0, undefined, Date.now() + 7);
+    const answers = await Promise.all([A, B, A, B].map((url) => postJson<{ secretId?: number; code?: string }>(`${url}/web2/secret`, signed)));
+    const ok = answers.filter((a) => a.status === 201);
+    expect(ok.length).toBeGreaterThan(0);
+    const id = ok[0]!.body.secretId!;
+    for (const a of answers) {
+      if (a.status === 201) expect(a.body.secretId).toBe(id);
+      else {
+        expect(a.status, JSON.stringify(a.body)).toBe(503);
+        expect(a.body.code).toBe('NOT_READY');
+      }
+    }
+    // Retrying until it is not 503 gives the one secret.
+    for (const url of [A, B]) {
+      let res = await postJson<{ secretId: number }>(`${url}/web2/secret`, signed);
+      for (let i = 0; res.status === 503 && i < 50; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        res = await postJson<{ secretId: number }>(`${url}/web2/secret`, signed);
+      }
+      expect(res.status).toBe(201);
+      expect(res.body.secretId).toBe(id);
+    }
+    expect((await listOf(alice)).filter((s) => s === id)).toHaveLength(1);
   });
 });

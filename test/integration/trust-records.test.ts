@@ -104,7 +104,7 @@ describe('a member that is not a coordinator can change nothing', () => {
       ['otpAttempt', { key: `${alice.principalId}:reset`, issuedAt: 1, success: true }],
       ['allocate', { counter: 'secretId' }],
       ['createPermit', { requestId: randomUUID() }],
-      ['claimSecretCreate', { useKey: 'a'.repeat(64), coordinator: 'node-4' }],
+      ['claimSecretCreate', { useKey: 'a'.repeat(64), coordinator: 'node-4', attempt: 'x' }],
     ] as const) {
       await expect(member.peer.requestCreate({ op, params }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }), op).rejects.toThrow(/coordinators only/);
     }

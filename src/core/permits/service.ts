@@ -44,6 +44,8 @@ const PAYLOAD_KEY: Record<PermitActionName, string> = { rotate: 'newPublicKey', 
 export interface PermitsOptions {
   /** Permit lifetime, ms (PERMITS.md: 15 minutes by default). */
   ttlMs: number;
+  /** How long this coordinator waits for slot 0 (replication.createTimeoutMs): the create's deadline. @default 2000 */
+  createTimeoutMs?: number;
   /** Public base URL of the coordinators, for the confirmation link. */
   publicUrl: string;
   /** While a consumed permit has not reached every member, how often to deliver it again, ms. */
@@ -130,6 +132,25 @@ interface PermitContext {
 
 const contextKey = (c: PermitContext) => `${c.action}|${c.principalId}|${c.secretId}|${c.payloadDigest}`;
 
+/** Slot 0's record of a requestId. `mailed` is absent on claims written before it existed (mailed). */
+interface PermitClaim {
+  permitId: string;
+  context: string;
+  expiresAt: number;
+  mailed?: boolean;
+  /**
+   * Until when the coordinator that created it may still be mailing the link (Unix ms): a replay
+   * before then mails nothing; after it, a link never marked mailed is reissued and mailed.
+   */
+  mailingUntil?: number;
+}
+
+/**
+ * How long after its own deadline a coordinator has to hand the link to the mail transport and say
+ * so, ms. Past it, a replay of the request reissues the link.
+ */
+const MAIL_GRACE_MS = 30_000;
+
 function bad(message: string): AppError {
   return new AppError('BAD_REQUEST', message);
 }
@@ -203,10 +224,10 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       const claimName = `permit:${p.requestId}`;
       const existing = await deps.claims.get(claimName);
       if (existing) {
-        const claim = JSON.parse(existing) as { permitId: string; context: string; expiresAt: number };
+        const claim = JSON.parse(existing) as PermitClaim;
         if (claim.context !== contextKey(ctx)) throw new AppError('CONFLICT', 'requestId was already used for another request');
         if (now >= claim.expiresAt) throw new AppError('CONFLICT', 'The permit of this requestId has expired; use a new requestId');
-        return { permitId: claim.permitId, expiresAt: claim.expiresAt, created: false };
+        return { permitId: claim.permitId, expiresAt: claim.expiresAt, created: false, mailed: claim.mailed !== false };
       }
       const permitId = randomUUID();
       const expiresAt = now + options.ttlMs;
@@ -229,12 +250,57 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       };
       // Replicated before the claim: a failed quorum (503) leaves no claim, so a retry creates it.
       await deps.replicator.replicate({ kind: 'permit', key: permitId, body });
-      await deps.claims.put(claimName, JSON.stringify({ permitId, context: contextKey(ctx), expiresAt }));
-      return { permitId, expiresAt, created: true };
+      // The creating coordinator mails the link unless it already gave up waiting for this answer
+      // (its deadline passed: the request sat in a stalled connection), in which case nobody will.
+      const deadline = typeof p.deadline === 'number' && Number.isSafeInteger(p.deadline) ? p.deadline : now;
+      const mailingUntil = now > deadline ? 0 : deadline + MAIL_GRACE_MS;
+      await deps.claims.put(claimName, JSON.stringify({ permitId, context: contextKey(ctx), expiresAt, mailed: false, mailingUntil } satisfies PermitClaim));
+      return { permitId, expiresAt, created: true, mailed: false };
     });
     chain = run.catch(() => undefined);
     return run;
   });
+
+  /** Run `step` on slot 0 after every create already queued (one permit registry, one order). */
+  const serialised = <T>(step: () => Promise<T>): Promise<T> => {
+    const run = chain.then(step);
+    chain = run.catch(() => undefined);
+    return run;
+  };
+
+  // Slot 0: the link of this request was handed to the mail transport.
+  deps.creator.register('permitMailed', (params) =>
+    serialised(async () => {
+      const requestId = params.requestId;
+      if (typeof requestId !== 'string' || !UUID_V4_RE.test(requestId)) throw bad('malformed permit mail mark');
+      const raw = await deps.claims.get(`permit:${requestId}`);
+      if (!raw) throw new AppError('NOT_FOUND', 'Unknown permit request');
+      await deps.claims.put(`permit:${requestId}`, JSON.stringify({ ...(JSON.parse(raw) as PermitClaim), mailed: true }));
+      return { mailed: true };
+    }),
+  );
+
+  // Slot 0: a replayed request whose link was never mailed (its first answer was lost, or the mail
+  // failed) gets a new token: the pending permit is written again with its hash, so only the link
+  // mailed now works. Only the token (and the vouch over it) changes.
+  deps.creator.register('reissuePermitToken', (params) =>
+    serialised(async () => {
+      const { requestId, tokenHash, requestedBy } = params as { requestId?: unknown; tokenHash?: unknown; requestedBy?: unknown };
+      if (typeof requestId !== 'string' || !UUID_V4_RE.test(requestId) || typeof tokenHash !== 'string' || !/^[0-9a-f]{64}$/.test(tokenHash) || !requestedBy || typeof requestedBy !== 'object') {
+        throw bad('malformed token reissue');
+      }
+      const raw = await deps.claims.get(`permit:${requestId}`);
+      if (!raw) throw new AppError('NOT_FOUND', 'Unknown permit request');
+      const claim = JSON.parse(raw) as PermitClaim;
+      // Mailed, or still being mailed by the coordinator that created it.
+      if (claim.mailed !== false || (claim.mailingUntil ?? 0) > clock()) return { reissued: false };
+      const current = (await state.get('permit', claim.permitId))?.body as PermitBody | undefined;
+      if (!current || current.status !== 'pending' || clock() >= current.expiresAt) return { reissued: false };
+      const reissued: PermitBody = { ...current, tokenHash, requestedBy: requestedBy as PermitBody['requestedBy'] };
+      await deps.replicator.replicate({ kind: 'permit', key: claim.permitId, body: reissued });
+      return { reissued: true, permitId: claim.permitId, expiresAt: current.expiresAt };
+    }),
+  );
 
   /** Who acts and on what: rotate by credentials, transfer/delegate by an owner's session. */
   async function authorize(input: CurrentRequest, action: PermitActionName, payloadDigest: string, target: string | null) {
@@ -332,10 +398,16 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   async function checkedPermit(input: PermitConfirmInput): Promise<PermitBody> {
     if (!UUID_V4_RE.test(input.permitId)) throw bad('permitId must be a lowercase UUIDv4');
     // The link may be opened on a coordinator that has not seen the permit yet: look beyond this replica.
-    const permit = ((await (deps.fresh ?? state).get('permit', input.permitId))?.body) as PermitBody | undefined;
+    let permit = ((await (deps.fresh ?? state).get('permit', input.permitId))?.body) as PermitBody | undefined;
     if (!permit) throw new AppError('NOT_FOUND', 'Permit not found');
     // Hashes of equal length, compared in constant time: the time taken says nothing about the token.
-    if (!constantTimeEqual(sha256Hex(input.token), permit.tokenHash)) throw new AppError('FORBIDDEN', 'Invalid confirmation token');
+    const tokenHash = sha256Hex(input.token);
+    if (!constantTimeEqual(tokenHash, permit.tokenHash) && permit.status === 'pending' && deps.fresh) {
+      // A link mailed on a replay carries a new token (reissuePermitToken); this replica may not hold
+      // that version yet.
+      permit = ((await deps.fresh.reread('permit', input.permitId))?.body as PermitBody | undefined) ?? permit;
+    }
+    if (!constantTimeEqual(tokenHash, permit.tokenHash)) throw new AppError('FORBIDDEN', 'Invalid confirmation token');
     return permit;
   }
 
@@ -533,27 +605,44 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       const { principalId, secretId, auth } = await authorize(input, action, payloadDigest, action === 'rotate' ? null : value);
 
       reachableMemberSlots(membership);
-      const tokenBytes = deps.random(TOKEN_BYTES);
-      const token = Buffer.from(tokenBytes).toString('base64url');
-      tokenBytes.fill(0);
-      const tokenHash = sha256Hex(token);
-      // This coordinator vouches that it checked the request; slot 0 stores the vouch and the owner's
-      // signed string in the permit, and every member checks both (docs/security.md).
-      const requestedBy = { nodeAddress: membership.self.nodeAddress, signature: deps.signDigest(permitRequestDigest(descriptor.clusterId, { requestId: input.requestId, action, principalId, secretId, payloadDigest, tokenHash })) };
-      const res = (await deps.creator.call('createPermit', { requestId: input.requestId, action, principalId, secretId, payload: input.payload, payloadDigest, tokenHash, requestedBy, auth })) as {
+      // A one-time token, and this coordinator's vouch that it checked the request: slot 0 stores the
+      // vouch and the owner's signed string in the permit, and every member checks both (docs/security.md).
+      const newToken = () => {
+        const tokenBytes = deps.random(TOKEN_BYTES);
+        const token = Buffer.from(tokenBytes).toString('base64url');
+        tokenBytes.fill(0);
+        const tokenHash = sha256Hex(token);
+        const requestedBy = { nodeAddress: membership.self.nodeAddress, signature: deps.signDigest(permitRequestDigest(descriptor.clusterId, { requestId: input.requestId, action, principalId, secretId, payloadDigest, tokenHash })) };
+        return { token, tokenHash, requestedBy };
+      };
+      let { token, tokenHash, requestedBy } = newToken();
+      const deadline = clock() + (options.createTimeoutMs ?? 2000);
+      const res = (await deps.creator.call('createPermit', { requestId: input.requestId, action, principalId, secretId, payload: input.payload, payloadDigest, tokenHash, requestedBy, auth, deadline })) as {
         permitId: string;
         expiresAt: number;
         created: boolean;
+        mailed: boolean;
       };
+      let mailNow = res.created;
+      if (!res.created && !res.mailed) {
+        // A replay of a request whose link never went out (the first answer was lost, or the mail
+        // failed): mail it now, with a new token — the old one was never seen by anyone.
+        ({ token, tokenHash, requestedBy } = newToken());
+        const re = (await deps.creator.call('reissuePermitToken', { requestId: input.requestId, tokenHash, requestedBy })) as { reissued: boolean };
+        mailNow = re.reissued;
+      }
       const expiresAt = new Date(res.expiresAt);
-      if (res.created) {
+      if (mailNow) {
         const principal = await activePrincipal(principalId);
         if (principal) {
           const link = `${options.publicUrl}/web2/confirm?permitId=${res.permitId}&token=${token}`;
           const mail = deps.mail.permitMail({ action, link, expiresAt, summary: summaryOf(action, secretId, value) });
-          deps.mail.send({ to: principal.email, ...mail, category: `permit-${action}` }).catch((err: unknown) => log.error({ err: (err as Error).message, permitId: res.permitId }, 'permit mail failed'));
+          deps.mail
+            .send({ to: principal.email, ...mail, category: `permit-${action}` })
+            .then(() => deps.creator.call('permitMailed', { requestId: input.requestId }))
+            .catch((err: unknown) => log.error({ err: (err as Error).message, permitId: res.permitId }, 'permit mail failed'));
         }
-        log.info({ permitId: res.permitId, action, secretId, legacy: input.legacy }, 'permit created');
+        log.info({ permitId: res.permitId, action, secretId, legacy: input.legacy, resent: !res.created }, res.created ? 'permit created' : 'permit link mailed on replay');
       }
       return {
         created: res.created,

@@ -29,6 +29,8 @@ export interface FreshReaderDeps {
 export interface FreshReader {
   /** The record, or undefined when it does not exist; 503 NOT_READY when that cannot be known yet. */
   get(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
+  /** The record after a catch-up that started now (when the local one may be out of date). */
+  reread(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
 }
 
 export function createFreshReader(options: FreshReaderOptions, deps: FreshReaderDeps): FreshReader {
@@ -67,6 +69,10 @@ export function createFreshReader(options: FreshReaderOptions, deps: FreshReader
       if (after) return after;
       if (covered >= options.membersToAsk) return undefined;
       throw new AppError('NOT_READY', 'This coordinator cannot reach enough members to tell whether it exists; try again', { retryAfterSeconds: 1 });
+    },
+    async reread(kind, key) {
+      await catchUpAfter(deps.now());
+      return deps.state.get(kind, key);
     },
   };
 }

@@ -10,6 +10,7 @@
  * signed string, its freshness, the session and the owner/delegate right itself, then seals its share
  * to the requesting coordinator.
  */
+import { randomUUID } from 'node:crypto';
 import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
@@ -334,20 +335,40 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   let createChain: Promise<unknown> = Promise.resolve();
   deps.creator.register('claimSecretCreate', (params) => {
     const run = createChain.then(async () => {
-      const { useKey, coordinator } = params;
-      if (typeof useKey !== 'string' || !/^[0-9a-f]{64}$/.test(useKey) || typeof coordinator !== 'string') throw new AppError('BAD_REQUEST', 'malformed create claim');
+      const { useKey, coordinator, attempt } = params;
+      if (typeof useKey !== 'string' || !/^[0-9a-f]{64}$/.test(useKey) || typeof coordinator !== 'string' || typeof attempt !== 'string' || attempt.length > 64) {
+        throw new AppError('BAD_REQUEST', 'malformed create claim');
+      }
       const name = `secret-create:${useKey}`;
       const now = clock();
       const raw = await deps.claims.get(name);
       if (raw) {
-        const c = JSON.parse(raw) as { secretId: number; coordinator: string; until: number };
+        const c = JSON.parse(raw) as { secretId: number; attempt?: string; until: number };
         if (await getSecret(c.secretId)) return { secretId: c.secretId, done: true };
-        if (c.coordinator !== coordinator && c.until > now) throw new AppError('NOT_READY', 'This secret is being created by another coordinator; try again shortly');
-        await deps.claims.put(name, JSON.stringify({ secretId: c.secretId, coordinator, until: now + CREATE_LEASE_MS }));
+        // One attempt at a time deals this id's key: another while the lease runs would mix shares.
+        if (c.attempt !== attempt && c.until > now) throw new AppError('NOT_READY', 'This secret is being created; try again shortly', { retryAfterSeconds: 1 });
+        await deps.claims.put(name, JSON.stringify({ secretId: c.secretId, coordinator, attempt, until: now + CREATE_LEASE_MS }));
         return { secretId: c.secretId, done: false };
       }
-      const secretId = await deps.allocateWithClaim('secretId', name, (id) => JSON.stringify({ secretId: id, coordinator, until: now + CREATE_LEASE_MS }));
+      const secretId = await deps.allocateWithClaim('secretId', name, (id) => JSON.stringify({ secretId: id, coordinator, attempt, until: now + CREATE_LEASE_MS }));
       return { secretId, done: false };
+    });
+    createChain = run.catch(() => undefined);
+    return run;
+  });
+
+  // Slot 0: a failed attempt gives its lease back.
+  deps.creator.register('releaseSecretCreate', (params) => {
+    const run = createChain.then(async () => {
+      const { useKey, attempt } = params;
+      if (typeof useKey !== 'string' || !/^[0-9a-f]{64}$/.test(useKey) || typeof attempt !== 'string') throw new AppError('BAD_REQUEST', 'malformed create release');
+      const name = `secret-create:${useKey}`;
+      const raw = await deps.claims.get(name);
+      if (!raw) return { released: false };
+      const c = JSON.parse(raw) as { secretId: number; coordinator: string; attempt?: string; until: number };
+      if (c.attempt !== attempt) return { released: false };
+      await deps.claims.put(name, JSON.stringify({ ...c, until: 0 }));
+      return { released: true };
     });
     createChain = run.catch(() => undefined);
     return run;
@@ -362,6 +383,71 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     return { used: !mark && (await deps.claims.get(name)) !== undefined };
   });
 
+  /** Creates in flight on this coordinator, by create string. */
+  const creating = new Map<string, Promise<CreatedSecret>>();
+
+  /** One create attempt: slot 0 maps the string to an id (leased to this attempt), then the key is dealt. */
+  async function createWithClaim(caller: VerifiedCaller, request: SignedRequest, useKey: string): Promise<CreatedSecret> {
+    const attempt = randomUUID();
+    const claim = (await deps.creator.call('claimSecretCreate', { useKey, coordinator: self.id, attempt })) as { secretId: number; done: boolean };
+    if (claim.done) return existingCreate(claim.secretId, caller.principalId);
+    try {
+      return await dealSecret(caller, request, claim.secretId);
+    } catch (err) {
+      // Give the id back to the next attempt now rather than at the lease's end (best effort).
+      deps.creator.call('releaseSecretCreate', { useKey, attempt }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Deal a new key for `secretId`: shares to the members, then the record. */
+  async function dealSecret(caller: VerifiedCaller, request: SignedRequest, secretId: number): Promise<CreatedSecret> {
+    const seed = deps.random(SEED_BYTES);
+    let publicKey: Uint8Array;
+    const boxes = new Map<number, Uint8Array>();
+    try {
+      publicKey = mlkemPublicKeyFromSeed(seed);
+      const shares = await splitSecret(seed, descriptor.size, descriptor.threshold);
+      try {
+        for (const m of memberList) boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(clusterId, secretId, m.slot)));
+      } finally {
+        zeroize(...shares);
+      }
+    } finally {
+      zeroize(seed);
+    }
+
+    const { stored, errors } = await deliver(secretId, boxes);
+    if (stored.length < descriptor.threshold) {
+      const failed: MemberFailure[] = [...errors].map(([slot, error]) => ({ slot, nodeAddress: addressOf(slot), error }));
+      log.warn({ secretId, stored: stored.length, failed }, 'secret shares below threshold; secret abandoned');
+      throw new QuorumError(`Only ${stored.length} members stored their share; ${descriptor.threshold} are needed`, stored.map(addressOf), failed);
+    }
+    const now = clock();
+    const body: SecretBody = {
+      secretId,
+      ownerPrincipalId: caller.principalId,
+      delegatePrincipalId: null,
+      clusterId,
+      secretType: SECRET_TYPE_MLKEM768,
+      publicKeyCid: toBase64(publicKey),
+      isSyncing: false,
+      createdAt: now,
+      updatedAt: now,
+      auth: { by: 'create', evidence: evidenceFor(caller, request) },
+    };
+    if (errors.size > 0) {
+      // Before the record: a crash in between leaves a retry for a secret nobody knows, never a secret with shares nobody retries.
+      const missing: PendingShares['missing'] = {};
+      for (const [slot, error] of errors) missing[String(slot)] = { box: toBase64(boxes.get(slot)!), error };
+      await deps.pending.put({ secretId, createdAt: now, retryCount: 0, missing });
+    }
+    await deps.replicator.replicate({ kind: 'secret', key: secretKey(secretId), body });
+    const status = errors.size === 0 ? 'complete' : 'propagating';
+    log.info({ secretId, status, stored: stored.length }, 'secret created');
+    return { secretId, clusterId, publicKeyCid: body.publicKeyCid, status };
+  }
+
   const service: SecretsCapability = {
     getSecret,
     findSecret,
@@ -372,54 +458,14 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       reachableMemberSlots(membership);
       // The signed string is the request's idempotency key: slot 0 maps it to one secretId, so a
       // retry after a lost answer gets the same secret back, never a second one.
-      const claim = (await deps.creator.call('claimSecretCreate', { useKey: signedStringKey('createSecret', caller.parts), coordinator: self.id })) as { secretId: number; done: boolean };
-      const secretId = claim.secretId;
-      if (claim.done) return existingCreate(secretId, caller.principalId);
-
-      const seed = deps.random(SEED_BYTES);
-      let publicKey: Uint8Array;
-      const boxes = new Map<number, Uint8Array>();
-      try {
-        publicKey = mlkemPublicKeyFromSeed(seed);
-        const shares = await splitSecret(seed, descriptor.size, descriptor.threshold);
-        try {
-          for (const m of memberList) boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(clusterId, secretId, m.slot)));
-        } finally {
-          zeroize(...shares);
-        }
-      } finally {
-        zeroize(seed);
+      const useKey = signedStringKey('createSecret', caller.parts);
+      // Identical requests on this coordinator share one attempt.
+      let run = creating.get(useKey);
+      if (!run) {
+        run = createWithClaim(caller, request, useKey).finally(() => creating.delete(useKey));
+        creating.set(useKey, run);
       }
-
-      const { stored, errors } = await deliver(secretId, boxes);
-      if (stored.length < descriptor.threshold) {
-        const failed: MemberFailure[] = [...errors].map(([slot, error]) => ({ slot, nodeAddress: addressOf(slot), error }));
-        log.warn({ secretId, stored: stored.length, failed }, 'secret shares below threshold; secret abandoned');
-        throw new QuorumError(`Only ${stored.length} members stored their share; ${descriptor.threshold} are needed`, stored.map(addressOf), failed);
-      }
-      const now = clock();
-      const body: SecretBody = {
-        secretId,
-        ownerPrincipalId: caller.principalId,
-        delegatePrincipalId: null,
-        clusterId,
-        secretType: SECRET_TYPE_MLKEM768,
-        publicKeyCid: toBase64(publicKey),
-        isSyncing: false,
-        createdAt: now,
-        updatedAt: now,
-        auth: { by: 'create', evidence: evidenceFor(caller, request) },
-      };
-      if (errors.size > 0) {
-        // Before the record: a crash in between leaves a retry for a secret nobody knows, never a secret with shares nobody retries.
-        const missing: PendingShares['missing'] = {};
-        for (const [slot, error] of errors) missing[String(slot)] = { box: toBase64(boxes.get(slot)!), error };
-        await deps.pending.put({ secretId, createdAt: now, retryCount: 0, missing });
-      }
-      await deps.replicator.replicate({ kind: 'secret', key: secretKey(secretId), body });
-      const status = errors.size === 0 ? 'complete' : 'propagating';
-      log.info({ secretId, status, stored: stored.length }, 'secret created');
-      return { secretId, clusterId, publicKeyCid: body.publicKeyCid, status };
+      return run;
     },
 
     async listSecrets(request) {
