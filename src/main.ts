@@ -9,7 +9,16 @@ import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
 import { ConfigError, loadConfig, loadNodeSetup, logSchema, quorumShapeProblem, redactConfig } from './config/index.ts';
-import { DEFAULT_BASE_PORT, DEFAULT_COORDINATORS, DEFAULT_HTTP_BASE_PORT, initCluster } from './node/cluster-init.ts';
+import {
+  DEFAULT_BASE_PORT,
+  DEFAULT_COORDINATORS,
+  DEFAULT_HTTP_BASE_PORT,
+  DEFAULT_OPERATOR_BASE_PORT,
+  initCluster,
+  readHostsFile,
+  type ClusterInitHost,
+} from './node/cluster-init.ts';
+import { setNodeAddress } from './node/cluster-set-address.ts';
 
 /** A failure the CLI reports as one line with a chosen exit code. */
 class CliError extends Error {
@@ -106,18 +115,54 @@ async function clusterInit(options: {
   out: string;
   basePort: number;
   httpBasePort: number;
+  operatorBasePort: number;
+  operator: boolean;
   coordinators?: number;
-  host: string;
+  host?: string;
+  hosts?: string;
+  hostsFile?: string;
+  listenHost?: string;
   clusterId?: string;
 }): Promise<void> {
-  const summary = await initCluster(options);
+  if (options.hosts !== undefined && options.hostsFile !== undefined) {
+    throw new ConfigError('cluster init: hosts: give either --hosts or --hosts-file, not both', 'hosts');
+  }
+  let hosts: ClusterInitHost[] | undefined;
+  if (options.hosts !== undefined) hosts = options.hosts.split(',').map((announce) => ({ announce: announce.trim() }));
+  if (options.hostsFile !== undefined) hosts = await readHostsFile(resolve(options.hostsFile));
+  const { hosts: _list, hostsFile: _file, ...rest } = options;
+  const summary = await initCluster({ ...rest, ...(hosts ? { hosts } : {}) });
   printLine(`cluster ${summary.clusterId}: ${summary.size} members, threshold ${summary.threshold}`);
   printLine(`wrote ${summary.clusterFile}`);
   for (const node of summary.nodes) {
+    const listen = node.listenHost !== node.announceHost ? `  (binds ${node.listenHost})` : '';
     const http = node.httpUrl ? `  http ${node.httpUrl}` : '';
-    printLine(`  ${node.id}  slot ${node.slot}  libp2p ${node.multiaddr}${http}  config ${node.configFile}`);
+    const operator = node.operatorPort !== undefined ? `  operator :${node.operatorPort}` : '';
+    printLine(`  ${node.id}  slot ${node.slot}  libp2p ${node.multiaddr}${listen}${http}${operator}  config ${node.configFile}`);
+  }
+  const hostsDiffer = new Set(summary.nodes.map((n) => n.announceHost)).size > 1;
+  if (hostsDiffer) {
+    printLine(`copy to each host: ${summary.clusterFile}, its node-<i>.json and its node-<i>/keys/ (see docs/deployment.md)`);
   }
   printLine(`start a node with: quorumkeep start --config ${summary.nodes[0]?.configFile ?? '<node config>'}`);
+}
+
+async function clusterSetAddress(options: { clusterFile: string; node: string; multiaddr: string[]; httpUrl?: string }): Promise<void> {
+  const result = await setNodeAddress({
+    clusterFile: options.clusterFile,
+    nodeId: options.node,
+    ...(options.multiaddr.length > 0 ? { multiaddrs: options.multiaddr } : {}),
+    ...(options.httpUrl !== undefined ? { httpUrl: options.httpUrl } : {}),
+  });
+  if (result.changes.length === 0) {
+    printLine(`${result.nodeId}: nothing to change; ${result.clusterFile} already says so`);
+    return;
+  }
+  printLine(`${result.nodeId} in ${result.clusterFile}:`);
+  for (const change of result.changes) printLine(`  ${change.field}: ${change.before ?? '(none)'} -> ${change.after}`);
+  printLine(`next: copy ${result.clusterFile} to every node (where its config's clusterFile points), then restart the nodes one at a time,`);
+  printLine(`      waiting for \`quorumkeep status\` to report ok before the next; a node reads the cluster file only when it starts.`);
+  printLine(`      ${result.nodeId}'s own config may need listen, http.host, http.publicUrl or operator.host changed to match.`);
 }
 
 async function startNode(options: OverrideOptions): Promise<void> {
@@ -199,6 +244,7 @@ async function runLocal(options: {
   coordinators?: number;
   basePort: number;
   httpBasePort: number;
+  operatorBasePort: number;
   logLevel: string;
 }): Promise<void> {
   const shape = quorumShapeProblem(options.size, options.threshold);
@@ -220,19 +266,32 @@ function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`quorumkeep: ${text.replace(/^error: /, '').trimEnd()} (see --help)\n`) });
 
-  const cluster = program.command('cluster').description('create cluster files');
+  const cluster = program.command('cluster').description('create and change cluster files');
   cluster
     .command('init')
-    .description('generate keys, node configs and the cluster file for a local cluster')
+    .description('generate keys, node configs and the cluster file, for one host or one node per host')
     .requiredOption('--size <n>', 'number of member slots (1-64)', integer)
     .requiredOption('--threshold <t>', 'members needed for a quorum (> size/2, <= size)', integer)
     .requiredOption('--out <dir>', 'output folder (must not hold a cluster yet)')
-    .option('--base-port <n>', 'libp2p port of node 0 (node i: base + i)', integer, DEFAULT_BASE_PORT)
-    .option('--http-base-port <n>', 'HTTP port of coordinator 0 (coordinator i: base + i)', integer, DEFAULT_HTTP_BASE_PORT)
+    .option('--base-port <n>', 'libp2p port (nodes sharing a host: base + k for the k-th)', integer, DEFAULT_BASE_PORT)
+    .option('--http-base-port <n>', 'HTTP port of the coordinators (numbered like --base-port)', integer, DEFAULT_HTTP_BASE_PORT)
+    .option('--operator-base-port <n>', 'operator port (health, readiness, metrics) of every node (numbered like --base-port)', integer, DEFAULT_OPERATOR_BASE_PORT)
+    .option('--no-operator', 'give the nodes no operator port')
     .option('--coordinators <n>', `members from slot 0 up that serve HTTP (default: ${DEFAULT_COORDINATORS}, or size when smaller)`, integer)
-    .option('--host <host>', 'address every node listens on', '127.0.0.1')
+    .option('--host <host>', 'the one address every node announces, all on this host (default: 127.0.0.1)')
+    .option('--hosts <a,b,...>', 'one announced address per node, slot order (exactly --size of them)')
+    .option('--hosts-file <path>', 'one line per node: <announce-host> [<listen-host>]; # comments')
+    .option('--listen-host <addr>', 'address every node binds to, e.g. 0.0.0.0 (default: its announced address)')
     .option('--cluster-id <id>', 'cluster id (default: qk- and 8 random hex digits)')
     .action(clusterInit);
+  cluster
+    .command('set-address')
+    .description("change a node's announced addresses in the cluster file (then copy it to every node and restart them one by one)")
+    .requiredOption('--cluster-file <path>', 'the cluster file to rewrite')
+    .requiredOption('--node <id>', 'the node, e.g. node-2')
+    .option('--multiaddr <ma>', 'its new libp2p multiaddr, e.g. /ip4/10.0.0.7/tcp/4010 (repeatable; replaces the list)', collect, [])
+    .option('--http-url <url>', 'its new HTTP base URL, e.g. http://10.0.0.7:3010')
+    .action(clusterSetAddress);
 
   withOverrideOptions(program.command('start').description('start one node from its config file')).action(startNode);
 
@@ -257,6 +316,7 @@ function buildProgram(): Command {
     .option('--coordinators <n>', `members serving HTTP (default: ${DEFAULT_COORDINATORS}, or size when smaller)`, integer)
     .option('--base-port <n>', 'libp2p port of node 0', integer, DEFAULT_BASE_PORT)
     .option('--http-base-port <n>', 'HTTP port of coordinator 0', integer, DEFAULT_HTTP_BASE_PORT)
+    .option('--operator-base-port <n>', 'operator port of node 0 (first run only)', integer, DEFAULT_OPERATOR_BASE_PORT)
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .action(runLocal);
 

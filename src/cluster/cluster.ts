@@ -20,6 +20,8 @@ import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
 import { PROTOCOLS, recordsTopic } from './protocols.ts';
 import { messageChannel, encodeMessage, decodeMessage } from './rpc.ts';
 import { createLink, serveLink, type Link } from './link.ts';
+import { createDialFailureLog, type DialFailureLog } from './dial-log.ts';
+import { announcedAddressUnbound } from './announce-check.ts';
 
 /** Options of {@link createCluster}. */
 export interface ClusterOptions {
@@ -186,6 +188,8 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   let maintenanceTimer: NodeJS.Timeout | undefined;
   let livenessTimer: NodeJS.Timeout | undefined;
   let syncTimer: NodeJS.Timeout | undefined;
+  /** Failed dials, told at warn at most once per peer per 30 s (created at start: its grace period starts then). */
+  let dialFailures: DialFailureLog | undefined;
   const background = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
     background.add(p);
@@ -429,7 +433,10 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       track(
         libp2p
           .dial(p.peerId, { signal: AbortSignal.timeout(Math.max(1000, options.reconnectIntervalMs * 2)) })
-          .catch((err: unknown) => log.trace({ err, peer: p.entry.id }, 'dial failed'))
+          .catch((err: unknown) => {
+            log.trace({ err, peer: p.entry.id }, 'dial failed');
+            if (!stopped) dialFailures?.failed({ nodeId: p.entry.id, peerId: p.idStr, multiaddrs: p.entry.multiaddrs }, err);
+          })
           .finally(() => {
             p.dialing = false;
           }),
@@ -445,6 +452,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     }
     deps.metrics.connectedMembers.set(membership.reachableCount());
     if (!p || stopped) return;
+    dialFailures?.connected(p.entry.id);
     log.info({ peer: p.entry.id }, 'peer connected');
     // Catch up on every (re)connection.
     syncPeer(p).catch((err: unknown) => log.debug({ err, peer: p.entry.id }, 'sync on connect failed'));
@@ -481,6 +489,19 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
         await libp2p.peerStore.merge(p.peerId, { multiaddrs: p.entry.multiaddrs.map((a) => multiaddr(a)) });
       }
       await libp2p.start();
+      dialFailures = createDialFailureLog({}, { now: () => performance.now(), warn: (fields, message) => log.warn(fields, message) });
+      const bound = libp2p.getMultiaddrs().map(String);
+      if (announcedAddressUnbound(self.multiaddrs, [...options.listen, ...bound])) {
+        log.warn(
+          {
+            announced: self.multiaddrs,
+            listen: options.listen,
+            bound,
+            hint: 'other nodes dial the announced address (this node\'s multiaddrs in the cluster file): fix it or the config listen; ignore if a NAT or port forward maps it here',
+          },
+          'node does not listen on its announced address',
+        );
+      }
       libp2p.services.pubsub.subscribe(topic);
       maintain();
       maintenanceTimer = setInterval(maintain, options.reconnectIntervalMs);

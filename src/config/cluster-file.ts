@@ -3,11 +3,13 @@
  * and roles) — `clusterId`, `size`, `threshold` and one entry per node. `quorumkeep cluster init`
  * writes it; every node loads it at start, together with its own config ({@link loadNodeSetup}).
  */
-import { writeFile } from 'node:fs/promises';
+import { open, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { addressOfPublicKey, fromHex } from '../crypto/index.ts';
 import type { ClusterDescriptor } from '../core/replication/ports.ts';
 import type { NodeConfig } from './schema.ts';
+import { announceHostProblem, announcedMultiaddrProblem, announcedUrlProblem, isWildcardHost } from './addresses.ts';
 import { ConfigError, configErrorFromIssues, configIssueMessage, loadConfig, parseJsonText, readJsonFile, type LoadConfigOptions } from './loader.ts';
 
 /** Largest cluster a file may describe. */
@@ -87,6 +89,17 @@ export const clusterFileSchema = z
       }
       if (derived !== node.nodeAddress) report(['nodes', i, 'nodeAddress'], `does not match signingPublicKey (which gives ${derived})`);
     });
+
+    // Every other node dials these: a wildcard (0.0.0.0) or multicast address would leave the cluster
+    // degraded for ever with nothing but failed dials to show for it (issue 11).
+    file.nodes.forEach((node, i) => {
+      node.multiaddrs.forEach((ma, j) => {
+        const problem = announcedMultiaddrProblem(ma);
+        if (problem) report(['nodes', i, 'multiaddrs', j], problem);
+      });
+      const urlProblem = node.httpUrl === undefined ? undefined : announcedUrlProblem(node.httpUrl);
+      if (urlProblem) report(['nodes', i, 'httpUrl'], urlProblem);
+    });
   });
 
 /**
@@ -117,6 +130,30 @@ export async function writeClusterFile(path: string, descriptor: ClusterDescript
   await writeFile(path, JSON.stringify(valid, null, 2) + '\n', { flag: 'wx', mode: 0o644 });
 }
 
+/**
+ * Validate `descriptor` and put it at `path` in place of what is there, atomically: it is written to a
+ * temporary file in the same folder (0644, synced), then renamed over `path`, so a reader — a node
+ * starting — sees the old file or the new one, never half of one. Used to change a node's addresses
+ * (`quorumkeep cluster set-address`).
+ */
+export async function replaceClusterFile(path: string, descriptor: ClusterDescriptor): Promise<void> {
+  const valid = parseClusterFile(descriptor, path);
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now().toString(36)}.tmp`);
+  try {
+    const handle = await open(temp, 'wx', 0o644);
+    try {
+      await handle.writeFile(JSON.stringify(valid, null, 2) + '\n');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+}
+
 /** A node's validated config and the cluster file it names. */
 export interface NodeSetup {
   config: NodeConfig;
@@ -134,5 +171,19 @@ export function loadNodeSetup(options: LoadConfigOptions): NodeSetup {
   if (!descriptor.nodes.some((node) => node.id === config.nodeId)) {
     throw new ConfigError(`config: nodeId: "${config.nodeId}" is not in the cluster file ${config.clusterFile}`, 'nodeId');
   }
+  const urlProblem = publicUrlProblem(config);
+  if (urlProblem) throw new ConfigError(`config: http.publicUrl: ${urlProblem}`, 'http.publicUrl');
   return { config, descriptor };
+}
+
+/**
+ * Why the coordinator's public URL — the base of every emailed link — cannot be reached by a client,
+ * or undefined. Empty, it is derived from `http.host`, which then must not be a wildcard either.
+ */
+function publicUrlProblem(config: NodeConfig): string | undefined {
+  if (!config.http.enabled) return undefined;
+  if (config.http.publicUrl !== '') return announcedUrlProblem(config.http.publicUrl);
+  const hostProblem = announceHostProblem(config.http.host);
+  if (hostProblem === undefined) return undefined;
+  return `is empty, so links would be built from http.host ${config.http.host}, which ${isWildcardHost(config.http.host) ? 'is a wildcard address' : 'cannot be dialled'}: set http.publicUrl to the URL clients reach this node at`;
 }

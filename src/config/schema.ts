@@ -76,6 +76,20 @@ export const httpSchema = z.strictObject({
   rateLimits: rateLimitsSchema.default(rateLimitsSchema.parse({})),
 });
 
+/**
+ * The operator port: `GET /healthz`, `GET /readyz` and `GET /metrics` on every node, member or
+ * coordinator, for monitoring. `/metrics` needs no token there: bind it to a private interface (or
+ * firewall it) — it is meant for the operator's network, not the public one.
+ */
+export const operatorSchema = z.strictObject({
+  /** Serve the operator port. `cluster init` turns it on for every node. @default false */
+  enabled: z.boolean().default(false),
+  /** Bind address (a private interface, loopback, or 0.0.0.0 behind a firewall). @default "127.0.0.1" */
+  host: z.string().min(1).default('127.0.0.1'),
+  /** Bind port; 0 picks a free one. @default 3110 */
+  port: port.default(3110),
+});
+
 export const replicationSchema = z.strictObject({
   /** Deadline for a member's `apply` ack in a quorum write, ms. @default 2000 */
   applyTimeoutMs: z.number().int().positive().default(2000),
@@ -202,6 +216,7 @@ export const nodeConfigSchema = z.strictObject({
   /** libp2p listen multiaddrs. @default the node's multiaddrs in the cluster file */
   listen: z.array(z.string().min(1)).default([]),
   http: httpSchema.default(httpSchema.parse({})),
+  operator: operatorSchema.default(operatorSchema.parse({})),
   replication: replicationSchema.default(replicationSchema.parse({})),
   mail: mailSchema.default(mailSchema.parse({})),
   log: logSchema.default(logSchema.parse({})),

@@ -175,6 +175,23 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
     createPermitsRouter({ confirmMode: options.permitConfirmMode ?? 'link' }, routerDeps),
   ]);
 
+  const app = createBaseApp(log, { trustProxy: options.trustProxy });
+  app.use(requestId(log, random));
+  app.use(observe(deps.metrics));
+  app.use(securityHeaders);
+  app.use(cors(options.corsOrigins));
+  app.use(createJsonBodyParser({ limitBytes: options.bodyLimitBytes, skip: takesRawBody(api) }));
+  app.use(api.routes());
+  app.use(api.allowedMethods());
+  return app;
+}
+
+/**
+ * A koa app with what every app of this node starts with (this one and the operator port's,
+ * ./operator-app.ts): escaped errors logged as one line, and the error middleware first, so every
+ * failure is answered `{ error, code }` (STYLE.md rule 7).
+ */
+export function createBaseApp(log: Logger, options: { trustProxy: boolean }): HttpApp {
   // Behind a proxy, ctx.ip is the last X-Forwarded-For entry — the one our proxy appended — never a
   // value the client wrote itself (the leftmost entries are whatever the client sent).
   const app: HttpApp = new Koa({ proxy: options.trustProxy, maxIpsCount: 1 });
@@ -187,13 +204,6 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
     (ctx?.state?.log ?? log).error({ err }, 'unhandled http error');
   });
   app.use(errorResponses(log));
-  app.use(requestId(log, random));
-  app.use(observe(deps.metrics));
-  app.use(securityHeaders);
-  app.use(cors(options.corsOrigins));
-  app.use(createJsonBodyParser({ limitBytes: options.bodyLimitBytes, skip: takesRawBody(api) }));
-  app.use(api.routes());
-  app.use(api.allowedMethods());
   return app;
 }
 
@@ -201,7 +211,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
 const NO_RATE_LIMIT: AuthRateLimit = { email: (_ctx, next) => next(), principalId: (_ctx, next) => next() };
 
 /** Mount resource routers under one router, so 405 handling and route matching see every route. */
-function combineRouters(routers: ReadonlyArray<ApiRouter | undefined>): ApiRouter {
+export function combineRouters(routers: ReadonlyArray<ApiRouter | undefined>): ApiRouter {
   // Every method Node parses is "implemented": an unsupported method on a known path is a 405, not a 501.
   const api: ApiRouter = new Router({ methods: [...METHODS] });
   for (const router of routers) if (router) api.use(router.routes());
@@ -325,7 +335,8 @@ function observe(metrics: NodeMetrics): HttpMiddleware {
 // ---------------------------------------------------------------------------------------------
 // Security headers and CORS
 
-const securityHeaders: HttpMiddleware = (ctx, next) => {
+/** The {@link SECURITY_HEADERS} on every response. */
+export const securityHeaders: HttpMiddleware = (ctx, next) => {
   ctx.set(SECURITY_HEADERS);
   return next();
 };

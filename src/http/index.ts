@@ -1,4 +1,4 @@
-/** The HTTP API (the only importer of koa): app factory, server binding, handler helpers. */
+/** The HTTP API (the only importer of koa): app factories (API, operator port), server binding, handler helpers. */
 export {
   createHttpApp,
   type HttpApp,
@@ -9,6 +9,7 @@ export {
   type HttpMiddleware,
   type ApiRouter,
 } from './app.ts';
+export { createOperatorApp, type OperatorAppOptions, type OperatorAppDeps } from './operator-app.ts';
 export { listenHttp, SHUTDOWN_GRACE_MS, type ListenHttpOptions, type HttpServerHandle, type RequestHandlerFactory } from './server.ts';
 export { createJsonBodyParser, rawBodyRoute, takesRawBody, type JsonBodyOptions } from './body.ts';
 export { parseBody, parseQuery, parseParams, parseInput } from './validate.ts';

@@ -1,7 +1,7 @@
 /**
  * The composition root (STYLE.md rule 2): the only place that imports every folder. Starts
- * components in dependency order — keys, store, replication engine, cluster, HTTP — and stops them in
- * reverse, store last. `stop()` is idempotent.
+ * components in dependency order — keys, store, replication engine, cluster, operator port, HTTP — and
+ * stops them in reverse, store last. `stop()` is idempotent.
  */
 import { join } from 'node:path';
 import type { NodeConfig } from '../config/schema.ts';
@@ -22,7 +22,7 @@ import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberRpc, Mem
 import { membersOf } from '../core/replication/ports.ts';
 import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
 import { createProbeService, probeKind } from '../core/probe/index.ts';
-import { createHttpApp, listenHttp } from '../http/index.ts';
+import { createHttpApp, createOperatorApp, listenHttp } from '../http/index.ts';
 import {
   zeroize,
   createHashLimiter,
@@ -80,6 +80,9 @@ function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array): NodeKeyrin
  */
 const OVERLOADED_RETRY_AFTER_S = 1;
 
+/** Deadline of one request on the operator port: its answers are small and local. */
+const OPERATOR_REQUEST_TIMEOUT_MS = 10_000;
+
 /** argon2id work for accounts, all behind one concurrency limit and one bounded queue. */
 function accountCrypto(options: NodeConfig['accounts'], metrics: Pick<NodeMetrics, 'hashJobsShed'>): AccountCrypto {
   const limiter = createHashLimiter(options.maxConcurrentHashes, {
@@ -108,6 +111,8 @@ interface Running {
   cluster: Cluster;
   creator: CreatorService;
   http: { url: string; close(): Promise<void> } | undefined;
+  /** The operator port (health, readiness, metrics), when `operator.enabled`. */
+  operator: { url: string; close(): Promise<void> } | undefined;
   mailer: Mailer;
   secrets: SecretsCapability;
   permits: PermitsCapability;
@@ -343,7 +348,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await cluster.start();
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
-      running = { store, engine, cluster, creator, http: undefined, mailer, secrets, permits, keys: [keys.signing, keys.storage] };
+      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, keys: [keys.signing, keys.storage] };
+      if (config.operator.enabled) {
+        const app = createOperatorApp({ chains: config.chains }, { logger, clock, health, metrics });
+        running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
+      }
       if (config.http.enabled) {
         const app = createHttpApp(
           {
@@ -360,8 +369,13 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
       }
-      log.info({ nodeId: self!.id, slot: self!.slot, peerId: self!.peerId, nodeAddress: self!.nodeAddress, http: running.http?.url, listen: cluster.listenAddresses() }, 'node started');
+      log.info(
+        { nodeId: self!.id, slot: self!.slot, peerId: self!.peerId, nodeAddress: self!.nodeAddress, http: running.http?.url, operator: running.operator?.url, listen: cluster.listenAddresses() },
+        'node started',
+      );
     } catch (err) {
+      // A failed bind of the API port leaves the operator port bound: release it too.
+      await running?.operator?.close().catch(() => undefined);
       await running?.cluster.stop().catch(() => undefined);
       running = undefined;
       await store.close();
@@ -375,6 +389,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     const r = running;
     if (!r) return;
     await r.http?.close();
+    await r.operator?.close();
     await r.secrets.stop();
     r.permits.stop();
     await r.cluster.stop();
@@ -393,6 +408,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     nodeAddress: self.nodeAddress,
     get httpUrl() {
       return running?.http?.url;
+    },
+    get operatorUrl() {
+      return running?.operator?.url;
     },
     get replicator() {
       return need().engine;

@@ -21,6 +21,8 @@ export interface LocalRunOptions {
   coordinators: number;
   basePort: number;
   httpBasePort: number;
+  /** Operator port of node 0 (node i: + i), on the first run. */
+  operatorBasePort: number;
   logLevel: string;
 }
 
@@ -48,6 +50,7 @@ export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRu
       coordinators: options.coordinators,
       basePort: options.basePort,
       httpBasePort: options.httpBasePort,
+      operatorBasePort: options.operatorBasePort,
     });
   }
   const first = loadNodeSetup({ file: join(dir, 'node-0.json'), env: {} });

@@ -18,6 +18,8 @@ export interface QuorumNode {
   readonly nodeAddress: string;
   /** Bound HTTP base URL (`http://host:port`) once started, when `http.enabled`. */
   readonly httpUrl: string | undefined;
+  /** Bound operator-port base URL (health, readiness, metrics) once started, when `operator.enabled`. */
+  readonly operatorUrl: string | undefined;
   readonly replicator: Replicator;
   readonly state: StateReader;
   readonly membership: MembershipView;

@@ -46,6 +46,14 @@ export interface LocalClusterOptions {
   ports?: number[];
   /** Fixed HTTP ports of the coordinators, in order; random free ports when omitted. */
   httpPorts?: number[];
+  /**
+   * Give every node (members, then gateways) an operator port on 127.0.0.1 — `GET /healthz`,
+   * `/readyz` and `/metrics` without a token — listed in {@link LocalCluster.operatorUrls}. A node's
+   * port stays the same across restarts. @default false
+   */
+  operator?: boolean;
+  /** Fixed operator ports (size + gateways of them) when `operator`; random free ports when omitted. */
+  operatorPorts?: number[];
   /** Start a catching SMTP mailbox and point the nodes at it. @default true */
   mailbox?: boolean;
 }
@@ -54,6 +62,8 @@ export interface LocalClusterOptions {
 export interface LocalCluster {
   /** Coordinator base URLs (members first, then gateways). */
   readonly coordinators: string[];
+  /** Operator-port base URLs of every node by index (members by slot, then gateways); empty without `operator`. */
+  readonly operatorUrls: string[];
   /** Member nodes by slot (the current instance; replaced on restart). */
   readonly members: QuorumNode[];
   /** Gateway nodes. */
@@ -109,6 +119,7 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
   const httpCount = coordinatorCount + gatewayCount;
   const ports = options.ports ?? (await getFreePorts(total));
   const httpPorts = options.httpPorts ?? (await getFreePorts(httpCount));
+  const operatorPorts = options.operator ? (options.operatorPorts ?? (await getFreePorts(total))) : [];
   const mailbox = options.mailbox === false ? undefined : await startMailbox();
   const clusterId = `qk-test-${randomBytes(4).toString('hex')}`;
 
@@ -141,6 +152,7 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
           keysDir: join(dir, `node-${i}`, 'keys'),
           http: { enabled: isHttp, host: '127.0.0.1', port, publicUrl: entry.httpUrl ?? '' },
           admin: { token: isHttp ? adminToken : '' },
+          ...(options.operator ? { operator: { enabled: true, host: '127.0.0.1', port: operatorPorts[i] } } : {}),
           log: { level: options.logLevel ?? 'silent' },
           replication: { reconnectIntervalMs: 100, syncIntervalMs: 1000, applyTimeoutMs: 2000 },
           ...(mailbox ? { mail: { transport: 'smtp', smtp: { host: mailbox.host, port: mailbox.port, secure: false } } } : {}),
@@ -209,6 +221,7 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
 
   const cluster: LocalCluster = {
     coordinators: slots.filter((s) => s.entry.httpUrl).map((s) => s.node.httpUrl!),
+    operatorUrls: options.operator ? operatorPorts.map((port) => `http://127.0.0.1:${port}`) : [],
     members,
     gateways,
     mailbox: mailbox as Mailbox,

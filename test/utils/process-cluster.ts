@@ -38,9 +38,15 @@ export interface ProcessCluster {
 
 /** `cluster init` into `dir` and start every node as a child process. */
 export async function startProcessCluster(dir: string, options: { size: number; threshold: number }): Promise<ProcessCluster> {
-  const basePort = await getFreePortRange(options.size);
-  const httpBasePort = await getFreePortRange(options.size);
-  const init = await runCli(['cluster', 'init', '--size', String(options.size), '--threshold', String(options.threshold), '--out', dir, '--base-port', String(basePort), '--http-base-port', String(httpBasePort), '--coordinators', String(options.size)]);
+  // One free range for the libp2p, HTTP and operator ports (the operator default, 3110 + i, may be
+  // taken on a shared machine); three separate ranges could overlap.
+  const basePort = await getFreePortRange(3 * options.size);
+  const httpBasePort = basePort + options.size;
+  const operatorBasePort = basePort + 2 * options.size;
+  const init = await runCli([
+    'cluster', 'init', '--size', String(options.size), '--threshold', String(options.threshold), '--out', dir,
+    '--base-port', String(basePort), '--http-base-port', String(httpBasePort), '--operator-base-port', String(operatorBasePort), '--coordinators', String(options.size),
+  ]);
   if (init.code !== 0) throw new Error(`cluster init failed: ${init.stderr}`);
   const adminTokens = await Promise.all(
     Array.from({ length: options.size }, async (_, i) => (JSON.parse(await readFile(join(dir, `node-${i}.json`), 'utf8')) as { admin: { token: string } }).admin.token),

@@ -1,0 +1,43 @@
+/**
+ * The operator port's app (issue 11): `GET /healthz`, `GET /readyz` and `GET /metrics` on every node,
+ * member or coordinator, so a monitoring system can scrape nodes that serve no API. The routes are the
+ * discovery router's own (./routes/discovery.ts), so `/healthz` gives the same cluster view as a
+ * coordinator's; `/metrics` is served without a token, because this port is meant for a private
+ * interface (docs/deployment.md). Like the API app it never listens: `src/node` binds it.
+ *
+ * Middleware: the error responses (JSON for 404 and 405), security headers, the router. No access
+ * log: a scraper polls every few seconds, and those lines would drown the node's own.
+ */
+import type { ChainConfig } from '../config/schema.ts';
+import type { HealthSource } from '../core/health/index.ts';
+import type { Logger } from '../log/index.ts';
+import type { NodeMetrics } from '../metrics/index.ts';
+import { combineRouters, createBaseApp, securityHeaders, type HttpApp } from './app.ts';
+import { createDiscoveryRouter } from './routes/discovery.ts';
+
+/** Options of {@link createOperatorApp}. */
+export interface OperatorAppOptions {
+  /** Enabled EVM chains, reported by `/healthz` as on the API. */
+  chains: readonly ChainConfig[];
+}
+
+/** Dependencies of {@link createOperatorApp}. */
+export interface OperatorAppDeps {
+  /** Root logger; the app takes a `{ module: "operator-http" }` child. */
+  logger: Logger;
+  /** Wall clock, Unix ms (`serverTime`). */
+  clock: () => number;
+  health: HealthSource;
+  metrics: Pick<NodeMetrics, 'render' | 'contentType'>;
+}
+
+/** Create the operator port's app: health, readiness and metrics only. Returns the app; never listens. */
+export function createOperatorApp(options: OperatorAppOptions, deps: OperatorAppDeps): HttpApp {
+  const log = deps.logger.child({ module: 'operator-http' });
+  const routes = combineRouters([createDiscoveryRouter({ chains: options.chains, metrics: 'public' }, deps)]);
+  const app = createBaseApp(log, { trustProxy: false });
+  app.use(securityHeaders);
+  app.use(routes.routes());
+  app.use(routes.allowedMethods());
+  return app;
+}
