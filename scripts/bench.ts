@@ -399,6 +399,7 @@ async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
 
   const unreachable: number[] = [];
   const degraded: number[] = [];
+  const recovered: number[] = [];
   let during: number[] = [];
   for (let i = 0; i < SILENCES; i++) {
     // One member cut off: time until the writer sees it unreachable.
@@ -407,7 +408,11 @@ async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
     await until(() => !writer.membership.isReachable(4));
     unreachable.push(performance.now() - t0);
     if (i === 0) during = await writes('silent');
+    // Healed: time until the writer reaches it again (re-dial, then liveness).
+    t0 = performance.now();
     await cluster.heal();
+    await until(() => writer.membership.isReachable(4));
+    recovered.push(performance.now() - t0);
     // Three members cut off from coordinator 0: time until its /healthz says degraded.
     t0 = performance.now();
     await cluster.silence([0, 1], [2, 3, 4]);
@@ -418,6 +423,7 @@ async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
   table(`Silent partition (packets dropped, connections left open; ${SILENCES} times each; liveness ping every 300 ms, timeout 1.2 s)`, [
     ['member cut off → marked unreachable, p50 / max', `${ms(median(unreachable))} / ${ms(Math.max(...unreachable))}`],
     ['3 members cut off → /healthz degraded, p50 / max', `${ms(median(degraded))} / ${ms(Math.max(...degraded))}`],
+    ['healed → member reachable again, p50 / max', `${ms(median(recovered))} / ${ms(Math.max(...recovered))}`],
     [`quorum write, healthy (${SILENT_WRITES} sequential), p50 / p99`, `${ms(median(healthy))} / ${ms(percentile(healthy, 99))}  (p50 ${(median(healthy) / rtt).toFixed(1)}× RTT)`],
     [`quorum write, 1 member silently gone, p50 / p99`, `${ms(median(during))} / ${ms(percentile(during, 99))}  (${(median(during) / median(healthy)).toFixed(2)}× healthy)`],
   ]);
