@@ -142,8 +142,20 @@ describe('GET /web2/confirm', () => {
     const link = await requestPermit(cluster, B, ownerBody(bob, secretId, 'delegate', carol.principalId, { at: now() }));
     await onEveryMember(cluster, 'permit', link.permitId, (b) => b.status === 'pending');
     const logged = await Promise.all(cluster.members.map((m) => m.countRecords()));
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => confirm(i % 2 ? A : B, link)));
+    // Each answer is true when given (issue 11: the second coordinator used to say "consumed" from its
+    // replica during the first one's quorum wait): at the moment of each 200, ≥ threshold hold it.
+    const holders = async () =>
+      (await Promise.all(cluster.members.map(async (m) => ((await m.state.get('permit', link.permitId))?.body as { status?: string } | undefined)?.status === 'consumed'))).filter(Boolean).length;
+    const heldAtAnswer: number[] = [];
+    const results = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const r = await confirm(i % 2 ? A : B, link);
+        if (r.status === 200) heldAtAnswer.push(await holders());
+        return r;
+      }),
+    );
     for (const r of results) expectConsumed(r, 'delegate', { secretId, delegatePrincipalId: carol.principalId });
+    expect(Math.min(...heldAtAnswer)).toBeGreaterThanOrEqual(3);
     await onEveryMember(cluster, 'permit', link.permitId, (b) => b.status === 'consumed');
     await new Promise((r) => setTimeout(r, 300));
     expect(await appliedOnMembers(cluster)).toEqual(before.map((n) => n + 1));
