@@ -12,3 +12,4 @@ export * from './sealed-box.ts';
 export * from './shamir.ts';
 export * from './eip191.ts';
 export * from './lru.ts';
+export * from './spool-cipher.ts';
