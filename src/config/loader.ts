@@ -142,6 +142,8 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
     if (config[key] !== '') config[key] = resolve(overrides.has(key) ? cwd : fileDir, config[key]);
   }
   if (config.keysDir === '') config.keysDir = join(config.dataDir, 'keys');
+  if (config.files.dir !== '') config.files.dir = resolve(overrides.has('files.dir') ? cwd : fileDir, config.files.dir);
+  else config.files.dir = join(config.dataDir, 'files');
   return deepFreeze(config);
 }
 

@@ -200,6 +200,19 @@ export const permitsSchema = z.strictObject({
   redeliverIntervalMs: z.number().int().positive().default(2000),
 });
 
+export const filesSchema = z.strictObject({
+  /** Folder of upload spools and job results (sealed spools, `.cifer` ZIPs). @default "<dataDir>/files" */
+  dir: z.string().default(''),
+  /** Largest file accepted by POST /encrypt-file, bytes (API.md: 1 GiB). @default 1073741824 */
+  maxFileBytes: z.number().int().positive().default(1024 * 1024 * 1024),
+  /** Plaintext bytes per encrypted chunk (`chunkSize` of a `.cifer`), 1 byte to 64 MiB. @default 1048576 */
+  chunkBytes: z.number().int().positive().max(64 * 1024 * 1024).default(1024 * 1024),
+  /** File jobs waiting or running on this coordinator at once; one more upload is refused (503). @default 4 */
+  maxConcurrentJobs: z.number().int().positive().default(4),
+  /** How often finished jobs are checked against their TTL (expired, files removed), ms. @default 60000 */
+  sweepIntervalMs: z.number().int().positive().default(60_000),
+});
+
 /** How GET /web2/confirm behaves in a browser (`permits.confirmMode`). */
 export type PermitConfirmMode = z.infer<typeof permitsSchema>['confirmMode'];
 
@@ -225,6 +238,7 @@ export const nodeConfigSchema = z.strictObject({
   sessions: sessionsSchema.default(sessionsSchema.parse({})),
   secrets: secretsSchema.default(secretsSchema.parse({})),
   permits: permitsSchema.default(permitsSchema.parse({})),
+  files: filesSchema.default(filesSchema.parse({})),
   /** Enabled EVM chains. @default Base (8453) */
   chains: z.array(chainSchema).default(DEFAULT_CHAINS),
 });

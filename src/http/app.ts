@@ -39,6 +39,8 @@ import { createPublicKeysRouter } from './routes/public-keys.ts';
 import { createPayloadsRouter } from './routes/payloads.ts';
 import { createPermitsRouter } from './routes/permits.ts';
 import type { PermitsService } from '../core/permits/types.ts';
+import type { FilesService } from '../core/files/types.ts';
+import { createFilesRouter } from './routes/files.ts';
 
 /** What the app's middleware puts in `ctx.state` for handlers. */
 export interface HttpState {
@@ -118,6 +120,8 @@ export interface HttpAppDeps {
   payloads: PayloadsService;
   /** Permits V2 (`/web2/permit`, `/web2/confirm`). */
   permits: PermitsService;
+  /** File encryption jobs (`/encrypt-file`, `/jobs/:jobId/status`, `/jobs/:jobId/download`). */
+  files: FilesService;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
   /** Monotonic milliseconds for the rate limits. @default performance.now */
@@ -173,6 +177,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
     createPublicKeysRouter(routerDeps),
     createPayloadsRouter(routerDeps),
     createPermitsRouter({ confirmMode: options.permitConfirmMode ?? 'link' }, routerDeps),
+    createFilesRouter(routerDeps),
   ]);
 
   const app = createBaseApp(log, { trustProxy: options.trustProxy });

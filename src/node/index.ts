@@ -52,6 +52,7 @@ import { secretKind } from '../core/secrets/records.ts';
 import { createSecretsService, type SecretsCapability } from '../core/secrets/service.ts';
 import type { NodeKeyring } from '../core/secrets/ports.ts';
 import { createPayloadsService } from '../core/payloads/service.ts';
+import { createFilesService, type FilesCapability } from '../core/files/service.ts';
 import { permitKind } from '../core/permits/records.ts';
 import { createPermitsService, type PermitsCapability } from '../core/permits/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
@@ -116,6 +117,7 @@ interface Running {
   mailer: Mailer;
   secrets: SecretsCapability;
   permits: PermitsCapability;
+  files: FilesCapability;
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
 }
@@ -299,6 +301,16 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       );
       const payloads = createPayloadsService({ verifier, secrets, logger });
+      const files = createFilesService(
+        {
+          dir: config.files.dir || join(config.dataDir, 'files'),
+          maxFileBytes: config.files.maxFileBytes,
+          chunkBytes: config.files.chunkBytes,
+          maxConcurrentJobs: config.files.maxConcurrentJobs,
+          sweepIntervalMs: config.files.sweepIntervalMs,
+        },
+        { verifier, secrets, jobs: store.jobs, clock, logger },
+      );
       const permits = createPermitsService(
         { ttlMs: config.permits.ttlMs, createTimeoutMs: config.replication.createTimeoutMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs, acceptLegacy: config.permits.acceptLegacy },
         {
@@ -348,7 +360,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await cluster.start();
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
-      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, keys: [keys.signing, keys.storage] };
+      await files.start();
+      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, files, keys: [keys.signing, keys.storage] };
       if (config.operator.enabled) {
         const app = createOperatorApp({ chains: config.chains }, { logger, clock, health, metrics });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
@@ -365,7 +378,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             metricsPublic: config.http.metricsPublic,
             rateLimits: config.http.rateLimits,
           },
-          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files },
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
       }
@@ -390,6 +403,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     if (!r) return;
     await r.http?.close();
     await r.operator?.close();
+    await r.files.stop();
     await r.secrets.stop();
     r.permits.stop();
     await r.cluster.stop();

@@ -8,6 +8,7 @@ import { Level } from 'level';
 import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
 import type { PendingShares, PendingShareStore, ShareStore, UsedStringStore } from '../core/secrets/ports.ts';
+import type { JobRecord, JobRepo } from '../core/files/types.ts';
 
 /** The sublevels, by role. Adding one is fine; renaming or reusing one is not. */
 export const SUBLEVELS = {
@@ -29,6 +30,8 @@ export const SUBLEVELS = {
   pendingShares: 'pendingShares',
   /** Signed strings a member has acted on once (share releases): key → Unix ms it may be forgotten. */
   usedStrings: 'usedStrings',
+  /** File jobs this coordinator ran (metadata; results are files): job id → job record. Not replicated. */
+  jobs: 'jobs',
 } as const;
 
 /** Encrypted share boxes kept in memory (about 120 bytes each). */
@@ -84,6 +87,8 @@ export interface NodeStore {
   pendingShares: PendingShareStore;
   /** Signed strings this node has acted on once. */
   usedStrings: UsedStringStore;
+  /** File jobs run by this coordinator. */
+  jobs: JobRepo;
   /** Read a metadata value. */
   getMeta(key: string): Promise<unknown>;
   /** Write a metadata value durably. */
@@ -114,6 +119,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const shares = db.sublevel<string, string>(SUBLEVELS.shares, { valueEncoding: 'json' });
   const pendingShares = db.sublevel<string, PendingShares>(SUBLEVELS.pendingShares, { valueEncoding: 'json' });
   const usedStrings = db.sublevel<string, number>(SUBLEVELS.usedStrings, { valueEncoding: 'json' });
+  const jobs = db.sublevel<string, JobRecord>(SUBLEVELS.jobs, { valueEncoding: 'json' });
   const idKey = (secretId: number) => String(secretId).padStart(12, '0');
   const shareCache = new Map<number, Uint8Array>();
   const cacheShare = (secretId: number, box: Uint8Array) => {
@@ -122,7 +128,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   };
 
   /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
-  async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims | typeof shares | typeof pendingShares | typeof usedStrings, key: string, value: V): Promise<void> {
+  async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims | typeof shares | typeof pendingShares | typeof usedStrings | typeof jobs, key: string, value: V): Promise<void> {
     const batch = db.batch();
     batch.put(key, value, { sublevel: sub as typeof meta });
     await batch.write({ sync });
@@ -281,6 +287,11 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         else await batch.close();
         return n;
       },
+    },
+    jobs: {
+      get: (id) => jobs.get(id),
+      put: (job) => durablePut(jobs, job.id, job),
+      list: () => jobs.values(),
     },
     getMeta: (k) => meta.get(k),
     putMeta: (k, v) => durablePut(meta, k, v),

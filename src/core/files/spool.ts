@@ -11,7 +11,7 @@
  * empty spool authenticates. The last chunk is flagged in its associated data: dropping it, or
  * cutting the file anywhere, fails the tag of what is then read as the last record.
  *
- * This is the only module of the files capability that touches node:fs.
+ * With ./archive.ts (the result ZIPs), the only module of the files capability that touches node:fs.
  */
 import { open, readdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';

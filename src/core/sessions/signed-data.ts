@@ -100,8 +100,9 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       if (!FRESH_RE.test(freshPart)) throw bad('Invalid timestamp in data: expected Unix milliseconds');
       const fresh = Number(freshPart);
       const now = clock();
-      if (Math.abs(now - fresh) > WEB2_FRESHNESS_MS) {
-        throw bad(`Timestamp ${fresh} is outside the allowed window of ±${WEB2_FRESHNESS_MS} ms (now: ${now})`);
+      const at = shape.at ?? now;
+      if (Math.abs(at - fresh) > WEB2_FRESHNESS_MS) {
+        throw bad(`Timestamp ${fresh} is outside the allowed window of ±${WEB2_FRESHNESS_MS} ms (now: ${at})`);
       }
       if (!SIGNATURE_RE.test(request.signature)) throw bad('Invalid signature format: expected 65 bytes of hex');
       const signer = recover(request.data, request.signature);

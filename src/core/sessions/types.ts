@@ -18,8 +18,14 @@ export interface SignedRequest {
  * (parts-1)th `_` is one last part that may itself contain `_` (the plaintext of /encrypt-payload).
  */
 export interface SignedDataShape {
-  parts: 4 | 5 | 8;
+  parts: 4 | 5 | 6 | 8;
   rest?: boolean;
+  /**
+   * Judge freshness at this instant (Unix ms) instead of now: a multipart upload's fields arrive
+   * after the file, so POST /encrypt-file judges them against the request's start (API.md).
+   * @default the verifier's clock
+   */
+  at?: number;
   /**
    * What an unknown or inactive session answers: 403 `No active session` (the default, API.md) or 401
    * `SESSION_INACTIVE` (POST /web2/session/status).

@@ -16,6 +16,8 @@ import type { AccountsService } from '../../../src/core/accounts/types.ts';
 import type { SessionsService } from '../../../src/core/sessions/types.ts';
 import type { PublicKeyView, SecretFailure, SecretView, SecretsService } from '../../../src/core/secrets/types.ts';
 import type { PayloadsService } from '../../../src/core/payloads/types.ts';
+import type { FilesService } from '../../../src/core/files/types.ts';
+import { AppError } from '../../../src/errors/index.ts';
 import type { PermitConfirmation, PermitPreview, PermitsService } from '../../../src/core/permits/types.ts';
 
 export const NODE_ADDRESS = '0x1111111111111111111111111111111111111111';
@@ -316,6 +318,19 @@ export function stubPermits(): StubPermits {
   return stub;
 }
 
+/** Files stub: no jobs exist and uploads are refused (the files routes are tested end to end). */
+export function stubFiles(): FilesService {
+  const none = (): Promise<never> => Promise.reject(new AppError('NOT_FOUND', 'Job not found'));
+  return {
+    maxFileBytes: 1024,
+    assertCapacity: () => undefined,
+    createSpool: () => Promise.reject(new AppError('OVERLOADED', 'No spool in unit tests')),
+    startEncrypt: none,
+    status: none,
+    download: none,
+  };
+}
+
 /** A running app plus everything a test inspects. */
 export interface TestServer {
   url: string;
@@ -356,7 +371,7 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   let monotonic = 0;
   const app = createHttpApp(
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
-    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, now: () => monotonic },
+    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, files: stubFiles(), now: () => monotonic },
   );
   const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 }, { logger });
   return {

@@ -1,0 +1,97 @@
+/**
+ * The files capability's ports (API.md, Files and jobs): file encryption as asynchronous jobs whose
+ * metadata is durable and whose results live on the coordinator that ran them.
+ */
+import type { Readable } from 'node:stream';
+import type { SignedRequest } from '../sessions/types.ts';
+import type { SealedSpool } from './spool.ts';
+
+/** Job kinds. Only `encrypt` exists in this slice; decrypt jobs come with /decrypt-file. */
+export type JobType = 'encrypt';
+
+/** pending → processing → completed | failed, and completed | failed → expired (absorbing). */
+export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'expired';
+
+/** A job as GET /jobs/:jobId/status shows it (API.md field order; times Unix ms or null). */
+export interface JobView {
+  id: string;
+  type: JobType;
+  status: JobStatus;
+  /** 0–100, by chunk. */
+  progress: number;
+  secretId: number;
+  chainId: number;
+  /** Unix ms. */
+  createdAt: number;
+  /** Unix ms the job completed or failed; null before. */
+  completedAt: number | null;
+  /** Unix ms the job expired; null before. */
+  expiredAt: number | null;
+  /** Why the job failed; null otherwise. */
+  error: string | null;
+  /** `<originalName>.cifer` for encrypt jobs. */
+  resultFileName: string;
+  /** How long the result is kept after `completedAt`, ms (API.md TTLs). */
+  ttl: number;
+  /** Plaintext bytes. */
+  originalSize: number;
+  signerPrincipalId: string;
+  secretOwnerPrincipalId: string;
+}
+
+/** The durable record of a job (the `jobs` sublevel): the view plus what the coordinator needs. */
+export interface JobRecord extends JobView {
+  /** The uploaded file's name, decoded. */
+  originalName: string;
+}
+
+/** Durable job metadata (implemented in src/store). */
+export interface JobRepo {
+  get(id: string): Promise<JobRecord | undefined>;
+  /** Write durably (fsync). */
+  put(job: JobRecord): Promise<void>;
+  /** Every job, in id order. */
+  list(): AsyncIterable<JobRecord>;
+}
+
+/** What POST /encrypt-file hands the service once the form has been read. */
+export interface EncryptUpload {
+  /** The finished spool holding the file; the service owns it from here and disposes of it. */
+  spool: SealedSpool;
+  /** The file's name as the client sent it (decoded). */
+  originalName: string;
+  /** The form's `secretId` field (must equal the one in `data`). */
+  secretId: string;
+  /** `data` `-1_<secretId>_<sessionAddress>_<ts>` and its signature. */
+  request: SignedRequest;
+  /** Unix ms the request started: freshness is judged against it (the upload may take a while). */
+  receivedAt: number;
+}
+
+/** A finished result, ready to stream. */
+export interface JobDownload {
+  fileName: string;
+  contentType: string;
+  /** Bytes. */
+  size: number;
+  stream: Readable;
+}
+
+/** The files service (HTTP port). */
+export interface FilesService {
+  /** Largest file accepted, bytes. */
+  readonly maxFileBytes: number;
+  /** 503 OVERLOADED when the coordinator already runs its maximum of jobs. */
+  assertCapacity(): void;
+  /** A new sealed spool for an upload (the caller disposes of it unless it reaches {@link startEncrypt}). */
+  createSpool(): Promise<SealedSpool>;
+  /** Verify the caller and the secret, record the job and start it in the background. */
+  startEncrypt(upload: EncryptUpload): Promise<JobView>;
+  /** 404 when unknown. */
+  status(jobId: string): Promise<JobView>;
+  /**
+   * The result of a completed job: 404 unknown or expired, 400 not completed. Encrypt results need no
+   * signature; one that is sent (`…_<jobId>_download`) must be valid.
+   */
+  download(jobId: string, request: SignedRequest | undefined): Promise<JobDownload>;
+}

@@ -1,0 +1,111 @@
+/**
+ * Files and jobs (spec/API.md, "Files and jobs"): `POST /encrypt-file` (multipart, streamed into a
+ * sealed spool), `GET /jobs/:jobId/status` and `POST /jobs/:jobId/download`.
+ *
+ * Shapes only here: the multipart form is read by ./../multipart.ts into the service's spool, the
+ * text fields are shape-checked, and the service verifies, records and runs the job.
+ */
+import { pipeline } from 'node:stream/promises';
+import { Router } from '@koa/router';
+import { z } from 'zod';
+import { AppError } from '../../errors/index.ts';
+import type { FilesService } from '../../core/files/types.ts';
+import type { SealedSpool } from '../../core/files/spool.ts';
+import type { ApiRouter } from '../app.ts';
+import { rawBodyRoute } from '../body.ts';
+import { readMultipart } from '../multipart.ts';
+import { parseBody, parseInput } from '../validate.ts';
+import { ID_MAX_CHARS, SIGNATURE_MAX_CHARS, SIGNED_DATA_MAX_CHARS, text } from '../fields.ts';
+
+/** Text fields of the form: `secretId`, `data`, `signature` (a few spare for clients that add one). */
+const FORM_FIELDS_MAX = 8;
+
+const encryptFormSchema = z.object({
+  secretId: text(ID_MAX_CHARS),
+  data: text(SIGNED_DATA_MAX_CHARS),
+  signature: text(SIGNATURE_MAX_CHARS),
+});
+
+/** The download body: empty, or a signed `{ data, signature }` (both or neither). */
+const downloadSchema = z.object({
+  data: text(SIGNED_DATA_MAX_CHARS).optional(),
+  signature: text(SIGNATURE_MAX_CHARS).optional(),
+});
+
+/** Dependencies of {@link createFilesRouter}. */
+export interface FilesRouteDeps {
+  files: FilesService;
+  /** Wall clock, Unix ms: the request's start, against which freshness is judged. */
+  clock: () => number;
+}
+
+/**
+ * `Content-Disposition: attachment` for `fileName` (RFC 6266): a quoted ASCII `filename`, and for a
+ * name that needs more (non-ASCII, `"`, `\`, controls) an RFC 5987 `filename*` with the exact name.
+ */
+export function attachmentDisposition(fileName: string): string {
+  if (/^[\x20-\x7e]*$/.test(fileName) && !/["\\%]/.test(fileName)) return `attachment; filename="${fileName}"`;
+  const fallback = fileName.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+/** Create the files router. */
+export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
+  const { files, clock } = deps;
+  const router: ApiRouter = new Router();
+
+  router.post('/encrypt-file', rawBodyRoute, async (ctx) => {
+    const receivedAt = clock();
+    try {
+      files.assertCapacity();
+    } catch (err) {
+      // The upload is not read: close the connection after the answer.
+      ctx.set('Connection', 'close');
+      throw err;
+    }
+    let spool: SealedSpool | undefined;
+    try {
+      const form = await readMultipart(ctx.req, {
+        limits: { fileBytes: files.maxFileBytes, fieldBytes: SIGNED_DATA_MAX_CHARS, fields: FORM_FIELDS_MAX, files: 1 },
+        onFile: async (_info, stream) => {
+          spool = await files.createSpool();
+          await pipeline(stream, spool);
+        },
+      });
+      const fields = parseInput(form.fields, encryptFormSchema);
+      if (!spool) throw new AppError('BAD_REQUEST', 'Missing file part');
+      const owned = spool;
+      // From here the service owns the spool, and disposes of it whatever happens.
+      spool = undefined;
+      const job = await files.startEncrypt({
+        spool: owned,
+        originalName: form.file.filename,
+        secretId: fields.secretId,
+        request: { data: fields.data, signature: fields.signature },
+        receivedAt,
+      });
+      ctx.body = { success: true, jobId: job.id, message: 'File encryption started' };
+    } finally {
+      await spool?.dispose();
+    }
+  });
+
+  router.get('/jobs/:jobId/status', async (ctx) => {
+    const job = await files.status(ctx.params.jobId ?? '');
+    ctx.body = { success: true, job };
+  });
+
+  router.post('/jobs/:jobId/download', async (ctx) => {
+    const { data, signature } = parseBody(ctx, downloadSchema);
+    if ((data === undefined) !== (signature === undefined)) throw new AppError('BAD_REQUEST', 'data and signature go together');
+    const request = data !== undefined && signature !== undefined ? { data, signature } : undefined;
+    const result = await files.download(ctx.params.jobId ?? '', request);
+    ctx.type = result.contentType;
+    ctx.set('Content-Disposition', attachmentDisposition(result.fileName));
+    ctx.length = result.size;
+    ctx.body = result.stream;
+  });
+
+  return router;
+}

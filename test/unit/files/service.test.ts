@@ -1,0 +1,150 @@
+/**
+ * The files service with stubbed deps (STYLE.md rule 12): job lifecycle rules that the integration
+ * test cannot stage through HTTP — interrupted jobs failed at start, the TTL sweep on an injected
+ * clock, the per-coordinator job limit, and the spool removed on every refusal.
+ */
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFilesService, ENCRYPT_RESULT_TTL_MS, FAILED_JOB_TTL_MS, type FilesCapability } from '../../../src/core/files/service.ts';
+import type { JobRecord, JobRepo } from '../../../src/core/files/types.ts';
+import type { SignedDataVerifier, VerifiedCaller } from '../../../src/core/sessions/types.ts';
+import type { SecretBody } from '../../../src/core/secrets/records.ts';
+import { AppError, isAppError } from '../../../src/errors/index.ts';
+import { mlkemPublicKeyFromSeed, systemRandom, toBase64 } from '../../../src/crypto/index.ts';
+import { createLogger } from '../../../src/log/index.ts';
+import { waitFor } from '../../../src/testing/index.ts';
+import { cleanupStack, tempDir } from '../../utils/temp.ts';
+
+const stack = cleanupStack();
+afterEach(() => stack.run());
+
+const PUBLIC_KEY = toBase64(mlkemPublicKeyFromSeed(systemRandom(64)));
+const SECRET = { secretId: 7, ownerPrincipalId: 'owner', publicKeyCid: PUBLIC_KEY, isSyncing: false, secretType: 1 } as unknown as SecretBody;
+const CALLER = { chainId: -1, subject: '7', principalId: 'signer' } as unknown as VerifiedCaller;
+
+function memoryRepo(): JobRepo & { jobs: Map<string, JobRecord>; hold?: Promise<void> } {
+  const repo: JobRepo & { jobs: Map<string, JobRecord>; hold?: Promise<void> } = {
+    jobs: new Map(),
+    get: async (id) => (repo.jobs.has(id) ? { ...repo.jobs.get(id)! } : undefined),
+    async put(job) {
+      if (job.status === 'processing' && repo.hold) await repo.hold;
+      repo.jobs.set(job.id, { ...job });
+    },
+    async *list() {
+      for (const job of [...repo.jobs.values()]) yield { ...job };
+    },
+  };
+  return repo;
+}
+
+function job(id: string, status: JobRecord['status'], completedAt: number | null, ttl = ENCRYPT_RESULT_TTL_MS): JobRecord {
+  return {
+    id, type: 'encrypt', status, progress: 0, secretId: 7, chainId: -1, createdAt: 1000, completedAt, expiredAt: null, error: null,
+    resultFileName: 'a.cifer', ttl, originalSize: 1, signerPrincipalId: 'signer', secretOwnerPrincipalId: 'owner', originalName: 'a',
+  };
+}
+
+async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcurrentJobs?: number } = {}) {
+  const dir = await tempDir(stack);
+  const repo = memoryRepo();
+  let now = 1_000_000;
+  let ids = 0;
+  const verifier: SignedDataVerifier = { verify: options.verify ?? (async () => CALLER) };
+  const files: FilesCapability = createFilesService(
+    { dir, maxFileBytes: 10_000, chunkBytes: 100, maxConcurrentJobs: options.maxConcurrentJobs ?? 4, sweepIntervalMs: 60_000 },
+    {
+      verifier,
+      secrets: { findSecret: async () => SECRET },
+      jobs: repo,
+      clock: () => now,
+      logger: createLogger({ level: 'silent' }),
+      newId: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}`,
+    },
+  );
+  stack.push(() => files.stop());
+  return { dir, repo, files, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+async function upload(files: FilesCapability, bytes: number) {
+  const spool = await files.createSpool();
+  await pipeline(Readable.from([Buffer.alloc(bytes, 'x')]), spool);
+  return files.startEncrypt({ spool, originalName: 'a', secretId: '7', request: { data: 'd', signature: 's' }, receivedAt: 0 });
+}
+
+async function spoolFiles(dir: string): Promise<string[]> {
+  return readdir(join(dir, 'spool'));
+}
+
+describe('files service', () => {
+  it('marks interrupted jobs failed at start, keeps finished ones, removes leftover spools', async () => {
+    const { dir, repo, files, now } = await setup();
+    repo.jobs.set('00000000-0000-4000-8000-00000000000a', job('00000000-0000-4000-8000-00000000000a', 'pending', null));
+    repo.jobs.set('00000000-0000-4000-8000-00000000000b', job('00000000-0000-4000-8000-00000000000b', 'processing', null));
+    repo.jobs.set('00000000-0000-4000-8000-00000000000c', job('00000000-0000-4000-8000-00000000000c', 'completed', 5000));
+    await mkdir(join(dir, 'spool'), { recursive: true });
+    await writeFile(join(dir, 'spool', `qk-spool-${'ab'.repeat(16)}.sealed`), 'leftover');
+    await files.start();
+    for (const id of ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b']) {
+      expect(await files.status(id)).toMatchObject({ status: 'failed', completedAt: now(), ttl: FAILED_JOB_TTL_MS, error: expect.stringContaining('Interrupted') });
+    }
+    expect((await files.status('00000000-0000-4000-8000-00000000000c')).status).toBe('completed');
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('expires completed and failed jobs past their TTL and removes the result', async () => {
+    const { dir, files, advance } = await setup();
+    await files.start();
+    const { id } = await upload(files, 250);
+    const done = await waitStatus(files, id, 'completed');
+    expect(done.progress).toBe(100);
+    expect((await readdir(join(dir, 'results'))).includes(`${id}.zip`)).toBe(true);
+
+    advance(ENCRYPT_RESULT_TTL_MS - 1);
+    expect(await files.sweep()).toBe(0);
+    advance(1);
+    expect(await files.sweep()).toBe(1);
+    expect(await files.status(id)).toMatchObject({ status: 'expired', expiredAt: expect.any(Number) });
+    expect((await readdir(join(dir, 'results'))).includes(`${id}.zip`)).toBe(false);
+    await expect(files.download(id, undefined)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('refuses a job over maxConcurrentJobs with 503 OVERLOADED, and removes its spool', async () => {
+    const { dir, repo, files } = await setup({ maxConcurrentJobs: 1 });
+    await files.start();
+    let release!: () => void;
+    repo.hold = new Promise<void>((r) => (release = r));
+    const first = await upload(files, 10);
+    const refused = await upload(files, 10).catch((err: unknown) => err);
+    expect(isAppError(refused) && refused.code).toBe('OVERLOADED');
+    expect(() => files.assertCapacity()).toThrow(AppError);
+    release();
+    await waitStatus(files, first.id, 'completed');
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('removes the spool when the caller is refused', async () => {
+    const { dir, files } = await setup({ verify: () => Promise.reject(new AppError('FORBIDDEN', 'Invalid signature')) });
+    await files.start();
+    await expect(upload(files, 10)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('refuses a secretId that differs from the one in data', async () => {
+    const { dir, files } = await setup();
+    await files.start();
+    const spool = await files.createSpool();
+    await pipeline(Readable.from([Buffer.from('x')]), spool);
+    await expect(files.startEncrypt({ spool, originalName: 'a', secretId: '8', request: { data: 'd', signature: 's' }, receivedAt: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+});
+
+function waitStatus(files: FilesCapability, id: string, status: string) {
+  return waitFor(async () => {
+    const view = await files.status(id);
+    return view.status === status ? view : undefined;
+  });
+}
