@@ -120,7 +120,7 @@ export interface HttpAppDeps {
   payloads: PayloadsService;
   /** Permits V2 (`/web2/permit`, `/web2/confirm`). */
   permits: PermitsService;
-  /** File encryption jobs (`/encrypt-file`, `/jobs/:jobId/status`, `/jobs/:jobId/download`). */
+  /** File jobs (`/encrypt-file`, `/jobs/:jobId/status`, `…/download`, `…/delete`, `POST /jobs`). */
   files: FilesService;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;

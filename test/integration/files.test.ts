@@ -312,3 +312,67 @@ describe('expiry', () => {
     }
   }, 30_000);
 });
+
+describe('POST /jobs/:jobId/delete and POST /jobs (list)', () => {
+  let bob: Principal;
+  let carol: Principal;
+  beforeAll(async () => {
+    bob = await principalWithSession(cluster, A, 'bob');
+    carol = await principalWithSession(cluster, A, 'carol');
+  }, 30_000);
+
+  interface Row extends Job {
+    isSigner: boolean;
+    isRecipient: boolean;
+  }
+  async function list(p: Principal, query = ''): Promise<JsonResponse<{ jobs: Row[]; count: number; includeExpired: boolean }>> {
+    return postJson<{ jobs: Row[]; count: number; includeExpired: boolean }>(`${A}/jobs${query}`, p.signed(0));
+  }
+  const rowOf = (rows: Row[], id: string): Row | undefined => rows.find((r) => r.id === id);
+
+  it('lists the jobs a caller signed and those on its secrets, and deletes for the signer or the owner only', async () => {
+    const ownJob = (await postForm(encryptForm('mine', content(3)))).body.jobId as string;
+    // Bob encrypts to Alice's secret: he signed it, she is its recipient.
+    const bobsJob = (await postForm(encryptForm('his', content(4), bob))).body.jobId as string;
+    await completedJob(ownJob);
+    await completedJob(bobsJob);
+
+    const byAlice = await list(alice);
+    expect(byAlice.status).toBe(200);
+    expect(byAlice.body).toMatchObject({ success: true, includeExpired: false });
+    expect(byAlice.body.count).toBe(byAlice.body.jobs.length);
+    expect(rowOf(byAlice.body.jobs, ownJob)).toMatchObject({ type: 'encrypt', status: 'completed', isSigner: true, isRecipient: true });
+    expect(rowOf(byAlice.body.jobs, bobsJob)).toMatchObject({ isSigner: false, isRecipient: true, signerPrincipalId: bob.principalId });
+    const byBob = await list(bob);
+    expect(byBob.body.jobs.map((r) => r.id)).toEqual([bobsJob]);
+    expect(byBob.body.jobs[0]).toMatchObject({ isSigner: true, isRecipient: false });
+    expect((await list(carol)).body).toMatchObject({ jobs: [], count: 0 });
+
+    // A stranger may not delete; a wrong suffix or secretId is refused.
+    expectApiError(await postJson(`${A}/jobs/${ownJob}/delete`, carol.signed(secretId, `${ownJob}_delete`)), 403, 'FORBIDDEN');
+    expectApiError(await postJson(`${A}/jobs/${ownJob}/delete`, alice.signed(secretId, `${ownJob}_download`)), 400, 'BAD_REQUEST');
+    expectApiError(await postJson(`${A}/jobs/${ownJob}/delete`, alice.signed(secretId + 1, `${ownJob}_delete`)), 400, 'BAD_REQUEST');
+    expectApiError(await postJson(`${A}/jobs/${ownJob}/delete`, {}), 400, 'VALIDATION_FAILED');
+
+    // The job's signer deletes his job on someone else's secret; the owner deletes hers.
+    const deleted = await postJson(`${A}/jobs/${bobsJob}/delete`, bob.signed(secretId, `${bobsJob}_delete`));
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({ success: true, message: 'Job has been marked for deletion. Files will be cleaned up shortly.' });
+    expect((await postJson(`${A}/jobs/${ownJob}/delete`, alice.signed(secretId, `${ownJob}_delete`))).status).toBe(200);
+
+    for (const id of [ownJob, bobsJob]) {
+      const status = await getJson<{ job: Job }>(`${A}/jobs/${id}/status`);
+      expect(status.body.job).toMatchObject({ status: 'expired', expiredAt: expect.any(Number) });
+      expectApiError(await postJson(`${A}/jobs/${id}/download`, {}), 404, 'NOT_FOUND');
+      expectApiError(await postJson(`${A}/jobs/${id}/delete`, alice.signed(secretId, `${id}_delete`)), 404, 'NOT_FOUND');
+      const { config } = cluster.members[0]!;
+      expect(existsSync(join(config.files.dir || join(config.dataDir, 'files'), 'results', `${id}.zip`))).toBe(false);
+    }
+    expect(rowOf((await list(alice)).body.jobs, ownJob)).toBeUndefined();
+    const withExpired = await list(alice, '?includeExpired=true');
+    expect(withExpired.body.includeExpired).toBe(true);
+    expect(rowOf(withExpired.body.jobs, ownJob)).toMatchObject({ status: 'expired', isSigner: true });
+    expect(rowOf((await list(bob, '?includeExpired=1')).body.jobs, bobsJob)).toMatchObject({ status: 'expired' });
+    expectApiError(await list(alice, '?includeExpired=maybe'), 400, 'VALIDATION_FAILED');
+  }, 60_000);
+});

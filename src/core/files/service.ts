@@ -12,6 +12,9 @@
  * `pending` or `processing` at start was interrupted by a stop or crash: it is marked `failed`. A
  * sweeper expires jobs past their TTL and removes their files.
  *
+ * Delete expires a finished job early (its result removed at once); the list reads every job and
+ * keeps those the caller signed or whose secret it owns or delegates.
+ *
  * This slice serves jobs on the coordinator that ran them; any-coordinator access is a later slice.
  */
 import { join } from 'node:path';
@@ -22,7 +25,7 @@ import type { SignedDataVerifier, SignedRequest } from '../sessions/types.ts';
 import { assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
 import { createSealedSpool, sweepSpools, type SealedSpool } from './spool.ts';
 import { ensureDir, openResultFile, removeFile, writeZipFile, type ZipEntrySource } from './archive.ts';
-import type { EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobView } from './types.ts';
+import type { EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobView, ListedJob } from './types.ts';
 
 /** How long an encrypt result is kept after it completes (API.md: 2 days). */
 export const ENCRYPT_RESULT_TTL_MS = 2 * 24 * 60 * 60 * 1000;
@@ -269,6 +272,48 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       const file = await openResultFile(resultPath(job.id));
       if (!file) throw new AppError('NOT_FOUND', 'Job result not found');
       return { fileName: job.resultFileName, contentType: 'application/zip', ...file };
+    },
+
+    async remove(jobId, request): Promise<void> {
+      const caller = await deps.verifier.verify(request, { parts: 6 });
+      if (caller.extra[0] !== jobId || caller.extra[1] !== 'delete') throw new AppError('BAD_REQUEST', 'data must end with _<jobId>_delete');
+      const job = await find(jobId);
+      if (!job || job.status === 'expired') throw new AppError('NOT_FOUND', job ? 'Job expired' : 'Job not found');
+      if (caller.subject !== String(job.secretId)) throw new AppError('BAD_REQUEST', 'secretId does not match the job');
+      if (job.signerPrincipalId !== caller.principalId) {
+        const secret = await deps.secrets.findSecret(job.secretId);
+        if (secret.ownerPrincipalId !== caller.principalId && secret.delegatePrincipalId !== caller.principalId) {
+          throw new AppError('FORBIDDEN', "Only the job's signer or the secret's owner or delegate may delete this job");
+        }
+      }
+      // A running job still writes its result: deleting it then would race the writer.
+      if (live.has(job.id)) throw new AppError('BAD_REQUEST', 'Job is still running; delete it once it has finished');
+      await removeFile(resultPath(job.id));
+      await deps.jobs.put({ ...job, status: 'expired', expiredAt: clock() });
+      log.info({ jobId: job.id }, 'file job deleted');
+    },
+
+    async list(request, includeExpired): Promise<ListedJob[]> {
+      const caller = await deps.verifier.verify(request, { parts: 4 });
+      // One lookup per secret, not per job.
+      const recipientOf = new Map<number, boolean>();
+      const rows: ListedJob[] = [];
+      for await (const stored of deps.jobs.list()) {
+        const job = live.get(stored.id)?.job ?? stored;
+        if (job.status === 'expired' && !includeExpired) continue;
+        let isRecipient = recipientOf.get(job.secretId);
+        if (isRecipient === undefined) {
+          const secret = await deps.secrets.findSecret(job.secretId).catch((err: unknown) => {
+            if (err instanceof AppError && err.code === 'NOT_FOUND') return undefined;
+            throw err;
+          });
+          isRecipient = secret !== undefined && (secret.ownerPrincipalId === caller.principalId || secret.delegatePrincipalId === caller.principalId);
+          recipientOf.set(job.secretId, isRecipient);
+        }
+        const isSigner = job.signerPrincipalId === caller.principalId;
+        if (isSigner || isRecipient) rows.push({ ...viewOf(job), isSigner, isRecipient });
+      }
+      return rows.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : 1));
     },
 
     async start() {

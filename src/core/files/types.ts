@@ -77,6 +77,14 @@ export interface JobDownload {
   stream: Readable;
 }
 
+/** A row of POST /jobs: the job and how the caller relates to it (API.md, Files and jobs). */
+export interface ListedJob extends JobView {
+  /** The caller signed the request that made the job. */
+  isSigner: boolean;
+  /** The caller owns or is delegate of the job's secret (now, in this coordinator's replica). */
+  isRecipient: boolean;
+}
+
 /** The files service (HTTP port). */
 export interface FilesService {
   /** Largest file accepted, bytes. */
@@ -94,4 +102,14 @@ export interface FilesService {
    * signature; one that is sent (`…_<jobId>_download`) must be valid.
    */
   download(jobId: string, request: SignedRequest | undefined): Promise<JobDownload>;
+  /**
+   * Expire a finished job early and remove its result (`…_<jobId>_delete`): the job's signer, or the
+   * owner or delegate of its secret. 404 unknown or already expired, 400 still running.
+   */
+  remove(jobId: string, request: SignedRequest): Promise<void>;
+  /**
+   * Jobs the caller signed and jobs on secrets it owns or is delegate of (`<chainId>_0_<signer>_<fresh>`,
+   * the secretId part ignored), newest first; expired ones only with `includeExpired`.
+   */
+  list(request: SignedRequest, includeExpired: boolean): Promise<ListedJob[]>;
 }

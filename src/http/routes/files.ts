@@ -1,6 +1,7 @@
 /**
  * Files and jobs (spec/API.md, "Files and jobs"): `POST /encrypt-file` (multipart, streamed into a
- * sealed spool), `GET /jobs/:jobId/status` and `POST /jobs/:jobId/download`.
+ * sealed spool), `GET /jobs/:jobId/status`, `POST /jobs/:jobId/download`, `POST /jobs/:jobId/delete`
+ * and `POST /jobs` (list).
  *
  * Shapes only here: the multipart form is read by ./../multipart.ts into the service's spool, the
  * text fields are shape-checked, and the service verifies, records and runs the job.
@@ -14,7 +15,7 @@ import type { SealedSpool } from '../../core/files/spool.ts';
 import type { ApiRouter } from '../app.ts';
 import { rawBodyRoute } from '../body.ts';
 import { readMultipart } from '../multipart.ts';
-import { parseBody, parseInput } from '../validate.ts';
+import { parseBody, parseInput, parseQuery } from '../validate.ts';
 import { ID_MAX_CHARS, SIGNATURE_MAX_CHARS, SIGNED_DATA_MAX_CHARS, text } from '../fields.ts';
 
 /** Text fields of the form: `secretId`, `data`, `signature` (a few spare for clients that add one). */
@@ -30,6 +31,17 @@ const encryptFormSchema = z.object({
 const downloadSchema = z.object({
   data: text(SIGNED_DATA_MAX_CHARS).optional(),
   signature: text(SIGNATURE_MAX_CHARS).optional(),
+});
+
+/** A signed body: `{ data, signature }` (delete, list). */
+const signedSchema = z.object({
+  data: text(SIGNED_DATA_MAX_CHARS),
+  signature: text(SIGNATURE_MAX_CHARS),
+});
+
+/** `?includeExpired=`: `true|false`, and `1|0` as the original server took them; absent is false. */
+const listQuerySchema = z.object({
+  includeExpired: z.enum(['true', 'false', '1', '0']).optional(),
 });
 
 /** Dependencies of {@link createFilesRouter}. */
@@ -105,6 +117,20 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
     ctx.set('Content-Disposition', attachmentDisposition(result.fileName));
     ctx.length = result.size;
     ctx.body = result.stream;
+  });
+
+  router.post('/jobs/:jobId/delete', async (ctx) => {
+    const request = parseBody(ctx, signedSchema);
+    await files.remove(ctx.params.jobId ?? '', request);
+    ctx.body = { success: true, message: 'Job has been marked for deletion. Files will be cleaned up shortly.' };
+  });
+
+  router.post('/jobs', async (ctx) => {
+    const query = parseQuery(ctx, listQuerySchema);
+    const request = parseBody(ctx, signedSchema);
+    const includeExpired = query.includeExpired === 'true' || query.includeExpired === '1';
+    const jobs = await files.list(request, includeExpired);
+    ctx.body = { success: true, jobs, count: jobs.length, includeExpired };
   });
 
   return router;

@@ -328,6 +328,8 @@ export function stubFiles(): FilesService {
     startEncrypt: none,
     status: none,
     download: none,
+    remove: none,
+    list: () => Promise.resolve([]),
   };
 }
 
