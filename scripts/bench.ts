@@ -3,7 +3,12 @@
  * fsync) and prints every figure next to the loopback libp2p round trip measured in the same run, so
  * ratios survive a noisy shared machine. A benchmark, not a test: it asserts nothing.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
 import { startLocalCluster, type LocalCluster, type QuorumNode } from '../src/testing/index.ts';
 import { Worker } from 'node:worker_threads';
 import {
@@ -429,11 +434,174 @@ async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
   ]);
 }
 
+/** Bytes of the large file of the files figures. */
+const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 1024 * 1024 * 1024);
+/** Bytes of the small file the RSS peak is compared with. */
+const SMALL_FILE_BYTES = 16 * 1024 * 1024;
+/** Interval of the RSS samples, ms. */
+const RSS_SAMPLE_MS = 100;
+/** Size of each piece the upload generator yields and of each disk/AES step of the bound. */
+const IO_PIECE_BYTES = 1024 * 1024;
+const MiB = 1024 * 1024;
+const mbps = (bytes: number, msTaken: number): string => `${(bytes / MiB / (msTaken / 1000)).toFixed(0)} MB/s`;
+
+/** Peak RSS above the baseline while `work` runs, sampled every {@link RSS_SAMPLE_MS}. */
+async function withRssPeak<T>(work: () => Promise<T>): Promise<{ result: T; peakAboveBaseline: number }> {
+  (globalThis as { gc?: () => void }).gc?.();
+  const baseline = process.memoryUsage().rss;
+  let peak = baseline;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), RSS_SAMPLE_MS);
+  try {
+    const result = await work();
+    peak = Math.max(peak, process.memoryUsage().rss);
+    return { result, peakAboveBaseline: peak - baseline };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Physical bound of the work on this disk: spool write + read back + ZIP-sized write with fsync; AES-256-GCM of the same bytes on one core. */
+async function filesBound(bytes: number): Promise<{ diskMs: number; aesMs: number }> {
+  const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-files-'));
+  const piece = randomBytes(IO_PIECE_BYTES);
+  try {
+    const t0 = performance.now();
+    const spool = await open(join(dir, 'spool'), 'w');
+    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await spool.write(piece, 0, Math.min(IO_PIECE_BYTES, bytes - at));
+    await spool.close();
+    const reader = await open(join(dir, 'spool'), 'r');
+    const back = Buffer.alloc(IO_PIECE_BYTES);
+    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await reader.read(back, 0, Math.min(IO_PIECE_BYTES, bytes - at), at);
+    await reader.close();
+    const zip = await open(join(dir, 'result.zip'), 'w');
+    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await zip.write(piece, 0, Math.min(IO_PIECE_BYTES, bytes - at));
+    await zip.sync();
+    await zip.close();
+    const diskMs = performance.now() - t0;
+
+    const key = randomBytes(32);
+    const t1 = performance.now();
+    for (let at = 0, i = 0; at < bytes; at += IO_PIECE_BYTES, i++) {
+      const iv = Buffer.alloc(12);
+      iv.writeUInt32BE(i, 8);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      cipher.update(piece.subarray(0, Math.min(IO_PIECE_BYTES, bytes - at)));
+      cipher.final();
+      cipher.getAuthTag();
+    }
+    return { diskMs, aesMs: performance.now() - t1 };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** One encrypt-file job end to end: streamed upload → status polled → result streamed and counted. */
+async function fileJob(url: string, bytes: number, signed: (extra?: string) => { data: string; signature: string }, secretId: number) {
+  const boundary = '----quorumkeepBenchFiles';
+  const piece = randomBytes(IO_PIECE_BYTES);
+  const { data, signature } = signed();
+  async function* parts() {
+    yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bench.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) yield piece.subarray(0, Math.min(IO_PIECE_BYTES, bytes - at));
+    const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    yield Buffer.from(`\r\n${field('secretId', String(secretId))}${field('data', data)}${field('signature', signature)}--${boundary}--\r\n`);
+  }
+  const t0 = performance.now();
+  const started = await new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+    const req = request(`${url}/encrypt-file`, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    Readable.from(parts()).pipe(req);
+  });
+  if (started.status !== 200) throw new Error(`encrypt-file: ${started.status} ${JSON.stringify(started.body)}`);
+  const t1 = performance.now();
+  const jobId = started.body.jobId as string;
+  for (;;) {
+    const res = await fetch(`${url}/jobs/${jobId}/status`);
+    const { job } = (await res.json()) as { job: { status: string; error: string | null } };
+    if (job.status === 'completed') break;
+    if (job.status !== 'pending' && job.status !== 'processing') throw new Error(`job ${job.status}: ${job.error}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const t2 = performance.now();
+  let downloaded = 0;
+  await new Promise<void>((resolve, reject) => {
+    const req = request(`${url}/jobs/${jobId}/download`, { method: 'POST' }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`download: ${res.statusCode}`));
+      res.pipe(new Writable({ write: (chunk: Buffer, _enc, cb) => ((downloaded += chunk.length), cb()) })).on('finish', resolve).on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const t3 = performance.now();
+  // Not measured: frees the disk for the next run.
+  await post(`${url}/jobs/${jobId}/delete`, signed(`${jobId}_delete`));
+  return { uploadMs: t1 - t0, processMs: t2 - t1, downloadMs: t3 - t2, totalMs: t3 - t0, downloaded };
+}
+
+/**
+ * `npm run bench -- files` only (it moves a few GiB): a {@link FILE_BYTES} encrypt end to end through
+ * a coordinator, with the process RSS peak for 16 MiB and for the large file (all nodes are in this
+ * process), next to the same run's physical bound: disk (spool write + read + result write, fsync)
+ * and AES-256-GCM on one core.
+ */
+async function benchFiles(): Promise<void> {
+  const cluster = await startLocalCluster({
+    size: 5,
+    threshold: 3,
+    coordinators: 1,
+    logLevel: 'silent',
+    nodeConfig: { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } }, files: { maxFileBytes: Math.max(FILE_BYTES, SMALL_FILE_BYTES) } },
+  });
+  try {
+    const url = cluster.coordinators[0]!;
+    const owner = await benchPrincipal(cluster, url);
+    const session = owner.newSession();
+    if ((await post(`${url}/web2/session`, session.body)).status !== 201) throw new Error('session failed');
+    const sign = (subject: number, extra?: string) => {
+      const data = `-1_${subject}_${session.address}_${Date.now()}` + (extra === undefined ? '' : `_${extra}`);
+      return { data, signature: signPersonalMessage(data, session.wallet) };
+    };
+    const secret = await post(`${url}/web2/secret`, sign(0));
+    if (secret.status !== 201) throw new Error(`secret: ${secret.status}`);
+    const secretId = secret.body.secretId as number;
+    const signed = (extra?: string) => sign(secretId, extra);
+
+    await fileJob(url, SMALL_FILE_BYTES, signed, secretId); // warm-up
+    const small = await withRssPeak(() => fileJob(url, SMALL_FILE_BYTES, signed, secretId));
+    const large = await withRssPeak(() => fileJob(url, FILE_BYTES, signed, secretId));
+    const bound = await filesBound(FILE_BYTES);
+    const e2e = large.result;
+    const boundMs = bound.diskMs + bound.aesMs;
+    const gib = (FILE_BYTES / (1024 * MiB)).toFixed(2);
+    table(`POST /encrypt-file ${gib} GiB end to end (upload streamed → completed → download streamed), 5 members`, [
+      ['end to end', `${(e2e.totalMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, e2e.totalMs)}`],
+      ['  upload (spooled, sealed)', `${(e2e.uploadMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, e2e.uploadMs)}`],
+      ['  job (spool read, ML-KEM + AES per chunk, ZIP, fsync) + polling', `${(e2e.processMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, e2e.processMs)}`],
+      ['  download', `${(e2e.downloadMs / 1000).toFixed(1)} s  ${mbps(e2e.downloaded, e2e.downloadMs)}  (${(e2e.downloaded / MiB).toFixed(0)} MiB)`],
+      ['bound: disk (spool write + read + result write, fsync)', `${(bound.diskMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, bound.diskMs)}`],
+      ['bound: AES-256-GCM, one core', `${(bound.aesMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, bound.aesMs)}`],
+      ['bound: disk + AES', `${(boundMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, boundMs)}`],
+      ['end to end / bound', `${((boundMs / e2e.totalMs) * 100).toFixed(0)}% of the bound`],
+      [`RSS peak above baseline, ${SMALL_FILE_BYTES / MiB} MiB file`, `${(small.peakAboveBaseline / MiB).toFixed(0)} MiB`],
+      [`RSS peak above baseline, ${gib} GiB file`, `${(large.peakAboveBaseline / MiB).toFixed(0)} MiB`],
+    ]);
+  } finally {
+    await cluster.stop();
+  }
+}
+
 async function main(): Promise<void> {
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
   // `npm run bench -- flood`: only the flood figures (their own cluster); `-- latency` and
   // `-- silence`: see below.
   if (process.argv[2] === 'flood') return benchFlood();
+  // `npm run bench -- files`: only the file figures (their own cluster; never in the default run).
+  if (process.argv[2] === 'files') return benchFiles();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   const noLimits = { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } } };
   const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent', nodeConfig: noLimits });

@@ -209,6 +209,16 @@ export const filesSchema = z.strictObject({
   chunkBytes: z.number().int().positive().max(64 * 1024 * 1024).default(1024 * 1024),
   /** File jobs waiting or running on this coordinator at once; one more upload is refused (503). @default 4 */
   maxConcurrentJobs: z.number().int().positive().default(4),
+  /**
+   * Encrypt jobs one signing principal may have pending or processing at once; one more is refused
+   * with 429 RATE_LIMITED. @default 2
+   */
+  maxJobsPerPrincipal: z.number().int().positive().default(2),
+  /**
+   * Disk budget of this coordinator's spools and job results, bytes; while it is used up new uploads
+   * are refused (503 OVERLOADED) before their body is read. @default 10737418240 (10 GiB)
+   */
+  maxDiskBytes: z.number().int().positive().default(10 * 1024 * 1024 * 1024),
   /** How often finished jobs are checked against their TTL (expired, files removed), ms. @default 60000 */
   sweepIntervalMs: z.number().int().positive().default(60_000),
 });

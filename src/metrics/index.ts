@@ -31,6 +31,12 @@ export interface NodeMetrics {
   hashJobsShed: Counter;
   /** Requests refused by the abuse limits (429), by which limit: `address` or `account`. */
   rateLimited: Counter<'limit'>;
+  /** File jobs of this coordinator now pending or processing, by type and state (finished ones: the duration histogram's count). */
+  fileJobs: Gauge<'type' | 'state'>;
+  /** File bytes: `upload` read from request bodies, `result` written into job results. */
+  fileBytes: Counter<'direction'>;
+  /** Duration of file jobs from start to their final state, by type and outcome (`completed` | `failed`). */
+  fileJobDuration: Histogram<'type' | 'outcome'>;
   /** Render in Prometheus text format. */
   render(): Promise<string>;
   /** Content-Type of {@link render}'s output. */
@@ -116,8 +122,30 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     labelNames: ['limit'] as const,
     registers: [registry],
   });
+  const fileJobs = new Gauge({
+    name: 'quorumkeep_file_jobs',
+    help: 'File jobs of this coordinator now pending or processing, by type and state',
+    labelNames: ['type', 'state'] as const,
+    registers: [registry],
+  });
+  const fileBytes = new Counter({
+    name: 'quorumkeep_file_bytes_total',
+    help: 'File bytes by direction: upload (read from request bodies), result (written into job results)',
+    labelNames: ['direction'] as const,
+    registers: [registry],
+  });
+  const fileJobDuration = new Histogram({
+    name: 'quorumkeep_file_job_duration_seconds',
+    help: 'File job duration, from the upload accepted to completed or failed, by type and outcome',
+    labelNames: ['type', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
+  });
   return {
     registry,
+    fileJobs,
+    fileBytes,
+    fileJobDuration,
     hashJobsShed,
     rateLimited,
     permitsApplied,

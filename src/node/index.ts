@@ -307,9 +307,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           maxFileBytes: config.files.maxFileBytes,
           chunkBytes: config.files.chunkBytes,
           maxConcurrentJobs: config.files.maxConcurrentJobs,
+          maxJobsPerPrincipal: config.files.maxJobsPerPrincipal,
+          maxDiskBytes: config.files.maxDiskBytes,
           sweepIntervalMs: config.files.sweepIntervalMs,
         },
-        { verifier, secrets, jobs: store.jobs, clock, logger },
+        { verifier, secrets, jobs: store.jobs, clock, logger, metrics: { jobs: metrics.fileJobs, bytes: metrics.fileBytes, duration: metrics.fileJobDuration } },
       );
       const permits = createPermitsService(
         { ttlMs: config.permits.ttlMs, createTimeoutMs: config.replication.createTimeoutMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs, acceptLegacy: config.permits.acceptLegacy },

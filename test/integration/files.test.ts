@@ -68,16 +68,17 @@ function formStream(form: Form): Readable {
   return Readable.from(parts());
 }
 
-function postForm(form: Form): Promise<JsonResponse> {
+/** POST the form to `url` (coordinator A by default); `body` replaces the form's stream. */
+function postForm(form: Form, url = A, body: Readable = formStream(form)): Promise<JsonResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(`${A}/encrypt-file`, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` } }, (res) => {
+    const req = request(`${url}/encrypt-file`, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> } as JsonResponse));
       res.on('error', reject);
     });
     req.on('error', reject);
-    formStream(form).pipe(req);
+    body.pipe(req);
   });
 }
 
@@ -374,5 +375,73 @@ describe('POST /jobs/:jobId/delete and POST /jobs (list)', () => {
     expect(rowOf(withExpired.body.jobs, ownJob)).toMatchObject({ status: 'expired', isSigner: true });
     expect(rowOf((await list(bob, '?includeExpired=1')).body.jobs, bobsJob)).toMatchObject({ status: 'expired' });
     expectApiError(await list(alice, '?includeExpired=maybe'), 400, 'VALIDATION_FAILED');
+  }, 60_000);
+});
+
+describe('limits and metrics (a coordinator with a small disk budget)', () => {
+  const DISK_BUDGET = 4000;
+  let small: LocalCluster;
+  let S: string;
+  let dave: Principal;
+  let daveSecret: number;
+
+  beforeAll(async () => {
+    small = await startLocalCluster({
+      size: 3,
+      threshold: 2,
+      coordinators: 1,
+      nodeConfig: { files: { chunkBytes: CHUNK, maxFileBytes: MAX_FILE, maxDiskBytes: DISK_BUDGET, maxJobsPerPrincipal: 1 } },
+    });
+    S = small.coordinators[0]!;
+    dave = await principalWithSession(small, S, 'dave');
+    const created = await postJson<{ secretId: number }>(`${S}/web2/secret`, dave.signed(0));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    daveSecret = created.body.secretId;
+  }, 60_000);
+  afterAll(() => small?.stop());
+
+  async function metrics(): Promise<string> {
+    const res = await fetch(`${S}/metrics`, { headers: { Authorization: `Bearer ${small.adminToken}` } });
+    expect(res.status).toBe(200);
+    return res.text();
+  }
+  /** Sum of a series' samples whose labels include every one of `labels`. */
+  function sample(text: string, name: string, labels: string[] = []): number {
+    return [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} (\\S+)$`, 'gm'))]
+      .filter((m) => labels.every((l) => m[1]!.split(',').includes(l)))
+      .reduce((sum, m) => sum + Number(m[2]), 0);
+  }
+
+  it('counts job states, bytes and durations; refuses uploads with 503 before their body once the disk budget is used', async () => {
+    const plain = content(3 * CHUNK);
+    const form = { filename: 'fill', content: plain, secretId: daveSecret, ...dave.signed(daveSecret) };
+    const started = await postForm(form, S);
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const jobId = started.body.jobId as string;
+    await waitFor(async () => (await getJson<{ job: Job }>(`${S}/jobs/${jobId}/status`)).body.job.status === 'completed', { timeoutMs: 20_000, intervalMs: 50 });
+    const download = await fetch(`${S}/jobs/${jobId}/download`, { method: 'POST' });
+    const resultBytes = (await download.arrayBuffer()).byteLength;
+    expect(resultBytes).toBeGreaterThan(DISK_BUDGET);
+
+    const text = await metrics();
+    expect(sample(text, 'quorumkeep_file_bytes_total', ['direction="upload"'])).toBe(plain.length);
+    expect(sample(text, 'quorumkeep_file_bytes_total', ['direction="result"'])).toBe(resultBytes);
+    expect(sample(text, 'quorumkeep_file_job_duration_seconds_count', ['type="encrypt"', 'outcome="completed"'])).toBe(1);
+    expect(sample(text, 'quorumkeep_file_jobs', ['state="pending"']) + sample(text, 'quorumkeep_file_jobs', ['state="processing"'])).toBe(0);
+
+    // A body that never ends: the answer comes anyway, so the coordinator did not wait to read it.
+    const stalled = new Readable({ read() {} });
+    stalled.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="more"\r\n\r\n`));
+    const refused = await postForm(form, S, stalled);
+    stalled.destroy();
+    expectApiError(refused, 503, 'OVERLOADED');
+    expect(refused.body.retryAfterSeconds).toEqual(expect.any(Number));
+    expect(refused.headers.get('retry-after')).toBe(String(refused.body.retryAfterSeconds));
+
+    // Deleting the result frees the budget.
+    expect((await postJson(`${S}/jobs/${jobId}/delete`, dave.signed(daveSecret, `${jobId}_delete`))).status).toBe(200);
+    const again = await postForm({ ...form, ...dave.signed(daveSecret) }, S);
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    await waitFor(async () => (await getJson<{ job: Job }>(`${S}/jobs/${again.body.jobId as string}/status`)).body.job.status === 'completed', { timeoutMs: 20_000, intervalMs: 50 });
   }, 60_000);
 });

@@ -5,7 +5,8 @@
  * not compress).
  */
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ZipFile } from 'yazl';
@@ -19,9 +20,9 @@ export interface ZipEntrySource {
 /**
  * Write `entries`, in order, to a new ZIP at `path` (mode 0600). The archive is written under a
  * temporary name, fsync'd and renamed, so `path` exists only complete. Rejects (and leaves nothing
- * behind) when an entry's producer fails.
+ * behind) when an entry's producer fails. Resolves to the archive's size, bytes.
  */
-export async function writeZipFile(path: string, entries: readonly ZipEntrySource[], mtime: Date): Promise<void> {
+export async function writeZipFile(path: string, entries: readonly ZipEntrySource[], mtime: Date): Promise<number> {
   const partial = `${path}.partial`;
   try {
     const zip = new ZipFile();
@@ -40,12 +41,15 @@ export async function writeZipFile(path: string, entries: readonly ZipEntrySourc
     await pipeline(output, createWriteStream(partial, { flags: 'wx', mode: 0o600 }));
     // Durable before it is announced complete.
     const handle = await open(partial, 'r+');
+    let size: number;
     try {
       await handle.sync();
+      size = (await handle.stat()).size;
     } finally {
       await handle.close();
     }
     await rename(partial, path);
+    return size;
   } catch (err) {
     await removeFile(partial);
     throw err;
@@ -62,6 +66,19 @@ export async function removeFile(path: string): Promise<void> {
   await unlink(path).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'ENOENT') throw err;
   });
+}
+
+/** Size of every file in `dir` by name (the result files at start: the disk budget's baseline). */
+export async function fileSizes(dir: string): Promise<Map<string, number>> {
+  const sizes = new Map<string, number>();
+  for (const name of await readdir(dir)) {
+    try {
+      sizes.set(name, (await stat(join(dir, name))).size);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return sizes;
 }
 
 /** Size and read stream of a result file, or undefined when it is gone. */

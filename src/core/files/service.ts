@@ -24,8 +24,8 @@ import { fromBase64, sealPayload, toBase64, toHex } from '../../crypto/index.ts'
 import type { SignedDataVerifier, SignedRequest } from '../sessions/types.ts';
 import { assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
 import { createSealedSpool, sweepSpools, type SealedSpool } from './spool.ts';
-import { ensureDir, openResultFile, removeFile, writeZipFile, type ZipEntrySource } from './archive.ts';
-import type { EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobView, ListedJob } from './types.ts';
+import { ensureDir, fileSizes, openResultFile, removeFile, writeZipFile, type ZipEntrySource } from './archive.ts';
+import type { EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobType, JobView, ListedJob } from './types.ts';
 
 /** How long an encrypt result is kept after it completes (API.md: 2 days). */
 export const ENCRYPT_RESULT_TTL_MS = 2 * 24 * 60 * 60 * 1000;
@@ -33,8 +33,10 @@ export const ENCRYPT_RESULT_TTL_MS = 2 * 24 * 60 * 60 * 1000;
 export const FAILED_JOB_TTL_MS = 5 * 60 * 1000;
 /** Spool files older than this at start are leftovers of a crash. */
 const STALE_SPOOL_MS = 0;
-/** What a busy coordinator tells the client to wait before trying again. */
+/** What a busy coordinator, or a principal at its job limit, tells the client to wait before trying again. */
 const BUSY_RETRY_AFTER_S = 5;
+/** What a coordinator out of disk budget tells the client: space comes back as jobs finish or expire. */
+const DISK_FULL_RETRY_AFTER_S = 60;
 /** File extension of an encrypt result (API.md). */
 const RESULT_SUFFIX = '.cifer';
 /** Longest original name kept (characters); longer names are cut. */
@@ -52,6 +54,10 @@ export interface FilesOptions {
   chunkBytes: number;
   /** Jobs pending or processing at once on this coordinator. */
   maxConcurrentJobs: number;
+  /** Encrypt jobs pending or processing at once per signing principal (429 beyond). */
+  maxJobsPerPrincipal: number;
+  /** Bytes of spools and results this coordinator may hold; uploads are refused (503) once it is used up. */
+  maxDiskBytes: number;
   /** Interval of the TTL sweep, ms. */
   sweepIntervalMs: number;
 }
@@ -66,6 +72,18 @@ export interface FilesDeps {
   logger: Logger;
   /** New job ids. @default crypto.randomUUID */
   newId?: () => string;
+  /** Job metrics (src/metrics); none when absent. */
+  metrics?: FileJobMetrics;
+}
+
+/** What the service reports to the node's metrics (label values from fixed sets, never ids). */
+export interface FileJobMetrics {
+  /** Jobs now pending or processing, by type and state. */
+  jobs: { inc(labels: { type: JobType; state: 'pending' | 'processing' }): void; dec(labels: { type: JobType; state: 'pending' | 'processing' }): void };
+  /** Bytes read from uploads (`upload`) and written into results (`result`). */
+  bytes: { inc(labels: { direction: 'upload' | 'result' }, value: number): void };
+  /** Job duration in seconds, from accepted to its final state. */
+  duration: { observe(labels: { type: JobType; outcome: 'completed' | 'failed' }, seconds: number): void };
 }
 
 /** The service plus its lifecycle (the node starts and stops it). */
@@ -100,6 +118,11 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   const resultPath = (id: string): string => join(resultDir, `${id}.zip`);
   /** Jobs of this process not yet finished, with their live progress. */
   const live = new Map<string, { job: JobRecord; done: Promise<void> }>();
+  /** Bytes of each result file on disk, by job id (the disk budget; filled at start, kept up to date). */
+  const resultBytes = new Map<string, number>();
+  /** Spools not yet removed (an upload being read, or waiting for its job). */
+  const openSpools = new Set<SealedSpool>();
+  const metrics = deps.metrics;
   const stopping = new AbortController();
   let sweeper: NodeJS.Timeout | undefined;
   let sweeping: Promise<number> | undefined;
@@ -110,10 +133,43 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     return live.get(jobId)?.job ?? (await deps.jobs.get(jobId));
   }
 
-  function assertCapacity(): void {
+  /**
+   * Bytes of the disk budget in use: results on disk, spools (their plaintext length; the seal adds
+   * 16 bytes a chunk), and for each running job its result to come (about its original size).
+   */
+  function diskBytesUsed(): number {
+    let used = 0;
+    for (const bytes of resultBytes.values()) used += bytes;
+    for (const spool of openSpools) used += spool.bytes;
+    for (const { job } of live.values()) used += job.originalSize;
+    return used;
+  }
+
+  function assertJobSlot(): void {
     if (live.size >= options.maxConcurrentJobs) {
       throw new AppError('OVERLOADED', `This coordinator already runs ${options.maxConcurrentJobs} file jobs; try again shortly`, { retryAfterSeconds: BUSY_RETRY_AFTER_S });
     }
+  }
+
+  function assertCapacity(incomingBytes = 0): void {
+    assertJobSlot();
+    const used = diskBytesUsed();
+    if (used >= options.maxDiskBytes || used + incomingBytes > options.maxDiskBytes) {
+      throw new AppError('OVERLOADED', 'This coordinator has no disk space left for file jobs; try again later', { retryAfterSeconds: DISK_FULL_RETRY_AFTER_S });
+    }
+  }
+
+  function assertPrincipalLimit(principalId: string): void {
+    let running = 0;
+    for (const { job } of live.values()) if (job.signerPrincipalId === principalId) running += 1;
+    if (running >= options.maxJobsPerPrincipal) {
+      throw new AppError('RATE_LIMITED', `You already have ${options.maxJobsPerPrincipal} file jobs running; try again once one has finished`, { retryAfterSeconds: BUSY_RETRY_AFTER_S });
+    }
+  }
+
+  async function removeResult(id: string): Promise<void> {
+    await removeFile(resultPath(id));
+    resultBytes.delete(id);
   }
 
   async function fail(job: JobRecord, reason: string): Promise<void> {
@@ -127,9 +183,15 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   /** Encrypt the spool into the job's ZIP. */
   async function runEncrypt(job: JobRecord, spool: SealedSpool, publicKey: Uint8Array): Promise<void> {
     let chunks: AsyncIterableIterator<Buffer> | undefined;
+    const startedAt = performance.now();
+    let state: 'pending' | 'processing' = 'pending';
+    let outcome: 'completed' | 'failed' = 'failed';
     try {
       job.status = 'processing';
       await deps.jobs.put(job);
+      metrics?.jobs.dec({ type: job.type, state });
+      state = 'processing';
+      metrics?.jobs.inc({ type: job.type, state });
       const chunkCount = Math.max(1, Math.ceil(job.originalSize / options.chunkBytes));
       const cifers: string[] = [];
       const reader = spool.read();
@@ -169,11 +231,14 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
           return new TextEncoder().encode(JSON.stringify(metadata));
         },
       });
-      await writeZipFile(resultPath(job.id), entries, new Date(job.createdAt));
+      const size = await writeZipFile(resultPath(job.id), entries, new Date(job.createdAt));
+      resultBytes.set(job.id, size);
+      metrics?.bytes.inc({ direction: 'result' }, size);
       job.status = 'completed';
       job.progress = 100;
       job.completedAt = clock();
       await deps.jobs.put(job);
+      outcome = 'completed';
       log.info({ jobId: job.id, chunkCount, bytes: job.originalSize }, 'encrypt job completed');
     } catch (err) {
       const interrupted = stopping.signal.aborted;
@@ -182,6 +247,8 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         log.error({ jobId: job.id, err: putErr }, 'could not record a failed job'),
       );
     } finally {
+      metrics?.jobs.dec({ type: job.type, state });
+      metrics?.duration.observe({ type: job.type, outcome }, (performance.now() - startedAt) / 1000);
       // Closes the spool's read handle when the archive stopped early.
       await chunks?.return?.(undefined).catch(() => undefined);
       await spool.dispose().catch((err: unknown) => log.error({ jobId: job.id, err }, 'could not remove a spool'));
@@ -195,7 +262,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       if (live.has(stored.id)) continue;
       if (stored.status !== 'completed' && stored.status !== 'failed') continue;
       if (stored.completedAt === null || now < stored.completedAt + stored.ttl) continue;
-      await removeFile(resultPath(stored.id));
+      await removeResult(stored.id);
       await deps.jobs.put({ ...stored, status: 'expired', expiredAt: now });
       expired += 1;
     }
@@ -208,7 +275,21 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     assertCapacity,
 
     async createSpool() {
-      return createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: options.maxFileBytes });
+      const spool = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: options.maxFileBytes });
+      openSpools.add(spool);
+      // Counted once: when the upload has been read, or when it was cut short.
+      let counted = false;
+      const count = (): void => {
+        if (counted) return;
+        counted = true;
+        metrics?.bytes.inc({ direction: 'upload' }, spool.bytes);
+      };
+      spool.once('finish', count);
+      spool.once('close', () => {
+        count();
+        openSpools.delete(spool);
+      });
+      return spool;
     },
 
     async startEncrypt(upload: EncryptUpload): Promise<JobView> {
@@ -218,7 +299,9 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         if (upload.secretId !== caller.subject) throw new AppError('BAD_REQUEST', 'secretId does not match the secretId in data');
         const secret = await deps.secrets.findSecret(parseSecretId(caller.subject));
         assertUsable(secret);
-        assertCapacity();
+        assertPrincipalLimit(caller.principalId);
+        // The disk budget was judged before the upload was read; its own spool is in it now.
+        assertJobSlot();
         const sha256 = spool.sha256;
         if (!spool.writableFinished || sha256 === undefined) throw new AppError('BAD_REQUEST', 'Upload incomplete');
         const originalName = upload.originalName.slice(0, ORIGINAL_NAME_MAX_CHARS);
@@ -245,6 +328,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         // Registered before the job runs, so the slot is taken at once.
         const entry = { job, done: Promise.resolve() };
         live.set(job.id, entry);
+        metrics?.jobs.inc({ type: job.type, state: 'pending' });
         entry.done = runEncrypt(job, spool, publicKey).finally(() => live.delete(job.id));
         return viewOf(job);
       } catch (err) {
@@ -288,7 +372,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       }
       // A running job still writes its result: deleting it then would race the writer.
       if (live.has(job.id)) throw new AppError('BAD_REQUEST', 'Job is still running; delete it once it has finished');
-      await removeFile(resultPath(job.id));
+      await removeResult(job.id);
       await deps.jobs.put({ ...job, status: 'expired', expiredAt: clock() });
       log.info({ jobId: job.id }, 'file job deleted');
     },
@@ -321,6 +405,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       await ensureDir(resultDir);
       // Their keys died with the process that wrote them: unreadable, only taking space.
       await sweepSpools(spoolDir, STALE_SPOOL_MS);
+      for (const [name, size] of await fileSizes(resultDir)) if (name.endsWith('.zip')) resultBytes.set(name.slice(0, -'.zip'.length), size);
       for await (const job of deps.jobs.list()) {
         if (job.status !== 'pending' && job.status !== 'processing') continue;
         await removeFile(`${resultPath(job.id)}.partial`);

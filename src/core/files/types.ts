@@ -89,8 +89,12 @@ export interface ListedJob extends JobView {
 export interface FilesService {
   /** Largest file accepted, bytes. */
   readonly maxFileBytes: number;
-  /** 503 OVERLOADED when the coordinator already runs its maximum of jobs. */
-  assertCapacity(): void;
+  /**
+   * 503 OVERLOADED when the coordinator already runs its maximum of jobs, or when its disk budget
+   * (spools and results) is used up or cannot take `incomingBytes` more (the request's length, when
+   * known). Called before an upload's body is read.
+   */
+  assertCapacity(incomingBytes?: number): void;
   /** A new sealed spool for an upload (the caller disposes of it unless it reaches {@link startEncrypt}). */
   createSpool(): Promise<SealedSpool>;
   /** Verify the caller and the secret, record the job and start it in the background. */

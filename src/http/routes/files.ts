@@ -70,7 +70,9 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
   router.post('/encrypt-file', rawBodyRoute, async (ctx) => {
     const receivedAt = clock();
     try {
-      files.assertCapacity();
+      // The body's length is an upper bound of the file's: refused at once when it cannot fit.
+      const length = Number(ctx.get('Content-Length'));
+      files.assertCapacity(Number.isSafeInteger(length) && length > 0 ? length : 0);
     } catch (err) {
       // The upload is not read: close the connection after the answer.
       ctx.set('Connection', 'close');

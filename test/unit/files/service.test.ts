@@ -47,14 +47,22 @@ function job(id: string, status: JobRecord['status'], completedAt: number | null
   };
 }
 
-async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcurrentJobs?: number } = {}) {
+async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcurrentJobs?: number; maxJobsPerPrincipal?: number; maxDiskBytes?: number } = {}) {
   const dir = await tempDir(stack);
   const repo = memoryRepo();
   let now = 1_000_000;
   let ids = 0;
   const verifier: SignedDataVerifier = { verify: options.verify ?? (async () => CALLER) };
   const files: FilesCapability = createFilesService(
-    { dir, maxFileBytes: 10_000, chunkBytes: 100, maxConcurrentJobs: options.maxConcurrentJobs ?? 4, sweepIntervalMs: 60_000 },
+    {
+      dir,
+      maxFileBytes: 10_000,
+      chunkBytes: 100,
+      maxConcurrentJobs: options.maxConcurrentJobs ?? 4,
+      maxJobsPerPrincipal: options.maxJobsPerPrincipal ?? 4,
+      maxDiskBytes: options.maxDiskBytes ?? 1_000_000,
+      sweepIntervalMs: 60_000,
+    },
     {
       verifier,
       secrets: { findSecret: async () => SECRET },
@@ -123,6 +131,39 @@ describe('files service', () => {
     release();
     await waitStatus(files, first.id, 'completed');
     expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('refuses a principal over maxJobsPerPrincipal with 429 RATE_LIMITED, others still start', async () => {
+    let signer = 'signer';
+    const { dir, repo, files } = await setup({ maxJobsPerPrincipal: 1, verify: async () => ({ ...CALLER, principalId: signer }) });
+    await files.start();
+    let release!: () => void;
+    repo.hold = new Promise<void>((r) => (release = r));
+    const first = await upload(files, 10);
+    const refused = await upload(files, 10).catch((err: unknown) => err);
+    expect(isAppError(refused) && refused.code).toBe('RATE_LIMITED');
+    expect(isAppError(refused) && refused.extra).toEqual({ retryAfterSeconds: expect.any(Number) });
+    signer = 'someone-else';
+    const other = await upload(files, 10);
+    release();
+    await waitStatus(files, first.id, 'completed');
+    await waitStatus(files, other.id, 'completed');
+    signer = 'signer';
+    await waitStatus(files, (await upload(files, 10)).id, 'completed');
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('refuses uploads once the disk budget is used, and takes them again when a result expires', async () => {
+    const { files, advance } = await setup({ maxDiskBytes: 600 });
+    await files.start();
+    expect(() => files.assertCapacity(601)).toThrow(expect.objectContaining({ code: 'OVERLOADED' }));
+    const { id } = await upload(files, 500);
+    await waitStatus(files, id, 'completed');
+    // The 500-byte file's result (ZIP and envelopes) is over 600 bytes.
+    expect(() => files.assertCapacity()).toThrow(expect.objectContaining({ code: 'OVERLOADED', extra: { retryAfterSeconds: expect.any(Number) } }));
+    advance(ENCRYPT_RESULT_TTL_MS);
+    expect(await files.sweep()).toBe(1);
+    expect(() => files.assertCapacity(100)).not.toThrow();
   });
 
   it('removes the spool when the caller is refused', async () => {
