@@ -14,7 +14,7 @@ import type { NodeMetrics } from '../metrics/index.ts';
 import type { ReplicationEngine } from '../core/replication/engine.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport, SyncRequest } from '../core/replication/ports.ts';
 import { AppError, isAppError, ERROR_CODES, type ErrorCode } from '../errors/index.ts';
-import { membersOf } from '../core/replication/ports.ts';
+import { membersOf, parseVersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
 import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
 import { PROTOCOLS, recordsTopic } from './protocols.ts';
@@ -577,7 +577,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 /** A peer's sync request, with everything malformed dropped (a dropped part only costs resends). */
 function sanitizeSyncRequest(raw: unknown): SyncRequest {
   const r = (raw ?? {}) as Record<string, unknown>;
-  const req: SyncRequest = { vv: sanitizeVv(r.vv), max: sanitizeVv(r.max), gaps: {}, fp: {} };
+  const req: SyncRequest = { vv: parseVersionVector(r.vv), max: parseVersionVector(r.max), gaps: {}, fp: {} };
   if (r.gaps && typeof r.gaps === 'object') {
     for (const [origin, list] of Object.entries(r.gaps as Record<string, unknown>)) {
       if (!/^0x[0-9a-f]{40}$/.test(origin) || !Array.isArray(list) || list.length > 1000 || !list.every((s) => Number.isSafeInteger(s) && (s as number) > 0)) continue;
@@ -590,13 +590,4 @@ function sanitizeSyncRequest(raw: unknown): SyncRequest {
     for (const [origin, fp] of Object.entries(r.fp as Record<string, unknown>)) if (/^0x[0-9a-f]{40}$/.test(origin) && typeof fp === 'string' && /^[0-9a-f]{1,64}$/.test(fp)) req.fp![origin] = fp;
   }
   return req;
-}
-
-function sanitizeVv(raw: unknown): Record<string, number> {
-  const out: Record<string, number> = {};
-  if (!raw || typeof raw !== 'object') return out;
-  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-    if (/^0x[0-9a-f]{40}$/.test(k) && Number.isSafeInteger(v) && (v as number) >= 0) out[k] = v as number;
-  }
-  return out;
 }

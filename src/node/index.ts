@@ -242,8 +242,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       const catchUp = async (theirs: Record<string, number>, from: { id: string }) => {
         if (!behind(theirs)) return;
         const deadline = AbortSignal.timeout(config.replication.catchUpWaitMs);
-        while (behind(theirs) && !deadline.aborted) {
-          await Promise.race([late.cluster!.syncWith(from.id).catch(() => undefined), new Promise((r) => deadline.addEventListener('abort', r, { once: true }))]);
+        const timedOut = new Promise<undefined>((r) => deadline.addEventListener('abort', () => r(undefined), { once: true }));
+        while (behind(theirs)) {
+          const round = await Promise.race([late.cluster!.syncWith(from.id).catch(() => undefined), timedOut]);
+          // A round that brought nothing will not bring more: stop instead of asking again until the deadline.
+          if (!round || round.applied === 0) break;
         }
         if (behind(theirs)) {
           metrics.catchUpRefusals.inc();

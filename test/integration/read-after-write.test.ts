@@ -5,34 +5,22 @@
  * members and not by B: B must catch up before it answers, and answer 404 only for what does not
  * exist. With too few members reachable to tell, it answers 503 with Retry-After, not 404.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson } from '../utils/http.ts';
-import { principalWithSession, type Principal } from '../utils/session.ts';
 import { ownerBody, requestPermit } from '../utils/permits.ts';
-import { cleanupStack } from '../utils/temp.ts';
+import { aliceAndBob } from '../utils/scenario.ts';
 
-const stack = cleanupStack();
-let cluster: LocalCluster;
-let A: string;
-let B: string;
-let alice: Principal;
-let bob: Principal;
-
+// Catch-up on a timer only every minute: what B knows, it knows because it asked.
+const scene = aliceAndBob({ nodeConfig: { replication: { syncIntervalMs: 60_000 } } });
 beforeAll(async () => {
-  // Catch-up on a timer only every minute: what B knows, it knows because it asked.
-  cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, nodeConfig: { replication: { syncIntervalMs: 60_000 } } });
-  stack.push(() => cluster.stop());
-  [A, B] = cluster.coordinators as [string, string];
-  [alice, bob] = await Promise.all([principalWithSession(cluster, A, 'alice'), principalWithSession(cluster, A, 'bob')]);
-  await cluster.waitForConvergence();
-  await cluster.partition([0], [1]);
-}, 60_000);
-afterAll(() => stack.run());
+  await scene.cluster.waitForConvergence();
+  await scene.cluster.partition([0], [1]);
+}, 30_000);
 
 describe('B answers for what A just wrote', () => {
   it('a secret A created is found on B at once (public key, encrypt), and an id never allocated is 404', async () => {
+    const { cluster, A, B, alice } = scene;
     const created = await postJson<{ secretId: number; publicKeyCid: string }>(`${A}/web2/secret`, alice.signed(0));
     expect(created.status).toBe(201);
     const id = created.body.secretId;
@@ -45,6 +33,7 @@ describe('B answers for what A just wrote', () => {
   });
 
   it('a permit A created is confirmed from its link on B', async () => {
+    const { cluster, A, B, alice, bob } = scene;
     const created = await postJson<{ secretId: number }>(`${A}/web2/secret`, alice.signed(0));
     const link = await requestPermit(cluster, A, ownerBody(alice, created.body.secretId, 'delegate', bob.principalId));
     const res = await getJson<{ status: string }>(`${B}${link.pathAndQuery}`);
@@ -55,6 +44,7 @@ describe('B answers for what A just wrote', () => {
   });
 
   it('with too few members reachable to tell, a miss is 503 with Retry-After, not 404', async () => {
+    const { cluster, B } = scene;
     await cluster.partition([1], [2, 3, 4]);
     const res = await fetch(`${B}/secret-public-key/-1/987654`);
     expect(res.status).toBe(503);

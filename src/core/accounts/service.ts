@@ -12,6 +12,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
+import { serialQueue } from '../serial-queue.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { MembershipView, Replicator, StateReader, WriteReport } from '../replication/ports.ts';
 import { membersOf } from '../replication/ports.ts';
@@ -145,16 +146,6 @@ interface EmailClaim {
   principalId: string;
   /** 1 for the principal's first registration, then +1 for each later one. */
   registration: number;
-}
-
-/** Runs tasks one at a time: a slot-0 verdict reads and writes its claims without interleaving. */
-function serialQueue(): <T>(task: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return (task) => {
-    const run = tail.then(task);
-    tail = run.catch(() => undefined);
-    return run;
-  };
 }
 
 const EMAIL_HEX_RE = /^([0-9a-f]{2}){3,254}$/;

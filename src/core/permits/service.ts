@@ -17,6 +17,7 @@ import type { StateChange } from '../replication/engine.ts';
 import type { ReplicatedRecord } from '../replication/record.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { FreshReader } from '../replication/fresh-read.ts';
+import { serialQueue } from '../serial-queue.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import type { AccountsService } from '../accounts/types.ts';
@@ -198,10 +199,13 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     return p?.emailVerified ? p : undefined;
   }
 
-  // Slot 0: requestId → context, permitId and expiry; creates serialised so replays never race.
-  let chain: Promise<unknown> = Promise.resolve();
-  deps.creator.register('createPermit', (params) => {
-    const run = chain.then(async () => {
+  // Slot 0: one permit registry, one order — creates, mail marks and token reissues run one at a
+  // time, so replays never race.
+  const serialised = serialQueue();
+
+  // Slot 0: requestId → context, permitId and expiry.
+  deps.creator.register('createPermit', (params) =>
+    serialised(async () => {
       const p = params as Record<string, unknown>;
       const ctx = { action: p.action, principalId: p.principalId, secretId: p.secretId, payloadDigest: p.payloadDigest } as PermitContext;
       if (
@@ -256,17 +260,8 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       const mailingUntil = now > deadline ? 0 : deadline + MAIL_GRACE_MS;
       await deps.claims.put(claimName, JSON.stringify({ permitId, context: contextKey(ctx), expiresAt, mailed: false, mailingUntil } satisfies PermitClaim));
       return { permitId, expiresAt, created: true, mailed: false };
-    });
-    chain = run.catch(() => undefined);
-    return run;
-  });
-
-  /** Run `step` on slot 0 after every create already queued (one permit registry, one order). */
-  const serialised = <T>(step: () => Promise<T>): Promise<T> => {
-    const run = chain.then(step);
-    chain = run.catch(() => undefined);
-    return run;
-  };
+    }),
+  );
 
   // Slot 0: the link of this request was handed to the mail transport.
   deps.creator.register('permitMailed', (params) =>

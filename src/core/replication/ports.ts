@@ -126,6 +126,16 @@ export interface Creator {
 /** Per-origin highest contiguous sequence number applied. */
 export type VersionVector = Record<string, number>;
 
+/** A version vector a peer sent, with every malformed entry dropped (a dropped entry only costs resends). */
+export function parseVersionVector(raw: unknown): VersionVector {
+  const out: VersionVector = {};
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return out;
+  for (const [origin, seq] of Object.entries(raw as Record<string, unknown>)) {
+    if (/^0x[0-9a-f]{40}$/.test(origin) && Number.isSafeInteger(seq) && (seq as number) >= 0) out[origin] = seq as number;
+  }
+  return out;
+}
+
 /**
  * What a node asks a peer for in a catch-up round (docs/architecture.md, Sync): its version vector,
  * and per origin with records stored above it, the highest seq stored and the seqs missing below it

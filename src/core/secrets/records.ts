@@ -54,7 +54,6 @@ export const secretBodySchema = z.strictObject({
     .optional(),
 });
 export type SecretBody = z.infer<typeof secretBodySchema>;
-export type SecretAuth = NonNullable<SecretBody['auth']>;
 
 /**
  * How long a setDelegate string's use is kept in the secret, ms: past twice the freshness window no

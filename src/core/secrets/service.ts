@@ -14,9 +14,10 @@ import { randomUUID } from 'node:crypto';
 import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
-import { isCoordinatorEntry, membersOf } from '../replication/ports.ts';
+import { isCoordinatorEntry, membersOf, parseVersionVector } from '../replication/ports.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { FreshReader } from '../replication/fresh-read.ts';
+import { serialQueue } from '../serial-queue.ts';
 import { signedStringKey, type SignedEvidence } from '../sessions/evidence.ts';
 import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
 import { decodeBinary } from '../payloads/binary.ts';
@@ -301,7 +302,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     // request names a well-formed envelope for it.
     const message = decodeBinary(caller.extra[0] ?? '', b.inputFormat, 'encryptedMessage');
     if (decodeBinary(b.cifer, b.inputFormat, 'cifer').length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
-    await deps.catchUp(sanitizeVv(b.vv), from);
+    await deps.catchUp(parseVersionVector(b.vv), from);
     const secret = await requireSecret(secretId);
     assertDecryptRight(secret, caller.principalId);
     // At most once per signed string per member, whatever the spelling of its hex or address.
@@ -322,19 +323,19 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   }
 
   /** The original answer to a create string that already made its secret. */
-  async function existingCreate(secretId: number, principalId: string): Promise<CreatedSecret> {
+  async function existingCreate(secretId: number): Promise<CreatedSecret> {
     const secret = await getSecret(secretId);
     // Slot 0 holds the record; this replica will in a moment.
     if (!secret) throw new AppError('NOT_READY', `Secret ${secretId} was created and is not on this coordinator yet; try again`);
-    void principalId;
     const status = (await deps.pending.get(secretId)) ? 'propagating' : 'complete';
     return { secretId, clusterId, publicKeyCid: secret.publicKeyCid, status };
   }
 
-  // Slot 0: create string → secretId, leased to the coordinator creating it.
-  let createChain: Promise<unknown> = Promise.resolve();
-  deps.creator.register('claimSecretCreate', (params) => {
-    const run = createChain.then(async () => {
+  // Slot 0: create string → secretId, leased to the attempt creating it; claims and releases of
+  // leases run one at a time.
+  const serialised = serialQueue();
+  deps.creator.register('claimSecretCreate', (params) =>
+    serialised(async () => {
       const { useKey, coordinator, attempt } = params;
       if (typeof useKey !== 'string' || !/^[0-9a-f]{64}$/.test(useKey) || typeof coordinator !== 'string' || typeof attempt !== 'string' || attempt.length > 64) {
         throw new AppError('BAD_REQUEST', 'malformed create claim');
@@ -352,14 +353,12 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       }
       const secretId = await deps.allocateWithClaim('secretId', name, (id) => JSON.stringify({ secretId: id, coordinator, attempt, until: now + CREATE_LEASE_MS }));
       return { secretId, done: false };
-    });
-    createChain = run.catch(() => undefined);
-    return run;
-  });
+    }),
+  );
 
   // Slot 0: a failed attempt gives its lease back.
-  deps.creator.register('releaseSecretCreate', (params) => {
-    const run = createChain.then(async () => {
+  deps.creator.register('releaseSecretCreate', (params) =>
+    serialised(async () => {
       const { useKey, attempt } = params;
       if (typeof useKey !== 'string' || !/^[0-9a-f]{64}$/.test(useKey) || typeof attempt !== 'string') throw new AppError('BAD_REQUEST', 'malformed create release');
       const name = `secret-create:${useKey}`;
@@ -369,10 +368,8 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       if (c.attempt !== attempt) return { released: false };
       await deps.claims.put(name, JSON.stringify({ ...c, until: 0 }));
       return { released: true };
-    });
-    createChain = run.catch(() => undefined);
-    return run;
-  });
+    }),
+  );
 
   // Slot 0: signed strings that changed something (setDelegate), for exact-replay answers.
   deps.creator.register('signedUse', async (params) => {
@@ -390,7 +387,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   async function createWithClaim(caller: VerifiedCaller, request: SignedRequest, useKey: string): Promise<CreatedSecret> {
     const attempt = randomUUID();
     const claim = (await deps.creator.call('claimSecretCreate', { useKey, coordinator: self.id, attempt })) as { secretId: number; done: boolean };
-    if (claim.done) return existingCreate(claim.secretId, caller.principalId);
+    if (claim.done) return existingCreate(claim.secretId);
     try {
       return await dealSecret(caller, request, claim.secretId);
     } catch (err) {
@@ -612,13 +609,4 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     },
   };
   return service;
-}
-
-function sanitizeVv(raw: unknown): VersionVector {
-  const out: VersionVector = {};
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return out;
-  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
-    if (/^0x[0-9a-f]{40}$/.test(k) && Number.isSafeInteger(v) && (v as number) >= 0) out[k] = v as number;
-  }
-  return out;
 }

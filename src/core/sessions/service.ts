@@ -9,7 +9,7 @@
 import { AppError, QuorumError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
-import { isCoordinatorEntry, membersOf } from '../replication/ports.ts';
+import { isCoordinatorEntry, membersOf, parseVersionVector } from '../replication/ports.ts';
 import { gatherFromMembers, memberFailures, reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import { isSessionActive, sessionGrantDigest, sessionTokenOf, type SessionBody, type SessionGrant } from './records.ts';
@@ -134,11 +134,7 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
       throw new AppError('BAD_REQUEST', 'malformed grant request');
     }
     parseTtl(ttl === null ? undefined : (ttl as number));
-    const vv: VersionVector = {};
-    if (b.vv && typeof b.vv === 'object' && !Array.isArray(b.vv)) {
-      for (const [k, v] of Object.entries(b.vv as Record<string, unknown>)) if (/^0x[0-9a-f]{40}$/.test(k) && Number.isSafeInteger(v) && (v as number) >= 0) vv[k] = v as number;
-    }
-    return { principalId, timestamp, sessionAddress, ttl: ttl as number | null, signature, issuedAt: issuedAt as number, vv };
+    return { principalId, timestamp, sessionAddress, ttl: ttl as number | null, signature, issuedAt: issuedAt as number, vv: parseVersionVector(b.vv) };
   }
 
   const service: SessionsCapability = {
