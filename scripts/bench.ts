@@ -4,13 +4,16 @@
  * ratios survive a noisy shared machine. A benchmark, not a test: it asserts nothing.
  */
 import { createCipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, open, rm } from 'node:fs/promises';
-import { request } from 'node:http';
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { Session as InspectorSession } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { startLocalCluster, type LocalCluster, type QuorumNode } from '../src/testing/index.ts';
 import { Worker } from 'node:worker_threads';
+import { PerformanceObserver } from 'node:perf_hooks';
 import {
   hashPassword,
   verifyPassword,
@@ -26,6 +29,10 @@ import {
   sealPayload,
 } from '../src/crypto/index.ts';
 import { median, ms, percentile, runConcurrent, table } from './bench-lib.ts';
+import { createUsageService } from '../src/core/usage/service.ts';
+import type { Plan } from '../src/core/usage/types.ts';
+import { createLogger } from '../src/log/index.ts';
+import type { FilesClientData, FilesClientOp, JobTimings } from './bench-files-client.ts';
 
 const SEQUENTIAL_WRITES = Number(process.env.BENCH_SEQ ?? 500);
 const CONCURRENT_WRITES = Number(process.env.BENCH_CONC ?? 3000);
@@ -47,6 +54,18 @@ const FLOOD_LOGINS = Number(process.env.BENCH_FLOOD_LOGINS ?? 30);
 const FLOOD_BURSTS = Number(process.env.BENCH_FLOOD_BURSTS ?? 10);
 /** Verified accounts taking turns in those logins. */
 const FLOOD_USERS = 16;
+/** Fresh pairs of clusters (limits off, limits on) of the limits on/off encrypt comparison. */
+const USAGE_PAIRS = Number(process.env.BENCH_USAGE_PAIRS ?? 4);
+/**
+ * Rounds of each mode on each pair (alternating which goes first), and requests a round: short
+ * rounds, so neighbours see the same machine.
+ */
+const USAGE_ROUNDS = Number(process.env.BENCH_USAGE_ROUNDS ?? 6);
+const USAGE_ROUND_REQUESTS = Number(process.env.BENCH_USAGE_ROUND_REQUESTS ?? 2000);
+/** Rounds of each mode of the reference comparison, the fixed cap vs limits off. */
+const USAGE_FIXED_ROUNDS = Number(process.env.BENCH_USAGE_FIXED_ROUNDS ?? 4);
+/** Admissions of the in-process admission cost figure. */
+const USAGE_ADMITS = 200_000;
 /** Plaintext of the encrypt/decrypt figures, bytes. */
 const PAYLOAD_BYTES = 256;
 /** Silent partitions started and detected, per measurement. */
@@ -237,6 +256,164 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
     ['HTTP p50 / p99', `${ms(median(http.latencies))} / ${ms(percentile(http.latencies, 99))}`],
   ]);
   table(`POST /decrypt-payload (${DECRYPTS} sequential, 3 shares gathered of 5 members)`, row(decryptLatencies));
+}
+
+/** One round of {@link benchUsage}. */
+interface Round {
+  /** Requests per second. */
+  rate: number;
+  /** The main thread's CPU (user + system) per request, µs: every node runs on it, the clients do not. */
+  cpuUs: number;
+}
+
+/**
+ * Issue 13's target: encrypt-payload throughput over HTTP with plan limits on, next to limits off
+ * (`usage.enabled: false`), in the same run — target ≥ 95%. Each mode has its own 5-member cluster
+ * (2 coordinators, as the main figures); one principal, {@link ENCRYPT_CLIENTS} clients in a worker
+ * thread, {@link USAGE_ROUND_REQUESTS} requests a round, fresh signed bodies each round.
+ *
+ * Noise, and how it is kept out: two identical clusters in one process differ by up to ±10% (an
+ * A/A run, both off or both on, shows it), and a shared machine moves every figure. So the
+ * comparison runs on {@link USAGE_PAIRS} fresh pairs of clusters (started in alternating order, the
+ * pair stopped after its rounds), each pair measured in {@link USAGE_ROUNDS} rounds a mode,
+ * alternating which goes first: medians over every round, and the median of each round's ratio to
+ * its neighbour of the other mode. The main thread's CPU per request (every node runs on it; the
+ * clients are in a worker) is shown too, and what one admission costs in process
+ * ({@link admissionCost}), free of both noises.
+ *
+ * Limits on: a plan far from its limits (10^9 requests and 1 TiB a cycle, 10^6 per second), so
+ * nothing is refused and what is measured is admission, counting and flushing — with the default
+ * `usage.maxOvershootFraction` (0.01: a cap of 10^7 requests, flushed every `flushIntervalMs`); then,
+ * for reference, with it at 0 (the fixed cap of 50 requests alone, as before the cap scaled: a flush
+ * every 25 requests) against limits off again, on one pair.
+ */
+async function benchUsage(): Promise<void> {
+  const far = { bytesPerCycle: 2 ** 40, requestsPerCycle: 1e9, requestsPerSecond: 1_000_000 };
+  const plans: Plan[] = [{ id: 'far', cycle: 'monthly', encryption: far, decryption: far }];
+  const clusters = new Set<LocalCluster>();
+  /** A cluster of one mode, its principal and secret, warmed up. */
+  async function setUp(usage: Record<string, unknown>) {
+    const cluster = await startLocalCluster({
+      size: 5,
+      threshold: 3,
+      coordinators: 2,
+      logLevel: 'silent',
+      nodeConfig: { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } }, usage: { plans, ...usage } },
+    });
+    clusters.add(cluster);
+    const url = cluster.coordinators[0]!;
+    const { newSession } = await benchPrincipal(cluster, url);
+    const session = newSession();
+    if ((await post(`${url}/web2/session`, session.body)).status !== 201) throw new Error('session failed');
+    const sign = (data: string) => ({ data, signature: signPersonalMessage(data, session.wallet) });
+    const secret = await post(`${url}/web2/secret`, sign(`-1_0_${session.address}_${Date.now()}`));
+    if (secret.status !== 201) throw new Error(`secret: ${secret.status} ${JSON.stringify(secret.body)}`);
+    const secretId = secret.body.secretId as number;
+    // Every body distinct, and signed just before its round (the signatures' freshness window).
+    const bodies = (count: number) =>
+      Array.from({ length: count }, (_, i) => JSON.stringify(sign(`-1_${secretId}_${session.address}_${Date.now()}_${String(i).padStart(PAYLOAD_BYTES, 'x')}`)));
+    await load(`${url}/encrypt-payload`, bodies(500), ENCRYPT_CLIENTS); // warm-up
+    /** One round: requests per second, and the main thread's CPU per request, µs. */
+    const round = async (): Promise<Round> => {
+      const sent = bodies(USAGE_ROUND_REQUESTS);
+      const cpu = process.threadCpuUsage();
+      const http = await load(`${url}/encrypt-payload`, sent, ENCRYPT_CLIENTS);
+      const { user, system } = process.threadCpuUsage(cpu);
+      if (http.failures > 0) throw new Error(`encrypt: ${http.failures} failures, first: ${http.firstFailure}`);
+      return { rate: (USAGE_ROUND_REQUESTS / http.wallMs) * 1000, cpuUs: (user + system) / USAGE_ROUND_REQUESTS };
+    };
+    /** Admissions that waited for a flush, on the measured coordinator. */
+    const waits = async () => Number(/^quorumkeep_usage_flush_waits_total(?:\{[^}]*\})? (\d+)/m.exec(await cluster.members[0]!.metrics.render())?.[1] ?? 0);
+    const stop = async () => {
+      clusters.delete(cluster);
+      await cluster.stop();
+    };
+    return { round, waits, stop };
+  }
+  /** On `pairs` fresh pairs of clusters, `rounds` rounds of each mode, alternating which goes first. */
+  async function compare(on: Record<string, unknown>, pairs: number, rounds: number): Promise<{ off: Round[]; on: Round[]; waits: number }> {
+    const results = { off: [] as Round[], on: [] as Round[], waits: 0 };
+    for (let p = 0; p < pairs; p++) {
+      // Started in alternating order too (a cluster left half set up is stopped by the caller's `finally`).
+      const offFirst = p % 2 === 0;
+      const first = await setUp(offFirst ? { enabled: false } : on);
+      const second = await setUp(offFirst ? on : { enabled: false });
+      const [offMode, onMode] = offFirst ? [first, second] : [second, first];
+      try {
+        for (let r = 0; r < rounds; r++) {
+          const order = (p + r) % 2 === 0 ? [offMode, onMode] : [onMode, offMode];
+          for (const mode of order) (mode === offMode ? results.off : results.on).push(await mode.round());
+        }
+        results.waits += await onMode.waits();
+      } finally {
+        await offMode.stop();
+        await onMode.stop();
+      }
+    }
+    return results;
+  }
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const list = (values: number[]) => values.map((v) => v.toFixed(0)).join(' ');
+  const rows = (name: string, results: { off: Round[]; on: Round[]; waits: number }): Array<[string, string]> => {
+    const rate = (rounds: Round[]) => rounds.map((r) => r.rate);
+    const cpu = (rounds: Round[]) => rounds.map((r) => r.cpuUs);
+    const [offRate, onRate, offCpu, onCpu] = [rate(results.off), rate(results.on), cpu(results.off), cpu(results.on)];
+    return [
+      ['limits off (usage.enabled false), median', `${median(offRate).toFixed(0)} /s  (rounds: ${list(offRate)})`],
+      [`${name}, median`, `${median(onRate).toFixed(0)} /s  (rounds: ${list(onRate)}; ${results.waits} admissions waited for a flush)`],
+      ['  on / off: ratio of medians; median of round ratios', `${pct(median(onRate) / median(offRate))}; ${pct(median(onRate.map((r, i) => r / offRate[i]!)))}`],
+      ['  main-thread CPU per request (every node), off / on, medians', `${median(offCpu).toFixed(0)} / ${median(onCpu).toFixed(0)} µs  (off / on: ${pct(median(offCpu) / median(onCpu))})`],
+    ];
+  };
+  try {
+    const target = await compare({}, USAGE_PAIRS, USAGE_ROUNDS);
+    const admitUs = await admissionCost(plans);
+    table(
+      `POST /encrypt-payload, plan limits on vs off (${USAGE_ROUND_REQUESTS} × ${PAYLOAD_BYTES} B a round, ${ENCRYPT_CLIENTS} clients, one principal; ${USAGE_PAIRS} pairs of clusters × ${USAGE_ROUNDS} rounds a mode, alternating; target ≥ 95%)`,
+      [
+        ...rows('limits on, far plan, scaled cap (maxOvershootFraction 0.01)', target),
+        ['admit + commit in process (far plan, scaled cap)', `${admitUs.toFixed(2)} µs  (${pct(admitUs / median(target.off.map((r) => r.cpuUs)))} of a request's main-thread CPU with limits off)`],
+      ],
+    );
+    const before = await compare({ maxOvershootFraction: 0 }, 1, USAGE_FIXED_ROUNDS);
+    table(`… and before the cap scaled: the fixed cap of 50 (maxOvershootFraction 0) vs off (one pair × ${USAGE_FIXED_ROUNDS} rounds a mode)`, rows('limits on, far plan, fixed cap of 50', before));
+  } finally {
+    for (const cluster of clusters) await cluster.stop();
+  }
+}
+
+/**
+ * Microseconds of one `admit` + `commit` of the usage service on its own (the default config's caps,
+ * the cached plan read and an immediate quorum ack stubbed): the CPU that limits add to a request,
+ * without the machine noise of the HTTP figures.
+ */
+async function admissionCost(plans: readonly Plan[]): Promise<number> {
+  const self = '0x' + '1'.repeat(40);
+  const usage = createUsageService(
+    { plans, defaultPlan: '', flushIntervalMs: 1000, maxUnflushedBytes: 8 * MiB, maxUnflushedRequests: 50, maxOvershootFraction: 0.01 },
+    {
+      replicator: { replicate: (intent) => Promise.resolve({ record: intent as never, acked: [self], failed: [] }) },
+      state: { get: () => Promise.resolve(undefined), list: async function* () {} },
+      descriptor: { clusterId: 'bench', size: 1, threshold: 1, nodes: [{ id: 'n0', slot: 0, peerId: 'p0', nodeAddress: self, signingPublicKey: '02', multiaddrs: [], httpUrl: 'http://127.0.0.1:1' }] },
+      selfAddress: self,
+      verifier: { verify: () => Promise.reject(new Error('not used')) },
+      clock: Date.now,
+      logger: createLogger({ level: 'silent' }),
+    },
+  );
+  usage.start();
+  const principalId = randomUUID();
+  const perAdmit: number[] = [];
+  try {
+    for (let round = 0; round < 5; round++) {
+      const t0 = performance.now();
+      for (let i = 0; i < USAGE_ADMITS; i++) (await usage.admit(principalId, 'encryption', PAYLOAD_BYTES)).commit();
+      perAdmit.push(((performance.now() - t0) * 1000) / USAGE_ADMITS);
+    }
+  } finally {
+    await usage.stop();
+  }
+  return median(perAdmit);
 }
 
 /**
@@ -439,29 +616,132 @@ const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 1024 * 1024 * 1024);
 /** Bytes of the small file the RSS peak is compared with. */
 const SMALL_FILE_BYTES = 16 * 1024 * 1024;
 /** Interval of the RSS samples, ms. */
-const RSS_SAMPLE_MS = 100;
-/** Size of each piece the upload generator yields and of each disk/AES step of the bound. */
+const RSS_SAMPLE_MS = 50;
+/** Size of each disk/AES step of the bound. */
 const IO_PIECE_BYTES = 1024 * 1024;
 const MiB = 1024 * 1024;
 const mbps = (bytes: number, msTaken: number): string => `${(bytes / MiB / (msTaken / 1000)).toFixed(0)} MB/s`;
+const secs = (msTaken: number): string => `${(msTaken / 1000).toFixed(1)} s`;
 
-/** Peak RSS above the baseline while `work` runs, sampled every {@link RSS_SAMPLE_MS}. */
-async function withRssPeak<T>(work: () => Promise<T>): Promise<{ result: T; peakAboveBaseline: number }> {
-  (globalThis as { gc?: () => void }).gc?.();
-  const baseline = process.memoryUsage().rss;
+let gc: (() => void) | undefined;
+/** A full GC before each RSS baseline (`--expose-gc` set at run time, files mode only). */
+function collectGarbage(): void {
+  if (!gc) {
+    setFlagsFromString('--expose-gc');
+    gc = runInNewContext('gc') as () => void;
+  }
+  gc();
+}
+
+/** What {@link measured} records of a piece of work besides its result. */
+interface Measured<T> {
+  result: T;
+  /** Peak RSS of the process, bytes, and the peak above the RSS when the work started. */
+  peak: number;
+  peakAboveBaseline: number;
+  /** Share of the time the main thread (every node's event loop) was busy, 0–1. */
+  busy: number;
+  /** CPU time of the whole process (every thread: nodes, threadpool, GC, the client), ms. */
+  cpuMs: number;
+  /** CPU time by kind of thread, ms (Linux; empty elsewhere): see {@link threadCpu}. */
+  threads: Map<string, number>;
+  /** Garbage-collection pauses of the main thread: how many, and their total, ms. */
+  gcCount: number;
+  gcMs: number;
+}
+
+/**
+ * CPU time used so far by each kind of thread of this process, ms, from /proc/self/task (Linux; an
+ * empty map elsewhere): `MainThread` (every node's event loop), `V8Worker` (V8's platform threads:
+ * concurrent and parallel GC, background compilation), `libuv-worker` (the threadpool: fs, WebCrypto),
+ * `WorkerThread` (the bench's client).
+ */
+function threadCpu(): Map<string, number> {
+  const byKind = new Map<string, number>();
+  let tasks: string[];
+  try {
+    tasks = readdirSync('/proc/self/task');
+  } catch {
+    return byKind;
+  }
+  for (const task of tasks) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
+      const kind = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
+      // utime and stime, fields 14 and 15, in clock ticks (100 a second on Linux).
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byKind.set(kind, (byKind.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return byKind;
+}
+
+/** Directory for CPU profiles of the large file's jobs (`BENCH_FILES_PROFILE=dir`), none when unset. */
+const PROFILE_DIR = process.env.BENCH_FILES_PROFILE;
+
+/**
+ * Run `work` with the RSS sampled every {@link RSS_SAMPLE_MS} and the main thread's utilisation
+ * measured; with {@link PROFILE_DIR} and a `profile` name, also a CPU profile of the main thread.
+ */
+async function measured<T>(work: () => Promise<T>, profile?: string): Promise<Measured<T>> {
+  collectGarbage();
+  const baseline = process.memoryUsage.rss();
   let peak = baseline;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), RSS_SAMPLE_MS);
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), RSS_SAMPLE_MS);
+  let session: InspectorSession | undefined;
+  if (PROFILE_DIR && profile !== undefined) {
+    session = new InspectorSession();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  let gcCount = 0;
+  let gcMs = 0;
+  const gcs = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gcCount += 1;
+      gcMs += entry.duration;
+    }
+  });
+  gcs.observe({ entryTypes: ['gc'] });
+  const threads0 = threadCpu();
+  const elu = performance.eventLoopUtilization();
+  const cpu = process.cpuUsage();
   try {
     const result = await work();
-    peak = Math.max(peak, process.memoryUsage().rss);
-    return { result, peakAboveBaseline: peak - baseline };
+    const busy = performance.eventLoopUtilization(elu).utilization;
+    const { user, system } = process.cpuUsage(cpu);
+    const threads = threadCpu();
+    for (const [name, ms] of threads0) threads.set(name, (threads.get(name) ?? 0) - ms);
+    peak = Math.max(peak, process.memoryUsage.rss());
+    if (session) {
+      const { profile: cpuProfile } = await session.post('Profiler.stop');
+      await writeFile(join(PROFILE_DIR!, `${profile}.cpuprofile`), JSON.stringify(cpuProfile));
+    }
+    return { result, peak, peakAboveBaseline: peak - baseline, busy, cpuMs: (user + system) / 1000, threads, gcCount, gcMs };
   } finally {
+    gcs.disconnect();
     clearInterval(timer);
+    session?.disconnect();
   }
 }
 
-/** Physical bound of the work on this disk: spool write + read back + ZIP-sized write with fsync; AES-256-GCM of the same bytes on one core. */
-async function filesBound(bytes: number): Promise<{ diskMs: number; aesMs: number }> {
+/** The physical bound's parts on this disk and core, for `bytes`: each job's bound is a sum of some. */
+interface FilesBound {
+  /** Write a spool (no fsync: a spool is not kept). */
+  spoolWriteMs: number;
+  /** Read it back. */
+  readMs: number;
+  /** Write a result and fsync it. */
+  resultWriteMs: number;
+  /** One AES-256-GCM pass over the bytes, one core. */
+  aesMs: number;
+}
+
+/** Measure the parts of {@link FilesBound} for `bytes`, in 1 MiB steps. */
+async function filesBound(bytes: number): Promise<FilesBound> {
   const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-files-'));
   const piece = randomBytes(IO_PIECE_BYTES);
   try {
@@ -469,18 +749,19 @@ async function filesBound(bytes: number): Promise<{ diskMs: number; aesMs: numbe
     const spool = await open(join(dir, 'spool'), 'w');
     for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await spool.write(piece, 0, Math.min(IO_PIECE_BYTES, bytes - at));
     await spool.close();
+    const t1 = performance.now();
     const reader = await open(join(dir, 'spool'), 'r');
     const back = Buffer.alloc(IO_PIECE_BYTES);
     for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await reader.read(back, 0, Math.min(IO_PIECE_BYTES, bytes - at), at);
     await reader.close();
-    const zip = await open(join(dir, 'result.zip'), 'w');
-    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await zip.write(piece, 0, Math.min(IO_PIECE_BYTES, bytes - at));
-    await zip.sync();
-    await zip.close();
-    const diskMs = performance.now() - t0;
+    const t2 = performance.now();
+    const result = await open(join(dir, 'result'), 'w');
+    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await result.write(piece, 0, Math.min(IO_PIECE_BYTES, bytes - at));
+    await result.sync();
+    await result.close();
+    const t3 = performance.now();
 
     const key = randomBytes(32);
-    const t1 = performance.now();
     for (let at = 0, i = 0; at < bytes; at += IO_PIECE_BYTES, i++) {
       const iv = Buffer.alloc(12);
       iv.writeUInt32BE(i, 8);
@@ -489,65 +770,73 @@ async function filesBound(bytes: number): Promise<{ diskMs: number; aesMs: numbe
       cipher.final();
       cipher.getAuthTag();
     }
-    return { diskMs, aesMs: performance.now() - t1 };
+    return { spoolWriteMs: t1 - t0, readMs: t2 - t1, resultWriteMs: t3 - t2, aesMs: performance.now() - t3 };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-/** One encrypt-file job end to end: streamed upload → status polled → result streamed and counted. */
-async function fileJob(url: string, bytes: number, signed: (extra?: string) => { data: string; signature: string }, secretId: number) {
-  const boundary = '----quorumkeepBenchFiles';
-  const piece = randomBytes(IO_PIECE_BYTES);
-  const { data, signature } = signed();
-  async function* parts() {
-    yield Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bench.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) yield piece.subarray(0, Math.min(IO_PIECE_BYTES, bytes - at));
-    const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-    yield Buffer.from(`\r\n${field('secretId', String(secretId))}${field('data', data)}${field('signature', signature)}--${boundary}--\r\n`);
-  }
-  const t0 = performance.now();
-  const started = await new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
-    const req = request(`${url}/encrypt-file`, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    Readable.from(parts()).pipe(req);
+/** The bench's file client, in a worker thread (scripts/bench-files-client.ts). */
+function startFilesClient(data: FilesClientData): { call<T>(op: FilesClientOp): Promise<T>; stop(): Promise<number> } {
+  const worker = new Worker(new URL('./bench-files-client.ts', import.meta.url), { workerData: data });
+  const waiting = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
+  let nextId = 0;
+  worker.on('message', (message: { id: number; result?: unknown; error?: string }) => {
+    const call = waiting.get(message.id);
+    waiting.delete(message.id);
+    if (message.error !== undefined) call?.reject(new Error(message.error));
+    else call?.resolve(message.result);
   });
-  if (started.status !== 200) throw new Error(`encrypt-file: ${started.status} ${JSON.stringify(started.body)}`);
-  const t1 = performance.now();
-  const jobId = started.body.jobId as string;
-  for (;;) {
-    const res = await fetch(`${url}/jobs/${jobId}/status`);
-    const { job } = (await res.json()) as { job: { status: string; error: string | null } };
-    if (job.status === 'completed') break;
-    if (job.status !== 'pending' && job.status !== 'processing') throw new Error(`job ${job.status}: ${job.error}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const t2 = performance.now();
-  let downloaded = 0;
-  await new Promise<void>((resolve, reject) => {
-    const req = request(`${url}/jobs/${jobId}/download`, { method: 'POST' }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`download: ${res.statusCode}`));
-      res.pipe(new Writable({ write: (chunk: Buffer, _enc, cb) => ((downloaded += chunk.length), cb()) })).on('finish', resolve).on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
+  worker.on('error', (err) => {
+    for (const call of waiting.values()) call.reject(err);
+    waiting.clear();
   });
-  const t3 = performance.now();
-  // Not measured: frees the disk for the next run.
-  await post(`${url}/jobs/${jobId}/delete`, signed(`${jobId}_delete`));
-  return { uploadMs: t1 - t0, processMs: t2 - t1, downloadMs: t3 - t2, totalMs: t3 - t0, downloaded };
+  return {
+    call<T>(op: FilesClientOp): Promise<T> {
+      const id = nextId++;
+      return new Promise<T>((resolve, reject) => {
+        waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        worker.postMessage({ id, ...op });
+      });
+    },
+    stop: () => worker.terminate(),
+  };
+}
+
+/** One size's figures: an encrypt, a decrypt of its result on the coordinator, a decrypt of its `.cifer` uploaded. */
+interface FileRound {
+  encrypt: Measured<JobTimings>;
+  decryptExisting: Measured<JobTimings>;
+  decryptFile: Measured<JobTimings>;
+  ciferBytes: number;
 }
 
 /**
- * `npm run bench -- files` only (it moves a few GiB): a {@link FILE_BYTES} encrypt end to end through
- * a coordinator, with the process RSS peak for 16 MiB and for the large file (all nodes are in this
- * process), next to the same run's physical bound: disk (spool write + read + result write, fsync)
- * and AES-256-GCM on one core.
+ * Encrypt `bytes` end to end, then decrypt its result twice (`/decrypt-existing-file`, and
+ * `/decrypt-file` with the downloaded `.cifer` streamed back up from a temporary file), each
+ * {@link measured} on its own; every plaintext downloaded is checked against the upload's SHA-256.
+ * The results are deleted afterwards (not measured) to free the disk.
+ */
+async function fileRound(client: ReturnType<typeof startFilesClient>, bytes: number, dir: string, profile = false): Promise<FileRound> {
+  const name = (job: string) => (profile ? job : undefined);
+  const encrypt = await measured(() => client.call<JobTimings>({ op: 'encrypt', bytes }), name('encrypt'));
+  const ciferPath = join(dir, `bench-${bytes}.cifer`);
+  const ciferBytes = await client.call<number>({ op: 'save', jobId: encrypt.result.jobId, path: ciferPath });
+  const sha256 = encrypt.result.sha256;
+  const decryptExisting = await measured(() => client.call<JobTimings>({ op: 'decryptExisting', encryptJobId: encrypt.result.jobId, sha256 }), name('decrypt-existing'));
+  await client.call({ op: 'delete', jobId: decryptExisting.result.jobId });
+  const decryptFile = await measured(() => client.call<JobTimings>({ op: 'decryptFile', path: ciferPath, sha256 }), name('decrypt-file'));
+  await client.call({ op: 'delete', jobId: decryptFile.result.jobId });
+  await client.call({ op: 'delete', jobId: encrypt.result.jobId });
+  await rm(ciferPath, { force: true });
+  return { encrypt, decryptExisting, decryptFile, ciferBytes };
+}
+
+/**
+ * `npm run bench -- files` only (it moves a few GiB): a {@link FILE_BYTES} encrypt and its decrypts
+ * end to end through a coordinator, with the process RSS peak for 16 MiB and for the large file (all
+ * nodes, and the client's worker thread, are in this process), next to the same run's physical
+ * bound: disk (spool write + read + result write, fsync) and AES-256-GCM on one core.
  */
 async function benchFiles(): Promise<void> {
   const cluster = await startLocalCluster({
@@ -557,40 +846,70 @@ async function benchFiles(): Promise<void> {
     logLevel: 'silent',
     nodeConfig: { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } }, files: { maxFileBytes: Math.max(FILE_BYTES, SMALL_FILE_BYTES) } },
   });
+  const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-cifer-'));
+  let client: ReturnType<typeof startFilesClient> | undefined;
   try {
     const url = cluster.coordinators[0]!;
     const owner = await benchPrincipal(cluster, url);
     const session = owner.newSession();
     if ((await post(`${url}/web2/session`, session.body)).status !== 201) throw new Error('session failed');
-    const sign = (subject: number, extra?: string) => {
-      const data = `-1_${subject}_${session.address}_${Date.now()}` + (extra === undefined ? '' : `_${extra}`);
-      return { data, signature: signPersonalMessage(data, session.wallet) };
-    };
-    const secret = await post(`${url}/web2/secret`, sign(0));
+    const secretData = `-1_0_${session.address}_${Date.now()}`;
+    const secret = await post(`${url}/web2/secret`, { data: secretData, signature: signPersonalMessage(secretData, session.wallet) });
     if (secret.status !== 201) throw new Error(`secret: ${secret.status}`);
-    const secretId = secret.body.secretId as number;
-    const signed = (extra?: string) => sign(secretId, extra);
+    client = startFilesClient({ url, secretId: secret.body.secretId as number, wallet: session.wallet, address: session.address });
 
-    await fileJob(url, SMALL_FILE_BYTES, signed, secretId); // warm-up
-    const small = await withRssPeak(() => fileJob(url, SMALL_FILE_BYTES, signed, secretId));
-    const large = await withRssPeak(() => fileJob(url, FILE_BYTES, signed, secretId));
+    await fileRound(client, SMALL_FILE_BYTES, dir); // warm-up
+    const small = await fileRound(client, SMALL_FILE_BYTES, dir);
+    const large = await fileRound(client, FILE_BYTES, dir, true);
     const bound = await filesBound(FILE_BYTES);
-    const e2e = large.result;
-    const boundMs = bound.diskMs + bound.aesMs;
     const gib = (FILE_BYTES / (1024 * MiB)).toFixed(2);
+    const rss = (figure: 'encrypt' | 'decryptExisting' | 'decryptFile'): [string, string][] => [
+      [`RSS peak above baseline, ${SMALL_FILE_BYTES / MiB} MiB file`, `${(small[figure].peakAboveBaseline / MiB).toFixed(0)} MiB  (peak ${(small[figure].peak / MiB).toFixed(0)} MiB)`],
+      [`RSS peak above baseline, ${gib} GiB file`, `${(large[figure].peakAboveBaseline / MiB).toFixed(0)} MiB  (peak ${(large[figure].peak / MiB).toFixed(0)} MiB)`],
+    ];
+    const boundRows = (parts: Array<[string, number]>, e2eMs: number): [string, string][] => {
+      const diskMs = parts.reduce((sum, [, v]) => sum + v, 0);
+      const boundMs = diskMs + bound.aesMs;
+      return [
+        [`bound: disk (${parts.map(([k]) => k).join(' + ')})`, `${secs(diskMs)}  ${mbps(FILE_BYTES, diskMs)}`],
+        ['bound: AES-256-GCM, one core', `${secs(bound.aesMs)}  ${mbps(FILE_BYTES, bound.aesMs)}`],
+        ['bound: disk + AES', `${secs(boundMs)}  ${mbps(FILE_BYTES, boundMs)}`],
+        ['end to end / bound', `${((boundMs / e2eMs) * 100).toFixed(0)}% of the bound`],
+      ];
+    };
+    const cpuRow = (threads: Map<string, number>): string => {
+      const kinds: Array<[string, string]> = [['MainThread', 'main'], ['V8Worker', 'V8 (GC)'], ['libuv-worker', 'threadpool'], ['WorkerThread', 'client']];
+      return kinds.map(([kind, label]) => `${label} ${secs(threads.get(kind) ?? 0)}`).join(', ');
+    };
+    const phases = ({ result: t, busy, cpuMs, threads, gcCount, gcMs }: Measured<JobTimings>, start: string, job: string, download: string): [string, string][] => [
+      ['end to end', `${secs(t.totalMs)}  ${mbps(FILE_BYTES, t.totalMs)}`],
+      ['  main thread busy; its GC pauses', `${(busy * 100).toFixed(0)}%; ${gcCount} taking ${secs(gcMs)}`],
+      ['  process CPU (by thread)', `${secs(cpuMs)}${threads.size > 0 ? `  (${cpuRow(threads)})` : ''}`],
+      [`  ${start}`, `${secs(t.startMs)}${t.uploaded > 0 ? `  ${mbps(t.uploaded, t.startMs)}` : ''}`],
+      [`  ${job} + polling`, `${secs(t.processMs)}  ${mbps(FILE_BYTES, t.processMs)}`],
+      [`  ${download}`, `${secs(t.downloadMs)}  ${mbps(t.downloaded, t.downloadMs)}  (${(t.downloaded / MiB).toFixed(0)} MiB)`],
+    ];
+    const enc = large.encrypt.result;
     table(`POST /encrypt-file ${gib} GiB end to end (upload streamed → completed → download streamed), 5 members`, [
-      ['end to end', `${(e2e.totalMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, e2e.totalMs)}`],
-      ['  upload (spooled, sealed)', `${(e2e.uploadMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, e2e.uploadMs)}`],
-      ['  job (spool read, ML-KEM + AES per chunk, ZIP, fsync) + polling', `${(e2e.processMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, e2e.processMs)}`],
-      ['  download', `${(e2e.downloadMs / 1000).toFixed(1)} s  ${mbps(e2e.downloaded, e2e.downloadMs)}  (${(e2e.downloaded / MiB).toFixed(0)} MiB)`],
-      ['bound: disk (spool write + read + result write, fsync)', `${(bound.diskMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, bound.diskMs)}`],
-      ['bound: AES-256-GCM, one core', `${(bound.aesMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, bound.aesMs)}`],
-      ['bound: disk + AES', `${(boundMs / 1000).toFixed(1)} s  ${mbps(FILE_BYTES, boundMs)}`],
-      ['end to end / bound', `${((boundMs / e2e.totalMs) * 100).toFixed(0)}% of the bound`],
-      [`RSS peak above baseline, ${SMALL_FILE_BYTES / MiB} MiB file`, `${(small.peakAboveBaseline / MiB).toFixed(0)} MiB`],
-      [`RSS peak above baseline, ${gib} GiB file`, `${(large.peakAboveBaseline / MiB).toFixed(0)} MiB`],
+      ...phases(large.encrypt, 'upload (spooled, sealed)', 'job (spool read, ML-KEM + AES per chunk, ZIP, fsync)', 'download'),
+      ...boundRows([['spool write', bound.spoolWriteMs], ['read', bound.readMs], ['result write, fsync', bound.resultWriteMs]], enc.totalMs),
+      ...rss('encrypt'),
+    ]);
+    const decEx = large.decryptExisting.result;
+    table(`POST /decrypt-existing-file ${gib} GiB end to end (start → completed → plaintext streamed, SHA-256 checked), 5 members`, [
+      ...phases(large.decryptExisting, 'start (archive checked, shares gathered)', 'job (ZIP read, ML-KEM + AES per chunk, sealed result, fsync)', 'download (sealed result opened, hashed by the client)'),
+      ...boundRows([['read', bound.readMs], ['result write, fsync', bound.resultWriteMs]], decEx.totalMs),
+      ...rss('decryptExisting'),
+    ]);
+    const decFile = large.decryptFile.result;
+    table(`POST /decrypt-file ${gib} GiB end to end (${(large.ciferBytes / MiB).toFixed(0)} MiB .cifer upload streamed → completed → plaintext streamed, SHA-256 checked), 5 members`, [
+      ...phases(large.decryptFile, 'upload (spooled, sealed; archive checked, shares gathered)', 'job (spool read, ML-KEM + AES per chunk, sealed result, fsync)', 'download (sealed result opened, hashed by the client)'),
+      ...boundRows([['spool write', bound.spoolWriteMs], ['read', bound.readMs], ['result write, fsync', bound.resultWriteMs]], decFile.totalMs),
+      ...rss('decryptFile'),
     ]);
   } finally {
+    await client?.stop();
+    await rm(dir, { recursive: true, force: true });
     await cluster.stop();
   }
 }
@@ -602,8 +921,16 @@ async function main(): Promise<void> {
   if (process.argv[2] === 'flood') return benchFlood();
   // `npm run bench -- files`: only the file figures (their own cluster; never in the default run).
   if (process.argv[2] === 'files') return benchFiles();
+  // `npm run bench -- usage`: only encrypt throughput with plan limits on vs off (their own clusters).
+  if (process.argv[2] === 'usage') return benchUsage();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
-  const noLimits = { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } } };
+  // One principal encrypts thousands of messages a second here: a plan far above that (usage is
+  // still counted and flushed, so its cost is in the figures).
+  const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
+  const noLimits = {
+    http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
+    usage: { plans: [{ id: 'bench', cycle: 'monthly', encryption: unlimited, decryption: unlimited }] },
+  };
   const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent', nodeConfig: noLimits });
   try {
     const [writer, ...others] = cluster.members as [QuorumNode, ...QuorumNode[]];
@@ -683,6 +1010,7 @@ async function main(): Promise<void> {
   } finally {
     await cluster.stop();
   }
+  await benchUsage();
   await benchFlood();
 }
 

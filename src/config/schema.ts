@@ -4,24 +4,82 @@
  */
 import { z } from 'zod';
 
-/** An EVM chain the coordinator accepts (ARCHITECTURE.md, Chains). */
+// A contract or account address; either case (checksummed or not): src/evm compares lowercase.
+const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address');
+
+/** A URL whose scheme is one of `schemes` (e.g. `["http:", "https:"]`). */
+function urlWithScheme(schemes: readonly string[]) {
+  const message = `must be a ${schemes.map((s) => `${s}//`).join(' or ')} URL`;
+  return z.string().refine((value) => {
+    try {
+      return schemes.includes(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, message);
+}
+
+/**
+ * An EVM chain the node serves Web3 secrets on (ARCHITECTURE.md, Chains; docs/web3.md § "Chain
+ * client"). Every member reads the chain itself; one member per chain and cluster is the `syncer`.
+ */
 export const chainSchema = z.strictObject({
+  /** EIP-155 chain id, e.g. `8453` (Base). The node checks that the RPC serves this chain. */
   chainId: z.number().int().positive(),
+  /** Display name, used in error messages (`Chain 8453 (Base) RPC is unavailable: …`). */
   name: z.string().min(1),
-  rpcUrl: z.string().url(),
-  secretsControllerAddress: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address'),
+  /**
+   * JSON-RPC endpoint, `http://` or `https://`. Advertised as is to clients by `/healthz` (they read
+   * the block number they sign from it); logs, metrics and the chain status show it without its path,
+   * query and credentials, where a provider's API key usually sits.
+   */
+  rpcUrl: urlWithScheme(['http:', 'https:']),
+  /** WebSocket endpoint, `ws://` or `wss://`. Accepted for a later push-based follower; unused today (the client polls over `rpcUrl`). */
+  wsRpcUrl: urlWithScheme(['ws:', 'wss:']).optional(),
+  /**
+   * The secrets controller (docs/web3.md), either case. Unset (or the zero address): the chain is
+   * listed, but its Web3 secret routes answer 503 `CHAIN_UNAVAILABLE` "… has no secrets controller
+   * configured", and nothing is followed or synced on it.
+   */
+  secretsControllerAddress: evmAddress.optional(),
+  /** Average block interval, ms. Sets the freshness window, `ceil(600000 / blockTimeMs)` blocks, and how long the head block is cached. */
   blockTimeMs: z.number().int().positive(),
+  /** Blocks an event must be buried under before the cluster acts on it (new secrets, delegate and owner changes). @default 2 */
+  confirmations: z.number().int().nonnegative().default(2),
+  /** Where event following starts on a node with no saved cursor: the controller's deployment block. @default 0 */
+  startBlock: z.number().int().nonnegative().default(0),
+  /**
+   * This node is the chain's designated, whitelisted node that sends `markSecretSynced` from its
+   * node address (its secp256k1 signing key, which needs gas). At most one node per chain and cluster:
+   * two would race for the same secrets and waste gas on reverts. @default false
+   */
+  syncer: z.boolean().default(false),
 });
 export type ChainConfig = z.infer<typeof chainSchema>;
 
-/** Chains enabled when the config names none: Base mainnet. */
+/** Enabled chains, at most one entry per chain id. */
+export const chainsSchema = z.array(chainSchema).superRefine((chains, ctx) => {
+  const seen = new Set<number>();
+  chains.forEach((chain, index) => {
+    if (seen.has(chain.chainId)) ctx.addIssue({ code: 'custom', path: [index, 'chainId'], message: `chain ${chain.chainId} is listed twice` });
+    seen.add(chain.chainId);
+  });
+});
+
+/**
+ * Chains enabled when the config names none: Base mainnet on its public RPC (rate-limited: run your
+ * own or a provider's in production). No controller address: the production contract's is set by
+ * the operator, so out of the box Web3 secret routes answer 503 (see `secretsControllerAddress`).
+ */
 export const DEFAULT_CHAINS: ChainConfig[] = [
   {
     chainId: 8453,
     name: 'Base',
     rpcUrl: 'https://mainnet.base.org',
-    secretsControllerAddress: '0x0000000000000000000000000000000000000000',
     blockTimeMs: 2000,
+    confirmations: 2,
+    startBlock: 0,
+    syncer: false,
   },
 ];
 
@@ -223,6 +281,89 @@ export const filesSchema = z.strictObject({
   sweepIntervalMs: z.number().int().positive().default(60_000),
 });
 
+/** One direction's limits in a plan (docs/configuration.md, `usage.plans`). */
+export const planLimitsSchema = z.strictObject({
+  /** Plaintext bytes per cycle (encrypt: the plaintext encrypted; decrypt: the plaintext recovered). */
+  bytesPerCycle: z.number().int().nonnegative().max(2 ** 50),
+  /** Requests per cycle. */
+  requestsPerCycle: z.number().int().nonnegative().max(2 ** 50),
+  /** Requests per second, per coordinator: a token bucket holding max(1, this), refilled at this rate. */
+  requestsPerSecond: z.number().positive().max(1_000_000),
+});
+
+/** A plan: its cycle (aligned to UTC) and the limits of each direction. */
+export const planSchema = z.strictObject({
+  /** Plan id, as reported (`planId`) and assigned (POST /admin/usage/plan). */
+  id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 . _ -'),
+  /** `monthly`: from the 1st 00:00 UTC; `daily`: from 00:00 UTC. */
+  cycle: z.enum(['monthly', 'daily']),
+  encryption: planLimitsSchema,
+  decryption: planLimitsSchema,
+});
+export type PlanConfig = z.infer<typeof planSchema>;
+
+/** The plan of every principal when the config names none. */
+export const DEFAULT_PLANS: PlanConfig[] = [
+  {
+    id: 'free',
+    cycle: 'monthly',
+    encryption: { bytesPerCycle: 10 * 1024 ** 3, requestsPerCycle: 1_000_000, requestsPerSecond: 100 },
+    decryption: { bytesPerCycle: 10 * 1024 ** 3, requestsPerCycle: 1_000_000, requestsPerSecond: 100 },
+  },
+];
+
+/**
+ * Usage counting and plan limits (docs/architecture.md, "Usage and plan limits"). Each coordinator
+ * counts what it admits and flushes its own counter record per (principal, cycle, direction); the
+ * cluster's usage is the sum over coordinators.
+ *
+ * A counter's **cap** of usage that a quorum has not acknowledged is, per plan direction,
+ * max(`maxUnflushedRequests`, ⌊`maxOvershootFraction` × requestsPerCycle⌋) requests and
+ * max(`maxUnflushedBytes`, ⌊`maxOvershootFraction` × bytesPerCycle⌋) bytes. A limit is overshot by
+ * at most (coordinators − 1) × that cap (bytes: or the largest single request, if larger), outside a
+ * partition between coordinators that both still reach a quorum.
+ */
+export const usageSchema = z
+  .strictObject({
+    /**
+     * Plan limits on: every encrypt and decrypt is admitted against the principal's plan and counted.
+     * Off: nothing is admitted or counted on any encrypt or decrypt path; `POST /jobs/dataConsumption`
+     * still answers (the plan, and the counts replicated so far). @default true
+     */
+    enabled: z.boolean().default(true),
+    /** The plans; ids unique. @default one plan, `free` */
+    plans: z.array(planSchema).min(1).default(DEFAULT_PLANS),
+    /** Plan of principals no operator assigned one to; `""` = the first plan. @default "" */
+    defaultPlan: z.string().default(''),
+    /** How often a coordinator flushes (replicates) its dirty usage counters, ms. @default 1000 */
+    flushIntervalMs: z.number().int().min(10).max(60_000).default(1000),
+    /**
+     * Least cap of plaintext bytes one counter (principal, cycle, direction) of a coordinator may hold
+     * that a quorum has not acknowledged: a flush starts at half the cap, admission waits for it
+     * beyond. The cap is the larger of this and `maxOvershootFraction` of the plan's bytesPerCycle;
+     * a data limit is overshot by at most the cap per other coordinator. @default 8388608
+     */
+    maxUnflushedBytes: z.number().int().positive().max(2 ** 40).default(8 * 1024 * 1024),
+    /** The same for requests: the least cap, per counter, of requests not acknowledged. @default 50 */
+    maxUnflushedRequests: z.number().int().positive().max(100_000).default(50),
+    /**
+     * The cap scaled with the limit: a counter may also hold up to this fraction of its plan
+     * direction's requestsPerCycle (bytesPerCycle) unacknowledged, when that is more than
+     * `maxUnflushedRequests` (`maxUnflushedBytes`). So a limit is overshot by at most this fraction
+     * of itself per other coordinator (or the fixed least cap, for small limits). 0 = the fixed caps
+     * only. @default 0.01
+     */
+    maxOvershootFraction: z.number().min(0).max(0.5).default(0.01),
+  })
+  .superRefine((u, ctx) => {
+    const seen = new Set<string>();
+    u.plans.forEach((p, i) => {
+      if (seen.has(p.id)) ctx.addIssue({ code: 'custom', path: ['plans', i, 'id'], message: `duplicate plan id "${p.id}"` });
+      seen.add(p.id);
+    });
+    if (u.defaultPlan !== '' && !seen.has(u.defaultPlan)) ctx.addIssue({ code: 'custom', path: ['defaultPlan'], message: `"${u.defaultPlan}" is not one of the plans' ids` });
+  });
+
 /** How GET /web2/confirm behaves in a browser (`permits.confirmMode`). */
 export type PermitConfirmMode = z.infer<typeof permitsSchema>['confirmMode'];
 
@@ -249,8 +390,9 @@ export const nodeConfigSchema = z.strictObject({
   secrets: secretsSchema.default(secretsSchema.parse({})),
   permits: permitsSchema.default(permitsSchema.parse({})),
   files: filesSchema.default(filesSchema.parse({})),
+  usage: usageSchema.default(usageSchema.parse({})),
   /** Enabled EVM chains. @default Base (8453) */
-  chains: z.array(chainSchema).default(DEFAULT_CHAINS),
+  chains: chainsSchema.default(DEFAULT_CHAINS),
 });
 
 /** A validated, frozen node configuration. Paths are absolute. */

@@ -115,3 +115,30 @@ export function openPayloadWithCheckedSeed(seed: Uint8Array, expectedPublicKey: 
     zeroize(sharedSecret);
   }
 }
+
+/** Opens the envelopes of one secret with one import of its key (a file's chunks: one per chunk). */
+export interface PayloadOpener {
+  /** The plaintext, or undefined when `cifer` has the wrong length or the tag fails. */
+  open(cifer: Uint8Array, encryptedMessage: Uint8Array): Uint8Array | undefined;
+}
+
+/**
+ * Import the key of `seed` once, for many envelopes: undefined when the seed's public key is not
+ * `expectedPublicKey` (shares that do not rebuild the secret). The seed is not kept: the caller may
+ * zero it as soon as this returns; the imported key lives in OpenSSL memory until the opener is dropped.
+ */
+export function createPayloadOpener(seed: Uint8Array, expectedPublicKey: Uint8Array): PayloadOpener | undefined {
+  const key = mlkemKeyFromSeed(seed);
+  if (!constantTimeEqual(key.publicKey, expectedPublicKey)) return undefined;
+  return {
+    open(cifer, encryptedMessage) {
+      if (!(cifer instanceof Uint8Array) || cifer.length !== CIFER_BYTES || !(encryptedMessage instanceof Uint8Array)) return undefined;
+      const sharedSecret = key.decapsulate(cifer.subarray(0, MLKEM768_CIPHERTEXT_BYTES));
+      try {
+        return openPayloadWithSharedSecret(sharedSecret, cifer, encryptedMessage);
+      } finally {
+        zeroize(sharedSecret);
+      }
+    },
+  };
+}

@@ -4,8 +4,13 @@
  * in memory, so the nonce can simply be the chunk index: a (key, nonce) pair never repeats. The
  * associated data binds the spool id, the chunk index and a "last chunk" flag, so a chunk moved to
  * another place or spool, a reordering and a truncation after any chunk all fail the tag.
+ *
+ * Each operation comes twice: synchronous (node:crypto, on the calling thread) and asynchronous
+ * (WebCrypto, whose AES-GCM jobs run on libuv's threadpool): a file job on a 1 GiB upload seals and
+ * opens every byte at least once, and on the threadpool that work runs beside the event loop, which
+ * meanwhile parses the upload, hashes and does the payload encryption. Both produce the same bytes.
  */
-import { createCipheriv, createDecipheriv, createHash, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, webcrypto, type KeyObject } from 'node:crypto';
 import { systemRandom, utf8, zeroize, type RandomSource } from './bytes.ts';
 import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, secretKeyOf } from './at-rest.ts';
 
@@ -25,6 +30,18 @@ export interface SpoolCipher {
   seal(index: number, plaintext: Uint8Array, last: boolean): Buffer;
   /** The plaintext of chunk `index`, or undefined when its tag fails (tampered, moved, wrong `last`). */
   open(index: number, sealed: Uint8Array, last: boolean): Buffer | undefined;
+  /**
+   * {@link seal} on the threadpool. `plaintext` must not change until the promise settles (it is
+   * read on another thread).
+   */
+  sealAsync(index: number, plaintext: Uint8Array, last: boolean): Promise<Buffer>;
+  /** {@link open} on the threadpool; `sealed` must not change until the promise settles. */
+  openAsync(index: number, sealed: Uint8Array, last: boolean): Promise<Buffer | undefined>;
+  /**
+   * A copy of the key (the caller seals it at rest and zeroes the copy): for a sealed file that must
+   * outlive the process, such as a decrypt job's result.
+   */
+  exportKey(): Uint8Array;
   /** Zero the key bytes and drop the key object; later calls throw. Idempotent. */
   dispose(): void;
 }
@@ -47,14 +64,31 @@ function aadOf(spoolId: Uint8Array, index: number, last: boolean): Buffer {
 
 /** A fresh spool cipher: a random 32-byte key and a random {@link SPOOL_ID_BYTES}-byte id. */
 export function createSpoolCipher(random: RandomSource = systemRandom): SpoolCipher {
-  const keyBytes = random(AES_256_KEY_BYTES);
-  const spoolId = random(SPOOL_ID_BYTES);
+  return openSpoolCipher(random(AES_256_KEY_BYTES), random(SPOOL_ID_BYTES));
+}
+
+/**
+ * The cipher of an existing sealed file, from its key (exported by {@link SpoolCipher.exportKey}) and
+ * id. Takes ownership of `keyBytes`: `dispose()` zeroes them.
+ */
+export function openSpoolCipher(keyBytes: Uint8Array, spoolId: Uint8Array): SpoolCipher {
+  if (keyBytes.length !== AES_256_KEY_BYTES) throw new RangeError(`spool key must be ${AES_256_KEY_BYTES} bytes`);
+  if (spoolId.length !== SPOOL_ID_BYTES) throw new RangeError(`spool id must be ${SPOOL_ID_BYTES} bytes`);
   // The KeyObject copy lives in OpenSSL memory and is freed with the object (see secretKeyOf).
   let key: KeyObject | undefined = secretKeyOf(keyBytes);
+  // The same key for WebCrypto (it shares the KeyObject's native handle), made when first used.
+  let cryptoKey: webcrypto.CryptoKey | undefined;
   const live = (): KeyObject => {
     if (!key) throw new Error('spool cipher disposed');
     return key;
   };
+  const liveCryptoKey = (): webcrypto.CryptoKey => (cryptoKey ??= live().toCryptoKey('AES-GCM', false, ['encrypt', 'decrypt']));
+  const gcmParams = (index: number, last: boolean): webcrypto.AesGcmParams => ({
+    name: 'AES-GCM',
+    iv: nonceOf(index),
+    additionalData: aadOf(spoolId, index, last),
+    tagLength: AES_GCM_TAG_BYTES * 8,
+  });
   return {
     spoolId,
     seal(index, plaintext, last) {
@@ -80,9 +114,29 @@ export function createSpoolCipher(random: RandomSource = systemRandom): SpoolCip
         return undefined;
       }
     },
+    async sealAsync(index, plaintext, last) {
+      // WebCrypto's output is ciphertext ‖ tag: the sealed record as it is.
+      return Buffer.from(await webcrypto.subtle.encrypt(gcmParams(index, last), liveCryptoKey(), plaintext));
+    },
+    async openAsync(index, sealed, last) {
+      if (sealed.length < AES_GCM_TAG_BYTES) return undefined;
+      const params = gcmParams(index, last);
+      const cryptoKeyNow = liveCryptoKey();
+      try {
+        // The unauthenticated output of a failed check never leaves the WebCrypto job.
+        return Buffer.from(await webcrypto.subtle.decrypt(params, cryptoKeyNow, sealed));
+      } catch {
+        return undefined;
+      }
+    },
+    exportKey() {
+      live();
+      return new Uint8Array(keyBytes);
+    },
     dispose() {
       zeroize(keyBytes);
       key = undefined;
+      cryptoKey = undefined;
     },
   };
 }

@@ -28,12 +28,23 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  /**
+   * A plan limit (docs/http.md, Usage): the `error` is exactly "Limit exceeded", with `detail`, `limitType`
+   * and `retryAfterSeconds` (also sent as `Retry-After`).
+   */
+  LIMIT_EXCEEDED: 429,
   INTERNAL: 500,
   /** Fewer than `threshold` members reachable, or a quorum write got fewer acks. */
   QUORUM_UNAVAILABLE: 503,
   /** The slot-0 creator could not be reached for an id allocation or create. */
   SLOT0_UNAVAILABLE: 503,
   NOT_READY: 503,
+  /**
+   * An EVM chain could not be read (its RPC failed, timed out or serves another chain, after retries)
+   * or has no secrets controller configured; the message names the chain, never the RPC URL, and the
+   * body carries `chainId` (docs/web3.md § "Chain client").
+   */
+  CHAIN_UNAVAILABLE: 503,
   /**
    * The node is shedding load (its argon2 queue is full): nothing was done; retry after
    * `retryAfterSeconds` (also sent as `Retry-After`).

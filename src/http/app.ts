@@ -10,7 +10,8 @@
  * 4. security headers;
  * 5. CORS;
  * 6. JSON body parser;
- * 7. the API router, then its 405 handling. Per-route middleware inside it: the admin bearer check
+ * 7. file-job forwarding (./job-forward.ts): a job another coordinator holds is answered by it;
+ * 8. the API router, then its 405 handling. Per-route middleware inside it: the admin bearer check
  *    (`requireBearer`) and the abuse limits of the account routes (./rate-limit.ts).
  */
 import { METHODS, STATUS_CODES } from 'node:http';
@@ -41,6 +42,9 @@ import { createPermitsRouter } from './routes/permits.ts';
 import type { PermitsService } from '../core/permits/types.ts';
 import type { FilesService } from '../core/files/types.ts';
 import { createFilesRouter } from './routes/files.ts';
+import type { UsageService } from '../core/usage/types.ts';
+import { createUsageAdminRouter, createUsageRouter } from './routes/usage.ts';
+import { createJobForwarding, type JobForwardingOptions, type JobPeer } from './job-forward.ts';
 
 /** What the app's middleware puts in `ctx.state` for handlers. */
 export interface HttpState {
@@ -99,6 +103,8 @@ export interface HttpAppOptions {
    * @default none: no limits (the node always passes its config's)
    */
   rateLimits?: AuthRateLimitOptions;
+  /** Timeouts and cache of file-job forwarding (./job-forward.ts). @default its defaults */
+  jobForwarding?: JobForwardingOptions;
 }
 
 /** Live dependencies of {@link createHttpApp}. Each router declares the subset it uses. */
@@ -122,6 +128,16 @@ export interface HttpAppDeps {
   permits: PermitsService;
   /** File jobs (`/encrypt-file`, `/jobs/:jobId/status`, `…/download`, `…/delete`, `POST /jobs`). */
   files: FilesService;
+  /**
+   * Usage and plans (`POST /jobs/dataConsumption`, `/admin/usage/plan`). The node always passes it.
+   * @default none: those routes are not served (apps built to test other resources)
+   */
+  usage?: UsageService;
+  /**
+   * The other coordinators (cluster-file entries with an `httpUrl`, never this node): file jobs they
+   * hold are forwarded to them (./job-forward.ts). @default none: every job is answered locally
+   */
+  jobPeers?: () => readonly JobPeer[];
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
   /** Monotonic milliseconds for the rate limits. @default performance.now */
@@ -177,6 +193,9 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
     createPublicKeysRouter(routerDeps),
     createPayloadsRouter(routerDeps),
     createPermitsRouter({ confirmMode: options.permitConfirmMode ?? 'link' }, routerDeps),
+    // Before the files router, whose `POST /jobs` does not match this path either (routes/usage.ts).
+    deps.usage ? createUsageRouter({ usage: deps.usage }) : undefined,
+    deps.usage && operator ? createUsageAdminRouter({ token: options.adminToken }, { usage: deps.usage }) : undefined,
     createFilesRouter(routerDeps),
   ]);
 
@@ -186,6 +205,9 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   app.use(securityHeaders);
   app.use(cors(options.corsOrigins));
   app.use(createJsonBodyParser({ limitBytes: options.bodyLimitBytes, skip: takesRawBody(api) }));
+  if (deps.jobPeers) {
+    app.use(createJobForwarding(options.jobForwarding ?? {}, { files: deps.files, peers: deps.jobPeers, router: api, logger: deps.logger, metrics: deps.metrics }));
+  }
   app.use(api.routes());
   app.use(api.allowedMethods());
   return app;

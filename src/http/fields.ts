@@ -16,6 +16,8 @@ export const SIGNATURE_MAX_CHARS = 1024;
 export const ID_MAX_CHARS = 32;
 /** Longest Web2 principal id accepted. */
 export const PRINCIPAL_ID_MAX_CHARS = 128;
+/** Longest job id accepted (ours are 36-character UUIDs). */
+export const JOB_ID_MAX_CHARS = 64;
 /** Longest signed `data` string accepted, except on the payload routes. */
 export const SIGNED_DATA_MAX_CHARS = 4096;
 

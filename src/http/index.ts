@@ -11,5 +11,6 @@ export {
 } from './app.ts';
 export { createOperatorApp, type OperatorAppOptions, type OperatorAppDeps } from './operator-app.ts';
 export { listenHttp, SHUTDOWN_GRACE_MS, type ListenHttpOptions, type HttpServerHandle, type RequestHandlerFactory } from './server.ts';
+export { createJobForwarding, FORWARDED_HEADER, type JobForwardingOptions, type JobForwardingDeps, type JobPeer } from './job-forward.ts';
 export { createJsonBodyParser, rawBodyRoute, takesRawBody, type JsonBodyOptions } from './body.ts';
 export { parseBody, parseQuery, parseParams, parseInput } from './validate.ts';

@@ -37,6 +37,30 @@ export interface NodeMetrics {
   fileBytes: Counter<'direction'>;
   /** Duration of file jobs from start to their final state, by type and outcome (`completed` | `failed`). */
   fileJobDuration: Histogram<'type' | 'outcome'>;
+  /**
+   * File-job requests this coordinator did not hold and sent to another coordinator (src/http/job-forward.ts),
+   * by route (`status` | `download` | `delete` | `decrypt_existing` | `list`) and outcome (`forwarded`,
+   * `not_found`: no coordinator holds the job, `unreachable`: answered 503, `aborted`: the answer did
+   * not complete — the holder broke off or the client left; for `list`: `merged` or `partial`).
+   */
+  jobForwards: Counter<'route' | 'outcome'>;
+  /** Encrypt and decrypt requests refused by a plan limit (429 LIMIT_EXCEEDED), by `limit_type` (the six of docs/http.md, Usage). */
+  usageRefusals: Counter<'limit_type'>;
+  /** Latency of one usage flush round (every dirty counter replicated), by outcome (`ok` | `below_quorum` | `failed`). */
+  usageFlushDuration: Histogram<'outcome'>;
+  /** Admissions that waited for a flush because their counter held its cap of unacknowledged usage. */
+  usageFlushWaits: Counter;
+  /**
+   * JSON-RPC call latency per chain (the chain id: a fixed set from config) and method (a fixed list
+   * of the methods src/evm sends, else `other`), answered or failed.
+   */
+  chainRpcDuration: Histogram<'chain' | 'method'>;
+  /** JSON-RPC calls that got no usable answer (timeout, network, HTTP or provider failure; not reverts), by chain and method. */
+  chainRpcErrors: Counter<'chain' | 'method'>;
+  /** The latest head block number read from each chain. */
+  chainHead: Gauge<'chain'>;
+  /** Head minus the event follower's cursor (the last block it delivered), per chain: `confirmations` when caught up. */
+  chainCursorLag: Gauge<'chain'>;
   /** Render in Prometheus text format. */
   render(): Promise<string>;
   /** Content-Type of {@link render}'s output. */
@@ -141,8 +165,65 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [registry],
   });
+  const jobForwards = new Counter({
+    name: 'quorumkeep_job_forwards_total',
+    help: 'File-job requests for jobs another coordinator holds, sent on to it, by route and outcome',
+    labelNames: ['route', 'outcome'] as const,
+    registers: [registry],
+  });
+  const usageRefusals = new Counter({
+    name: 'quorumkeep_usage_limit_refusals_total',
+    help: 'Encrypt and decrypt requests refused by a plan limit (429), by limit type',
+    labelNames: ['limit_type'] as const,
+    registers: [registry],
+  });
+  const usageFlushDuration = new Histogram({
+    name: 'quorumkeep_usage_flush_duration_seconds',
+    help: 'Usage counter flush latency: one round replicating every dirty counter of this coordinator, by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const usageFlushWaits = new Counter({
+    name: 'quorumkeep_usage_flush_waits_total',
+    help: 'Admissions that waited for a usage flush because their counter held its cap of unacknowledged usage',
+    registers: [registry],
+  });
+  const chainRpcDuration = new Histogram({
+    name: 'quorumkeep_chain_rpc_duration_seconds',
+    help: 'EVM JSON-RPC call latency by chain id and method',
+    labelNames: ['chain', 'method'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const chainRpcErrors = new Counter({
+    name: 'quorumkeep_chain_rpc_errors_total',
+    help: 'EVM JSON-RPC calls without a usable answer (timeout, network, HTTP or provider failure; reverts excluded), by chain id and method',
+    labelNames: ['chain', 'method'] as const,
+    registers: [registry],
+  });
+  const chainHead = new Gauge({
+    name: 'quorumkeep_chain_head',
+    help: 'Latest head block number read from the chain',
+    labelNames: ['chain'] as const,
+    registers: [registry],
+  });
+  const chainCursorLag = new Gauge({
+    name: 'quorumkeep_chain_cursor_lag_blocks',
+    help: 'Head block minus the last block the event follower delivered (confirmations when caught up)',
+    labelNames: ['chain'] as const,
+    registers: [registry],
+  });
   return {
     registry,
+    chainRpcDuration,
+    chainRpcErrors,
+    chainHead,
+    chainCursorLag,
+    usageRefusals,
+    usageFlushDuration,
+    usageFlushWaits,
+    jobForwards,
     fileJobs,
     fileBytes,
     fileJobDuration,

@@ -19,7 +19,7 @@ import { createReplicationEngine, type ReplicationEngine } from '../core/replica
 import { createKindRegistry } from '../core/replication/kinds.ts';
 import { createCreator, type CreatorService } from '../core/replication/creator.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberRpc, MemberService } from '../core/replication/ports.ts';
-import { membersOf } from '../core/replication/ports.ts';
+import { isCoordinatorEntry, membersOf } from '../core/replication/ports.ts';
 import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
 import { createProbeService, probeKind } from '../core/probe/index.ts';
 import { createHttpApp, createOperatorApp, listenHttp } from '../http/index.ts';
@@ -55,7 +55,10 @@ import { createPayloadsService } from '../core/payloads/service.ts';
 import { createFilesService, type FilesCapability } from '../core/files/service.ts';
 import { permitKind } from '../core/permits/records.ts';
 import { createPermitsService, type PermitsCapability } from '../core/permits/service.ts';
+import { usageKinds } from '../core/usage/records.ts';
+import { createUsageService, type UsageCapability } from '../core/usage/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
+import { createChainClients, type ChainClients } from '../evm/index.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 
@@ -63,7 +66,7 @@ export type { NodeDeps, QuorumNode } from './types.ts';
 function recordKinds(descriptor: ClusterDescriptor) {
   // One evidence checker per node: its cache of verified session proofs serves both kinds.
   const evidence = createEvidenceChecker(descriptor);
-  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor, evidence), permitKind(descriptor, evidence)]);
+  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor, evidence), permitKind(descriptor, evidence), ...usageKinds]);
 }
 
 /** The node's private-key operations for shares; the keys stay here, the core gets functions. */
@@ -118,6 +121,8 @@ interface Running {
   secrets: SecretsCapability;
   permits: PermitsCapability;
   files: FilesCapability;
+  usage: UsageCapability;
+  chains: ChainClients;
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
 }
@@ -168,7 +173,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     try {
       // The engine and the cluster need each other (and the engine calls accounts back): they reach
       // each other late, through this.
-      const late: { cluster?: Cluster; accounts?: AccountsCapability; permits?: PermitsCapability; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
+      const late: { chains?: ChainClients; cluster?: Cluster; accounts?: AccountsCapability; permits?: PermitsCapability; usage?: UsageCapability; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
       const membership = {
         descriptor,
         self: self!,
@@ -184,6 +189,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           transport: () => late.cluster!,
           onApplied: (records, _source, changes) => {
             late.accounts?.onRecordsApplied(records);
+            late.usage?.onRecordsApplied(records);
             late.permits?.onStateChanges(changes);
           },
           signingKey: keys.signing,
@@ -229,7 +235,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           return late.cluster!.callMember(slot, service, body, { signal });
         },
       };
-      const verifier = createSignedDataVerifier({ state: engine, recoverSigner: recoverPersonalSigner, clock });
+      // The enabled EVM chains (docs/web3.md): the head of each, for Web3 signed strings.
+      const chains = createChainClients(config.chains, { logger, metrics, signingKey: keys.signing });
+      late.chains = chains;
+      const verifier = createSignedDataVerifier({ state: engine, recoverSigner: recoverPersonalSigner, clock, chains });
       /**
        * The catch-up gate of `grant` and `shard` (docs/security.md): a member behind the requester
        * pulls from it first, and refuses (NOT_READY: the requester asks another member) when it
@@ -303,7 +312,23 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           logger,
         },
       );
-      const payloads = createPayloadsService({ verifier, secrets, logger });
+      // Usage counting and plan limits (docs/architecture.md, "Usage and plan limits").
+      const usage = createUsageService(config.usage, {
+        replicator: engine,
+        state: engine,
+        descriptor,
+        selfAddress: self!.nodeAddress,
+        membership,
+        verifier,
+        clock,
+        logger,
+        metrics: { refusals: metrics.usageRefusals, flushDuration: metrics.usageFlushDuration, flushWaits: metrics.usageFlushWaits },
+      });
+      late.usage = usage;
+      // The admission port of every encrypt and decrypt; none with `usage.enabled` false (limits
+      // off: nothing admitted, nothing counted). The report and plan assignment keep the service.
+      const admission = config.usage.enabled ? usage : undefined;
+      const payloads = createPayloadsService({ verifier, secrets, usage: admission, logger });
       const files = createFilesService(
         {
           dir: config.files.dir || join(config.dataDir, 'files'),
@@ -314,7 +339,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           maxDiskBytes: config.files.maxDiskBytes,
           sweepIntervalMs: config.files.sweepIntervalMs,
         },
-        { verifier, secrets, jobs: store.jobs, clock, logger, metrics: { jobs: metrics.fileJobs, bytes: metrics.fileBytes, duration: metrics.fileJobDuration } },
+        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage), jobs: store.jobs, usage: admission, clock, logger, metrics: { jobs: metrics.fileJobs, bytes: metrics.fileBytes, duration: metrics.fileJobDuration } },
       );
       const permits = createPermitsService(
         { ttlMs: config.permits.ttlMs, createTimeoutMs: config.replication.createTimeoutMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs, acceptLegacy: config.permits.acceptLegacy },
@@ -366,12 +391,15 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
       await files.start();
-      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, files, keys: [keys.signing, keys.storage] };
+      usage.start();
+      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, files, usage, chains, keys: [keys.signing, keys.storage] };
       if (config.operator.enabled) {
         const app = createOperatorApp({ chains: config.chains }, { logger, clock, health, metrics });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
       }
       if (config.http.enabled) {
+        // File jobs held by another coordinator are forwarded to it (docs/http.md, Files and jobs).
+        const jobPeers = descriptor.nodes.filter((n) => isCoordinatorEntry(n) && n.id !== self!.id).map((n) => ({ name: n.id, httpUrl: n.httpUrl! }));
         const app = createHttpApp(
           {
             corsOrigins: config.http.corsOrigins,
@@ -383,7 +411,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             metricsPublic: config.http.metricsPublic,
             rateLimits: config.http.rateLimits,
           },
-          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files, usage, jobPeers: () => jobPeers },
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
       }
@@ -394,6 +422,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     } catch (err) {
       // A failed bind of the API port leaves the operator port bound: release it too.
       await running?.operator?.close().catch(() => undefined);
+      await running?.usage.stop().catch(() => undefined);
+      await running?.chains.stop().catch(() => undefined);
       await running?.cluster.stop().catch(() => undefined);
       running = undefined;
       await store.close();
@@ -410,6 +440,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     await r.operator?.close();
     await r.files.stop();
     await r.secrets.stop();
+    // After the HTTP server and the jobs, before the cluster: the last counts reach the members.
+    await r.usage.stop();
+    await r.chains.stop();
     r.permits.stop();
     await r.cluster.stop();
     await r.engine.drain();

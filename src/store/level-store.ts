@@ -292,6 +292,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       get: (id) => jobs.get(id),
       put: (job) => durablePut(jobs, job.id, job),
       list: () => jobs.values(),
+      delete: (id) => jobs.del(id),
     },
     getMeta: (k) => meta.get(k),
     putMeta: (k, v) => durablePut(meta, k, v),

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -267,6 +268,20 @@ describe('errors', () => {
     expectApiError(await getJson(`${A}/jobs/${id}/status`), 404, 'NOT_FOUND');
     expectApiError(await postJson(`${A}/jobs/${id}/download`, {}), 404, 'NOT_FOUND');
     expectApiError(await getJson(`${A}/jobs/not-a-uuid/status`), 404, 'NOT_FOUND');
+  });
+
+  it('a client that disconnects mid-upload leaves no spool behind', async () => {
+    const config = cluster.members[0]!.config;
+    const spoolDir = join(config.files.dir || join(config.dataDir, 'files'), 'spool');
+    const body = new Readable({ read() {} });
+    body.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="cut"\r\n\r\n`));
+    body.push(content(3000));
+    const req = request(`${A}/encrypt-file`, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` } });
+    req.on('error', () => undefined);
+    body.pipe(req);
+    await waitFor(async () => (await readdir(spoolDir)).length > 0, { timeoutMs: 10_000 });
+    req.destroy();
+    await waitFor(async () => (await readdir(spoolDir)).length === 0, { timeoutMs: 10_000 });
   });
 
   it('no spool is left behind by refused uploads', async () => {

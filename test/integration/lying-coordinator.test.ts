@@ -192,6 +192,22 @@ describe('a coordinator gone rogue (a listed node with its genuine key) asks mem
     await expectEveryMemberRefuses('shard', { op: 'release', secretId, ...aliceDecrypt(secretId) }, 'BAD_REQUEST', /malformed share release/);
   });
 
+  it('(h) a file release (`purpose: "file"`): a stranger’s or another secret’s 4-part string gets nothing; Alice’s gets one share per member, once; a 5-part string is not a file string', async () => {
+    const fileBody = (id: number, signed: { data: string; signature: string }) => ({ op: 'release', purpose: 'file', secretId: id, data: signed.data, signature: signed.signature });
+    await expectEveryMemberRefuses('shard', fileBody(secretId, bob.signed(secretId)), 'FORBIDDEN', /only the owner or the delegate/i);
+    await expectEveryMemberRefuses('shard', fileBody(secretId, alice.signed(otherSecretId)), 'FORBIDDEN', /names another secret/);
+    await expectEveryMemberRefuses('shard', fileBody(secretId, aliceDecrypt(secretId)), 'BAD_REQUEST', /expected 4 parts/);
+    // docs/security.md, Known limits: Alice's 4-part string opens one file decrypt, once per member.
+    const genuine = alice.signed(secretId, undefined, Date.now() + 11);
+    const boxes = await Promise.all(MEMBERS.map((slot) => rogue.callMember(slot, 'shard', fileBody(secretId, genuine), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })));
+    for (const [i, box] of boxes.entries()) {
+      const share = openSealed(rogueSigningKey, fromBase64((box as { box: string }).box), shareReleaseAad(clusterId, secretId, MEMBERS[i]!, rogueAddress));
+      expect(share).toHaveLength(65);
+    }
+    await expectEveryMemberRefuses('shard', fileBody(secretId, genuine), 'FORBIDDEN', /already used/);
+    await expectEveryMemberRefuses('shard', fileBody(secretId, { data: genuine.data, signature: highSTwin(genuine.signature) }), 'FORBIDDEN', /already used/);
+  });
+
   it('(g) non-canonical numbers are refused before any use: -01 for -1, a zero-padded timestamp', async () => {
     const now = Date.now();
     await expectNoRelease(secretId, signData(alice.wallet, `-01_${secretId}_${alice.wallet.address}_${now}_${encryptedMessage}`), 'BAD_REQUEST', /invalid chain id/i);

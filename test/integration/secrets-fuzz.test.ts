@@ -235,6 +235,7 @@ const ROUTES: Record<string, FuzzRoute> = {
   },
   '/web2/session/status': { fields: signed('0') },
   '/web2/secret': { fields: signed('0') },
+  '/jobs/dataConsumption': { fields: signed('0') },
   '/web2/secrets': { fields: signed(PRINCIPAL) },
   '/web2/setDelegate': { fields: signed(SECRET, fc.constantFrom<Part[]>([''], [BOB_PRINCIPAL])) },
   '/secret-public-key': { fields: { ...signed(SECRET), chainId: idValue, secretId: idValue } },

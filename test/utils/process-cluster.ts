@@ -3,7 +3,7 @@
  * so a test can `kill -9` one. Output of every process is kept for the failure message.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getFreePortRange, waitFor } from '../../src/testing/index.ts';
@@ -34,10 +34,25 @@ export interface ProcessCluster {
   stop(i: number): Promise<number | null>;
   stopAll(): Promise<void>;
   output(i: number): string;
+  /** Absolute path of node `i`'s config file (`node-<i>.json`). */
+  configPath(i: number): string;
+  /** Absolute data directory of node `i` (LevelDB, keys, `outbox/`, `files/`). */
+  dataDir(i: number): string;
+}
+
+/** Options of {@link startProcessCluster}. */
+export interface ProcessClusterOptions {
+  size: number;
+  threshold: number;
+  /**
+   * Rewrite node `i`'s config (the parsed `node-<i>.json` that `cluster init` wrote) before any node
+   * starts; the returned object is written back. Unset: the files are left as `cluster init` wrote them.
+   */
+  configure?: (i: number, config: Record<string, unknown>) => Record<string, unknown>;
 }
 
 /** `cluster init` into `dir` and start every node as a child process. */
-export async function startProcessCluster(dir: string, options: { size: number; threshold: number }): Promise<ProcessCluster> {
+export async function startProcessCluster(dir: string, options: ProcessClusterOptions): Promise<ProcessCluster> {
   // One free range for the libp2p, HTTP and operator ports (the operator default, 3110 + i, may be
   // taken on a shared machine); three separate ranges could overlap.
   const basePort = await getFreePortRange(3 * options.size);
@@ -48,9 +63,20 @@ export async function startProcessCluster(dir: string, options: { size: number; 
     '--base-port', String(basePort), '--http-base-port', String(httpBasePort), '--operator-base-port', String(operatorBasePort), '--coordinators', String(options.size),
   ]);
   if (init.code !== 0) throw new Error(`cluster init failed: ${init.stderr}`);
-  const adminTokens = await Promise.all(
-    Array.from({ length: options.size }, async (_, i) => (JSON.parse(await readFile(join(dir, `node-${i}.json`), 'utf8')) as { admin: { token: string } }).admin.token),
+  const configPath = (i: number) => join(dir, `node-${i}.json`);
+  const configs = await Promise.all(
+    Array.from({ length: options.size }, async (_, i) => {
+      const config = JSON.parse(await readFile(configPath(i), 'utf8')) as Record<string, unknown>;
+      if (!options.configure) return config;
+      const rewritten = options.configure(i, config);
+      // writeFile keeps the mode `cluster init` gave the file (it holds the admin token).
+      await writeFile(configPath(i), JSON.stringify(rewritten, null, 2) + '\n');
+      return rewritten;
+    }),
   );
+  const adminTokens = configs.map((config) => (config as { admin: { token: string } }).admin.token);
+  // A relative dataDir resolves against the config file's folder, as the loader does.
+  const dataDirs = configs.map((config) => resolve(dir, (config as { dataDir: string }).dataDir));
   const urls = Array.from({ length: options.size }, (_, i) => `http://127.0.0.1:${httpBasePort + i}`);
   const procs: Array<ChildProcess | undefined> = [];
   const outputs: string[] = urls.map(() => '');
@@ -65,7 +91,7 @@ export async function startProcessCluster(dir: string, options: { size: number; 
     urls,
     adminTokens,
     async start(i) {
-      const child = spawn(process.execPath, ['src/main.ts', 'start', '--config', join(dir, `node-${i}.json`), '--log-level', 'warn'], {
+      const child = spawn(process.execPath, ['src/main.ts', 'start', '--config', configPath(i), '--log-level', 'warn'], {
         cwd: REPO,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -95,6 +121,8 @@ export async function startProcessCluster(dir: string, options: { size: number; 
       await Promise.all(procs.map((_, i) => pc.stop(i)));
     },
     output: (i) => outputs[i] ?? '',
+    configPath,
+    dataDir: (i) => dataDirs[i]!,
   };
   await Promise.all(urls.map((_, i) => pc.start(i)));
   return pc;

@@ -1,34 +1,65 @@
 /**
- * File encryption jobs (API.md, Files and jobs), on one coordinator.
+ * File jobs (docs/http.md, Files and jobs), on the coordinator that runs them.
  *
- * POST /encrypt-file spools the upload sealed (./spool.ts) before anything is known of the caller;
- * {@link FilesService.startEncrypt} then verifies the signed data (freshness against the request's
- * start), records a `pending` job durably, answers, and runs the job in the background: the spool is
- * read chunk by chunk, each chunk sealed like a payload (its own ML-KEM encapsulation to the secret's
- * public key) and written straight into the `.cifer` ZIP (./archive.ts). The spool is disposed of when
- * the job ends, whatever happens.
+ * Encrypt: POST /encrypt-file spools the upload sealed (./spool.ts) before anything is known of the
+ * caller; {@link FilesService.startEncrypt} then verifies the signed data (freshness against the
+ * request's start), records a `pending` job durably, answers, and runs the job in the background: the
+ * spool is read chunk by chunk, each chunk sealed like a payload (its own ML-KEM encapsulation to the
+ * secret's public key) and written straight into the `.cifer` ZIP (./archive.ts).
+ *
+ * Decrypt: the archive (an uploaded one through its sealed spool, read at random offsets, or an
+ * encrypt job's result) is checked before the job is accepted (./cifer-archive.ts); the secret's
+ * shares are gathered once per job and the key imported once (the seed zeroed at once); each chunk is
+ * opened by its GCM tag and the whole by `originalHash`. The plaintext result is sealed on disk under
+ * a random key kept sealed by the node's storage key in the job record.
  *
  * Job metadata is durable (the `jobs` sublevel); results are files under `<dir>/results`. A job found
  * `pending` or `processing` at start was interrupted by a stop or crash: it is marked `failed`. A
- * sweeper expires jobs past their TTL and removes their files.
- *
- * Delete expires a finished job early (its result removed at once); the list reads every job and
- * keeps those the caller signed or whose secret it owns or delegates.
- *
- * This slice serves jobs on the coordinator that ran them; any-coordinator access is a later slice.
+ * sweeper expires jobs past their TTL, removes their files, and forgets expired records after
+ * {@link EXPIRED_JOB_RETENTION_MS}. Delete expires a finished job early; the list keeps the jobs the
+ * caller signed or whose secret it owns or delegates. Other coordinators reach these jobs by
+ * forwarding requests here (src/http/job-forward.ts).
  */
+import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable, type Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
-import { fromBase64, sealPayload, toBase64, toHex } from '../../crypto/index.ts';
-import type { SignedDataVerifier, SignedRequest } from '../sessions/types.ts';
-import { assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
-import { createSealedSpool, sweepSpools, type SealedSpool } from './spool.ts';
-import { ensureDir, fileSizes, openResultFile, removeFile, writeZipFile, type ZipEntrySource } from './archive.ts';
-import type { EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobType, JobView, ListedJob } from './types.ts';
+import {
+  SPOOL_CHUNK_OVERHEAD_BYTES,
+  createPayloadOpener,
+  createSha256Stream,
+  createSpoolCipher,
+  fromBase64,
+  fromHex,
+  openSpoolCipher,
+  sealPayload,
+  toBase64,
+  toHex,
+  utf8,
+  zeroize,
+  type PayloadOpener,
+} from '../../crypto/index.ts';
+import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
+import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
+import type { NodeKeyring } from '../secrets/ports.ts';
+import type { UsageAdmission, UsageReservation } from '../usage/types.ts';
+import type { SecretBody } from '../secrets/records.ts';
+import { createSealedSpool, readSealedFile, sweepSpools, type SealedSpool } from './spool.ts';
+import { ensureDir, fileSize, fileSizes, openFileRange, openResultFile, removeFile, writeZipFile, type FileRange, type ZipEntrySource } from './archive.ts';
+import { openCiferArchive, type CiferArchive, type CiferArchiveLimits, type RangeSource } from './cifer-archive.ts';
+import type { DecryptUpload, EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobType, JobView, ListedJob } from './types.ts';
 
 /** How long an encrypt result is kept after it completes (API.md: 2 days). */
 export const ENCRYPT_RESULT_TTL_MS = 2 * 24 * 60 * 60 * 1000;
+/** How long a decrypt result is kept after it completes (API.md: 3 hours). */
+export const DECRYPT_RESULT_TTL_MS = 3 * 60 * 60 * 1000;
+/**
+ * How long an expired job's record is kept after it expired: status and `includeExpired` lists
+ * still show it for a week, then it is forgotten (its files went when it expired).
+ */
+export const EXPIRED_JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 /** How long a failed job is kept (API.md: 5 minutes). */
 export const FAILED_JOB_TTL_MS = 5 * 60 * 1000;
 /** Spool files older than this at start are leftovers of a crash. */
@@ -41,6 +72,21 @@ const DISK_FULL_RETRY_AFTER_S = 60;
 const RESULT_SUFFIX = '.cifer';
 /** Longest original name kept (characters); longer names are cut. */
 const ORIGINAL_NAME_MAX_CHARS = 255;
+/**
+ * What a `.cifer` archive adds to its file, per chunk, at most: the chunk's GCM tag, its ZIP headers
+ * (local, data descriptor, central; ZIP64 fields included) and its base64 cifer in metadata.json.
+ */
+const ARCHIVE_OVERHEAD_PER_CHUNK_BYTES = 2048;
+/** What a `.cifer` archive adds to its file once: metadata.json's other fields, the directory's end. */
+const ARCHIVE_OVERHEAD_FIXED_BYTES = 64 * 1024;
+/** Entries an uploaded archive may hold (a 1 GiB file in 1 MiB chunks has 1,025). */
+const ARCHIVE_MAX_ENTRIES = 20_000;
+/** Bytes of an archive's metadata.json (≈1.5 KB per chunk of base64 cifer). */
+const ARCHIVE_MAX_METADATA_BYTES = 32 * 1024 * 1024;
+/** Largest chunk of an archive held in memory while it is decrypted (at least the configured chunk). */
+const ARCHIVE_MAX_CHUNK_BYTES = 16 * 1024 * 1024;
+/** Domain label of the associated data that binds a decrypt result's sealed key to its job. */
+const RESULT_KEY_AAD_LABEL = 'quorumkeep/file-result-key/v1/';
 /** Job ids are UUIDs; anything else is unknown without a lookup. */
 const JOB_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -65,7 +111,9 @@ export interface FilesOptions {
 /** Dependencies of {@link createFilesService}. */
 export interface FilesDeps {
   verifier: SignedDataVerifier;
-  secrets: Pick<SecretsCapability, 'findSecret'>;
+  secrets: Pick<SecretsCapability, 'findSecret' | 'recoverSeed'>;
+  /** Seals a decrypt result's key under the node's storage key (the result is never on disk in clear). */
+  keyring: Pick<NodeKeyring, 'encryptAtRest' | 'decryptAtRest'>;
   jobs: JobRepo;
   /** Wall clock, Unix ms (job times, TTLs). */
   clock: () => number;
@@ -74,6 +122,12 @@ export interface FilesDeps {
   newId?: () => string;
   /** Job metrics (src/metrics); none when absent. */
   metrics?: FileJobMetrics;
+  /**
+   * Plan limits (docs/architecture.md, Usage and plan limits): every job is admitted for its plaintext
+   * bytes (encrypt: the upload; decrypt: metadata's `originalSize`) before its work starts, kept when
+   * it completes, taken back when it fails. None when usage limits are off.
+   */
+  usage?: UsageAdmission;
 }
 
 /** What the service reports to the node's metrics (label values from fixed sets, never ids). */
@@ -102,6 +156,13 @@ const VIEW_FIELDS = [
   'resultFileName', 'ttl', 'originalSize', 'signerPrincipalId', 'secretOwnerPrincipalId',
 ] as const satisfies ReadonlyArray<keyof JobView>;
 
+/** Write `data` and resolve once the stream has taken it (back-pressure, and the caller may zero it). */
+function writeTo(stream: Writable, data: Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.write(data, (err) => (err ? reject(err) : resolve()));
+  });
+}
+
 function viewOf(job: JobRecord): JobView {
   const out: Record<string, unknown> = {};
   for (const k of VIEW_FIELDS) out[k] = job[k];
@@ -116,6 +177,17 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   const spoolDir = join(options.dir, 'spool');
   const resultDir = join(options.dir, 'results');
   const resultPath = (id: string): string => join(resultDir, `${id}.zip`);
+  /** A decrypt result: the plaintext, sealed (./spool.ts format) under a key kept sealed in the job. */
+  const sealedResultPath = (id: string): string => join(resultDir, `${id}.sealed`);
+  const maxDecryptUploadBytes =
+    options.maxFileBytes + Math.max(1, Math.ceil(options.maxFileBytes / options.chunkBytes)) * ARCHIVE_OVERHEAD_PER_CHUNK_BYTES + ARCHIVE_OVERHEAD_FIXED_BYTES;
+  const archiveLimits: CiferArchiveLimits = {
+    maxEntries: ARCHIVE_MAX_ENTRIES,
+    maxMetadataBytes: ARCHIVE_MAX_METADATA_BYTES,
+    maxChunkBytes: Math.max(options.chunkBytes, ARCHIVE_MAX_CHUNK_BYTES),
+    maxOriginalBytes: options.maxFileBytes,
+  };
+  const resultKeyAad = (id: string): Uint8Array => utf8(RESULT_KEY_AAD_LABEL + id);
   /** Jobs of this process not yet finished, with their live progress. */
   const live = new Map<string, { job: JobRecord; done: Promise<void> }>();
   /** Bytes of each result file on disk, by job id (the disk budget; filled at start, kept up to date). */
@@ -169,19 +241,48 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
 
   async function removeResult(id: string): Promise<void> {
     await removeFile(resultPath(id));
+    await removeFile(sealedResultPath(id));
     resultBytes.delete(id);
   }
 
+  /** A new `pending` job of `type` for a verified caller (API.md field values; names cut to size). */
+  function newJob(type: JobType, caller: VerifiedCaller, secret: SecretBody, name: string, originalSize: number): JobRecord {
+    const originalName = name.slice(0, ORIGINAL_NAME_MAX_CHARS);
+    return {
+      id: newId(),
+      type,
+      status: 'pending',
+      progress: 0,
+      secretId: secret.secretId,
+      chainId: caller.chainId,
+      createdAt: clock(),
+      completedAt: null,
+      expiredAt: null,
+      error: null,
+      resultFileName: type === 'encrypt' ? originalName + RESULT_SUFFIX : originalName,
+      ttl: type === 'encrypt' ? ENCRYPT_RESULT_TTL_MS : DECRYPT_RESULT_TTL_MS,
+      originalSize,
+      signerPrincipalId: caller.principalId,
+      secretOwnerPrincipalId: secret.ownerPrincipalId,
+      originalName,
+    };
+  }
+
+  /**
+   * Record a job's final state, then show it: a delete (allowed once a job is final, see `remove`)
+   * never races a write of the state it replaces.
+   */
+  async function settle(job: JobRecord, changes: Partial<JobRecord>): Promise<void> {
+    await deps.jobs.put({ ...job, ...changes });
+    Object.assign(job, changes);
+  }
+
   async function fail(job: JobRecord, reason: string): Promise<void> {
-    job.status = 'failed';
-    job.error = reason;
-    job.completedAt = clock();
-    job.ttl = FAILED_JOB_TTL_MS;
-    await deps.jobs.put(job);
+    await settle(job, { status: 'failed', error: reason, completedAt: clock(), ttl: FAILED_JOB_TTL_MS });
   }
 
   /** Encrypt the spool into the job's ZIP. */
-  async function runEncrypt(job: JobRecord, spool: SealedSpool, publicKey: Uint8Array): Promise<void> {
+  async function runEncrypt(job: JobRecord, spool: SealedSpool, publicKey: Uint8Array, usage: UsageReservation | undefined): Promise<void> {
     let chunks: AsyncIterableIterator<Buffer> | undefined;
     const startedAt = performance.now();
     let state: 'pending' | 'processing' = 'pending';
@@ -234,11 +335,9 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       const size = await writeZipFile(resultPath(job.id), entries, new Date(job.createdAt));
       resultBytes.set(job.id, size);
       metrics?.bytes.inc({ direction: 'result' }, size);
-      job.status = 'completed';
-      job.progress = 100;
-      job.completedAt = clock();
-      await deps.jobs.put(job);
+      await settle(job, { status: 'completed', progress: 100, completedAt: clock() });
       outcome = 'completed';
+      usage?.commit();
       log.info({ jobId: job.id, chunkCount, bytes: job.originalSize }, 'encrypt job completed');
     } catch (err) {
       const interrupted = stopping.signal.aborted;
@@ -247,6 +346,8 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         log.error({ jobId: job.id, err: putErr }, 'could not record a failed job'),
       );
     } finally {
+      // A job that did not complete counts nothing (a second settle is a no-op).
+      usage?.release();
       metrics?.jobs.dec({ type: job.type, state });
       metrics?.duration.observe({ type: job.type, outcome }, (performance.now() - startedAt) / 1000);
       // Closes the spool's read handle when the archive stopped early.
@@ -255,18 +356,184 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     }
   }
 
+  /** A decrypt's caller: verified, the secret usable, and the caller its owner or delegate. */
+  async function decryptCaller(request: SignedRequest, at?: number): Promise<{ caller: VerifiedCaller; secret: SecretBody }> {
+    const caller = await deps.verifier.verify(request, at === undefined ? { parts: 4 } : { parts: 4, at });
+    const secret = await deps.secrets.findSecret(parseSecretId(caller.subject));
+    assertUsable(secret);
+    assertDecryptRight(secret, caller.principalId);
+    return { caller, secret };
+  }
+
+  /**
+   * Check an opened archive against the request, gather the secret's shares once for the whole job,
+   * record the job and start it. `release` frees what the archive was read from; on a refusal the
+   * caller closes the archive and releases it.
+   */
+  async function acceptDecrypt(
+    caller: VerifiedCaller,
+    secret: SecretBody,
+    request: SignedRequest,
+    archive: CiferArchive,
+    release: () => Promise<void>,
+    sourceJobId?: string,
+  ): Promise<JobView> {
+    const { metadata } = archive;
+    if (metadata.secretId !== secret.secretId) throw new AppError('BAD_REQUEST', 'secretId does not match the file');
+    if (metadata.chainId !== caller.chainId) throw new AppError('BAD_REQUEST', 'chainId does not match the file');
+    assertPrincipalLimit(caller.principalId);
+    // The plaintext result to come takes its size from the disk budget.
+    assertCapacity(metadata.originalSize);
+    // Before the shares: a refused request must not spend the signed string at the members.
+    const usage = await deps.usage?.admit(caller.principalId, 'decryption', metadata.originalSize);
+    let opener: PayloadOpener | undefined;
+    try {
+      const seed = await deps.secrets.recoverSeed(secret, request, { file: true });
+      try {
+        opener = createPayloadOpener(seed, fromBase64(secret.publicKeyCid));
+      } finally {
+        zeroize(seed);
+      }
+      if (!opener) {
+        // A corrupt or lying member's share: not the client's fault (see the payloads service).
+        log.error({ secretId: secret.secretId }, 'released shares do not rebuild the secret');
+        throw new AppError('QUORUM_UNAVAILABLE', 'The released shares do not rebuild the secret; try again');
+      }
+    } catch (err) {
+      usage?.release();
+      throw err;
+    }
+    const job = newJob('decrypt', caller, secret, metadata.originalName, metadata.originalSize);
+    if (sourceJobId !== undefined) job.sourceJobId = sourceJobId;
+    try {
+      await deps.jobs.put(job);
+    } catch (err) {
+      usage?.release();
+      throw err;
+    }
+    const entry = { job, done: Promise.resolve() };
+    live.set(job.id, entry);
+    metrics?.jobs.inc({ type: job.type, state: 'pending' });
+    entry.done = runDecrypt(job, archive, opener, metadata.originalHash, release, usage).finally(() => live.delete(job.id));
+    return viewOf(job);
+  }
+
+  /** Decrypt the archive chunk by chunk into the job's sealed result; the key is dropped at the end. */
+  async function runDecrypt(
+    job: JobRecord,
+    archive: CiferArchive,
+    opener: PayloadOpener,
+    originalHash: string,
+    release: () => Promise<void>,
+    usage: UsageReservation | undefined,
+  ): Promise<void> {
+    const startedAt = performance.now();
+    let state: 'pending' | 'processing' = 'pending';
+    let outcome: 'completed' | 'failed' = 'failed';
+    const cipher = createSpoolCipher();
+    let writer: SealedSpool | undefined;
+    let plaintext: Uint8Array | undefined;
+    try {
+      const key = cipher.exportKey();
+      try {
+        job.result = { key: toBase64(deps.keyring.encryptAtRest(key, resultKeyAad(job.id))), id: toHex(cipher.spoolId), chunkBytes: options.chunkBytes };
+      } finally {
+        zeroize(key);
+      }
+      job.status = 'processing';
+      await deps.jobs.put(job);
+      metrics?.jobs.dec({ type: job.type, state });
+      state = 'processing';
+      metrics?.jobs.inc({ type: job.type, state });
+      // Not hashed by the spool: the job hashes the plaintext itself, below.
+      writer = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: job.originalSize, fsync: true, sha256: false }, { cipher });
+      const { metadata } = archive;
+      const hash = createSha256Stream();
+      for (let i = 0; i < metadata.chunkCount; i++) {
+        stopping.signal.throwIfAborted();
+        const sealed = await archive.chunk(i);
+        plaintext = opener.open(archive.cifer(i), sealed);
+        if (!plaintext) throw new AppError('DECRYPTION_FAILED', `Decryption failed: chunk_${i}.enc does not open with its cifer`);
+        const expected = i < metadata.chunkCount - 1 ? metadata.chunkSize : metadata.originalSize - (metadata.chunkCount - 1) * metadata.chunkSize;
+        if (plaintext.length !== expected) throw new AppError('DECRYPTION_FAILED', `Decryption failed: chunk_${i}.enc has ${plaintext.length} bytes, not ${expected}`);
+        hash.update(plaintext);
+        await writeTo(writer, plaintext);
+        zeroize(plaintext);
+        plaintext = undefined;
+        job.progress = Math.min(99, Math.floor(((i + 1) * 100) / metadata.chunkCount));
+      }
+      writer.end();
+      await finished(writer);
+      if (toHex(hash.digest()) !== originalHash) throw new AppError('DECRYPTION_FAILED', 'Integrity check failed: the decrypted file does not match originalHash');
+      // Complete and durable (fsync'd) before it is announced.
+      await rename(writer.path, sealedResultPath(job.id));
+      const size = job.originalSize + Math.max(1, Math.ceil(job.originalSize / options.chunkBytes)) * SPOOL_CHUNK_OVERHEAD_BYTES;
+      resultBytes.set(job.id, size);
+      metrics?.bytes.inc({ direction: 'result' }, job.originalSize);
+      await settle(job, { status: 'completed', progress: 100, completedAt: clock() });
+      outcome = 'completed';
+      usage?.commit();
+      log.info({ jobId: job.id, chunkCount: metadata.chunkCount, bytes: job.originalSize }, 'decrypt job completed');
+    } catch (err) {
+      const interrupted = stopping.signal.aborted;
+      if (!interrupted && !(err instanceof AppError)) log.error({ jobId: job.id, err }, 'decrypt job failed');
+      delete job.result;
+      const reason = interrupted ? 'Interrupted: the coordinator stopped' : err instanceof AppError ? err.message : 'Decryption failed';
+      await fail(job, reason).catch((putErr: unknown) => log.error({ jobId: job.id, err: putErr }, 'could not record a failed job'));
+    } finally {
+      // A job that did not complete counts nothing (a second settle is a no-op).
+      usage?.release();
+      zeroize(plaintext);
+      metrics?.jobs.dec({ type: job.type, state });
+      metrics?.duration.observe({ type: job.type, outcome }, (performance.now() - startedAt) / 1000);
+      archive.close();
+      // Removes the sealed file unless it was renamed into place; zeroes the key.
+      await writer?.dispose().catch((err: unknown) => log.error({ jobId: job.id, err }, 'could not remove a partial result'));
+      cipher.dispose();
+      await release().catch((err: unknown) => log.error({ jobId: job.id, err }, 'could not remove a spool'));
+    }
+  }
+
+  /** The plaintext of a completed decrypt job, streamed from its sealed result. */
+  async function openDecryptResult(job: JobRecord): Promise<{ size: number; stream: Readable }> {
+    if (!job.result || (await fileSize(sealedResultPath(job.id))) === undefined) throw new AppError('NOT_FOUND', 'Job result not found');
+    const key = deps.keyring.decryptAtRest(fromBase64(job.result.key), resultKeyAad(job.id));
+    if (!key) {
+      log.error({ jobId: job.id }, 'decrypt result key does not open');
+      throw new AppError('NOT_FOUND', 'Job result not found');
+    }
+    const cipher = openSpoolCipher(key, fromHex(job.result.id));
+    const { chunkBytes } = job.result;
+    async function* plaintext(): AsyncGenerator<Buffer> {
+      try {
+        for await (const chunk of readSealedFile(sealedResultPath(job.id), cipher, chunkBytes, job.originalSize)) {
+          yield chunk;
+        }
+      } finally {
+        cipher.dispose();
+      }
+    }
+    return { size: job.originalSize, stream: Readable.from(plaintext(), { objectMode: false }) };
+  }
+
   async function sweep(): Promise<number> {
     const now = clock();
     let expired = 0;
+    let forgotten = 0;
     for await (const stored of deps.jobs.list()) {
       if (live.has(stored.id)) continue;
+      if (stored.status === 'expired' && stored.expiredAt !== null && now >= stored.expiredAt + EXPIRED_JOB_RETENTION_MS) {
+        await deps.jobs.delete(stored.id);
+        forgotten += 1;
+        continue;
+      }
       if (stored.status !== 'completed' && stored.status !== 'failed') continue;
       if (stored.completedAt === null || now < stored.completedAt + stored.ttl) continue;
       await removeResult(stored.id);
       await deps.jobs.put({ ...stored, status: 'expired', expiredAt: now });
       expired += 1;
     }
-    if (expired > 0) log.info({ expired }, 'file jobs expired');
+    if (expired > 0 || forgotten > 0) log.info({ expired, forgotten }, 'file jobs expired');
     return expired;
   }
 
@@ -274,8 +541,13 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     maxFileBytes: options.maxFileBytes,
     assertCapacity,
 
-    async createSpool() {
-      const spool = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: options.maxFileBytes });
+    maxUploadBytes(kind) {
+      return kind === 'decrypt' ? maxDecryptUploadBytes : options.maxFileBytes;
+    },
+
+    async createSpool(kind) {
+      // Only an encrypt job reads the upload's SHA-256 (its originalHash).
+      const spool = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: service.maxUploadBytes(kind), sha256: kind === 'encrypt' });
       openSpools.add(spool);
       // Counted once: when the upload has been read, or when it was cut short.
       let counted = false;
@@ -294,6 +566,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
 
     async startEncrypt(upload: EncryptUpload): Promise<JobView> {
       const { spool } = upload;
+      let usage: UsageReservation | undefined;
       try {
         const caller = await deps.verifier.verify(upload.request, { parts: 4, at: upload.receivedAt });
         if (upload.secretId !== caller.subject) throw new AppError('BAD_REQUEST', 'secretId does not match the secretId in data');
@@ -304,37 +577,71 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         assertJobSlot();
         const sha256 = spool.sha256;
         if (!spool.writableFinished || sha256 === undefined) throw new AppError('BAD_REQUEST', 'Upload incomplete');
-        const originalName = upload.originalName.slice(0, ORIGINAL_NAME_MAX_CHARS);
-        const job: JobRecord = {
-          id: newId(),
-          type: 'encrypt',
-          status: 'pending',
-          progress: 0,
-          secretId: secret.secretId,
-          chainId: caller.chainId,
-          createdAt: clock(),
-          completedAt: null,
-          expiredAt: null,
-          error: null,
-          resultFileName: originalName + RESULT_SUFFIX,
-          ttl: ENCRYPT_RESULT_TTL_MS,
-          originalSize: spool.bytes,
-          signerPrincipalId: caller.principalId,
-          secretOwnerPrincipalId: secret.ownerPrincipalId,
-          originalName,
-        };
+        const job = newJob('encrypt', caller, secret, upload.originalName, spool.bytes);
         const publicKey = fromBase64(secret.publicKeyCid);
+        usage = await deps.usage?.admit(caller.principalId, 'encryption', spool.bytes);
         await deps.jobs.put(job);
         // Registered before the job runs, so the slot is taken at once.
         const entry = { job, done: Promise.resolve() };
         live.set(job.id, entry);
         metrics?.jobs.inc({ type: job.type, state: 'pending' });
-        entry.done = runEncrypt(job, spool, publicKey).finally(() => live.delete(job.id));
+        const admitted = usage;
+        usage = undefined;
+        entry.done = runEncrypt(job, spool, publicKey, admitted).finally(() => live.delete(job.id));
         return viewOf(job);
       } catch (err) {
+        usage?.release();
         await spool.dispose();
         throw err;
       }
+    },
+
+    async startDecrypt(upload: DecryptUpload): Promise<JobView> {
+      const { spool } = upload;
+      let archive: CiferArchive | undefined;
+      try {
+        const { caller, secret } = await decryptCaller(upload.request, upload.receivedAt);
+        assertJobSlot();
+        if (!spool.writableFinished) throw new AppError('BAD_REQUEST', 'Upload incomplete');
+        const source: RangeSource = { bytes: spool.bytes, readRange: (start, end) => spool.readRange(start, end) };
+        archive = await openCiferArchive(source, archiveLimits);
+        return await acceptDecrypt(caller, secret, upload.request, archive, () => spool.dispose());
+      } catch (err) {
+        archive?.close();
+        await spool.dispose();
+        throw err;
+      }
+    },
+
+    async startDecryptExisting(encryptJobId, request): Promise<JobView> {
+      const { caller, secret } = await decryptCaller(request);
+      const source = await find(encryptJobId);
+      if (!source) throw new AppError('NOT_FOUND', 'Encrypt job not found');
+      if (source.status === 'expired') throw new AppError('NOT_FOUND', 'Encrypt job expired');
+      if (source.type !== 'encrypt') throw new AppError('BAD_REQUEST', 'Job is not an encrypt job');
+      if (source.status !== 'completed') throw new AppError('BAD_REQUEST', `Encrypt job is ${source.status}, not completed`);
+      assertJobSlot();
+      // Opened now: a sweep or delete that removes the file meanwhile cannot cut the job short.
+      let file: FileRange;
+      try {
+        file = await openFileRange(resultPath(source.id));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new AppError('NOT_FOUND', 'Encrypt job result not found');
+        throw err;
+      }
+      let archive: CiferArchive | undefined;
+      try {
+        archive = await openCiferArchive(file, archiveLimits);
+        return await acceptDecrypt(caller, secret, request, archive, () => file.close(), source.id);
+      } catch (err) {
+        archive?.close();
+        await file.close();
+        throw err;
+      }
+    },
+
+    async holds(jobId) {
+      return (await find(jobId)) !== undefined;
     },
 
     async status(jobId) {
@@ -346,13 +653,21 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     async download(jobId, request: SignedRequest | undefined): Promise<JobDownload> {
       const job = await find(jobId);
       if (!job) throw new AppError('NOT_FOUND', 'Job not found');
+      // Whether a job expired is public (its status says so): no signature needed to learn it.
+      if (job.status === 'expired') throw new AppError('NOT_FOUND', 'Job expired');
+      if (job.type === 'decrypt' && !request) throw new AppError('UNAUTHORIZED', 'A decrypt result needs data (…_<jobId>_download) and signature');
       if (request) {
         // Encrypt results need no signature; the Web2 client signs anyway, and what is sent must hold.
         const caller = await deps.verifier.verify(request, { parts: 6 });
         if (caller.extra[0] !== job.id || caller.extra[1] !== 'download') throw new AppError('BAD_REQUEST', 'data must end with _<jobId>_download');
+        if (job.type === 'decrypt') {
+          if (caller.subject !== String(job.secretId)) throw new AppError('BAD_REQUEST', 'secretId does not match the job');
+          // The plaintext goes to whoever may decrypt with the secret now.
+          assertDecryptRight(await deps.secrets.findSecret(job.secretId), caller.principalId);
+        }
       }
-      if (job.status === 'expired') throw new AppError('NOT_FOUND', 'Job expired');
       if (job.status !== 'completed') throw new AppError('BAD_REQUEST', `Job is ${job.status}, not completed`);
+      if (job.type === 'decrypt') return { fileName: job.resultFileName, contentType: 'application/octet-stream', ...(await openDecryptResult(job)) };
       const file = await openResultFile(resultPath(job.id));
       if (!file) throw new AppError('NOT_FOUND', 'Job result not found');
       return { fileName: job.resultFileName, contentType: 'application/zip', ...file };
@@ -371,14 +686,15 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         }
       }
       // A running job still writes its result: deleting it then would race the writer.
-      if (live.has(job.id)) throw new AppError('BAD_REQUEST', 'Job is still running; delete it once it has finished');
+      if (job.status === 'pending' || job.status === 'processing') throw new AppError('BAD_REQUEST', 'Job is still running; delete it once it has finished');
       await removeResult(job.id);
       await deps.jobs.put({ ...job, status: 'expired', expiredAt: clock() });
       log.info({ jobId: job.id }, 'file job deleted');
     },
 
     async list(request, includeExpired): Promise<ListedJob[]> {
-      const caller = await deps.verifier.verify(request, { parts: 4 });
+      // Web3 principals too (docs/http.md): the list needs only a valid fresh signature.
+      const caller = await deps.verifier.verify(request, { parts: 4, web3: true });
       // One lookup per secret, not per job.
       const recipientOf = new Map<number, boolean>();
       const rows: ListedJob[] = [];
@@ -405,7 +721,10 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       await ensureDir(resultDir);
       // Their keys died with the process that wrote them: unreadable, only taking space.
       await sweepSpools(spoolDir, STALE_SPOOL_MS);
-      for (const [name, size] of await fileSizes(resultDir)) if (name.endsWith('.zip')) resultBytes.set(name.slice(0, -'.zip'.length), size);
+      for (const [name, size] of await fileSizes(resultDir)) {
+        const result = /^(.+)\.(zip|sealed)$/.exec(name);
+        if (result) resultBytes.set(result[1]!, size);
+      }
       for await (const job of deps.jobs.list()) {
         if (job.status !== 'pending' && job.status !== 'processing') continue;
         await removeFile(`${resultPath(job.id)}.partial`);

@@ -6,8 +6,8 @@ import type { Readable } from 'node:stream';
 import type { SignedRequest } from '../sessions/types.ts';
 import type { SealedSpool } from './spool.ts';
 
-/** Job kinds. Only `encrypt` exists in this slice; decrypt jobs come with /decrypt-file. */
-export type JobType = 'encrypt';
+/** Job kinds: `encrypt` (POST /encrypt-file) and `decrypt` (POST /decrypt-file, /decrypt-existing-file). */
+export type JobType = 'encrypt' | 'decrypt';
 
 /** pending → processing → completed | failed, and completed | failed → expired (absorbing). */
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'expired';
@@ -29,7 +29,7 @@ export interface JobView {
   expiredAt: number | null;
   /** Why the job failed; null otherwise. */
   error: string | null;
-  /** `<originalName>.cifer` for encrypt jobs. */
+  /** `<originalName>.cifer` for encrypt jobs, the original name for decrypt jobs. */
   resultFileName: string;
   /** How long the result is kept after `completedAt`, ms (API.md TTLs). */
   ttl: number;
@@ -41,8 +41,15 @@ export interface JobView {
 
 /** The durable record of a job (the `jobs` sublevel): the view plus what the coordinator needs. */
 export interface JobRecord extends JobView {
-  /** The uploaded file's name, decoded. */
+  /** The uploaded file's name, decoded (decrypt: the name in the archive's metadata). */
   originalName: string;
+  /**
+   * Decrypt jobs: how the plaintext result is sealed on disk (never in clear): its chunk key sealed
+   * under the node's storage key (base64), the sealed file's id (hex) and its plaintext chunk size.
+   */
+  result?: { key: string; id: string; chunkBytes: number };
+  /** decrypt-existing-file: the encrypt job whose result was decrypted. */
+  sourceJobId?: string;
 }
 
 /** Durable job metadata (implemented in src/store). */
@@ -52,6 +59,8 @@ export interface JobRepo {
   put(job: JobRecord): Promise<void>;
   /** Every job, in id order. */
   list(): AsyncIterable<JobRecord>;
+  /** Forget a job (an expired one past its retention). */
+  delete(id: string): Promise<void>;
 }
 
 /** What POST /encrypt-file hands the service once the form has been read. */
@@ -65,6 +74,16 @@ export interface EncryptUpload {
   /** `data` `-1_<secretId>_<sessionAddress>_<ts>` and its signature. */
   request: SignedRequest;
   /** Unix ms the request started: freshness is judged against it (the upload may take a while). */
+  receivedAt: number;
+}
+
+/** What POST /decrypt-file hands the service once the form has been read. */
+export interface DecryptUpload {
+  /** The finished spool holding the `.cifer` archive; the service owns it from here. */
+  spool: SealedSpool;
+  /** `data` `-1_<secretId>_<sessionAddress>_<ts>` and its signature (owner or delegate). */
+  request: SignedRequest;
+  /** Unix ms the request started: freshness is judged against it. */
   receivedAt: number;
 }
 
@@ -95,15 +114,30 @@ export interface FilesService {
    * known). Called before an upload's body is read.
    */
   assertCapacity(incomingBytes?: number): void;
-  /** A new sealed spool for an upload (the caller disposes of it unless it reaches {@link startEncrypt}). */
-  createSpool(): Promise<SealedSpool>;
+  /** Largest upload of each kind, bytes: a `.cifer` archive may exceed the largest file by its envelope. */
+  maxUploadBytes(kind: JobType): number;
+  /** A new sealed spool for an upload (the caller disposes of it unless it reaches a `start…`). */
+  createSpool(kind: JobType): Promise<SealedSpool>;
   /** Verify the caller and the secret, record the job and start it in the background. */
   startEncrypt(upload: EncryptUpload): Promise<JobView>;
+  /**
+   * Verify the caller (owner or delegate), check the archive (400 `Invalid ZIP format: …`, secretId or
+   * chainId mismatch), gather the secret's shares once, record the job and start it in the background.
+   */
+  startDecrypt(upload: DecryptUpload): Promise<JobView>;
+  /**
+   * The same on the result of a completed encrypt job of this coordinator (404 unknown or expired,
+   * 400 not completed or not an encrypt job).
+   */
+  startDecryptExisting(encryptJobId: string, request: SignedRequest): Promise<JobView>;
+  /** Whether this coordinator ran (and so holds) job `jobId`, whatever its state. */
+  holds(jobId: string): Promise<boolean>;
   /** 404 when unknown. */
   status(jobId: string): Promise<JobView>;
   /**
    * The result of a completed job: 404 unknown or expired, 400 not completed. Encrypt results need no
-   * signature; one that is sent (`…_<jobId>_download`) must be valid.
+   * signature; one that is sent (`…_<jobId>_download`) must be valid. Decrypt results need one (401
+   * without) from the secret's owner or delegate (403 otherwise), and stream the plaintext.
    */
   download(jobId: string, request: SignedRequest | undefined): Promise<JobDownload>;
   /**

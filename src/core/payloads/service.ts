@@ -10,6 +10,7 @@ import type { SignedDataVerifier } from '../sessions/types.ts';
 import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
 import { CIFER_BYTES, createLruCache, fromBase64, openPayloadWithCheckedSeed, sealPayload, zeroize } from '../../crypto/index.ts';
 import type { EncryptedPayload, PayloadsService } from './types.ts';
+import type { UsageAdmission, UsageReservation } from '../usage/types.ts';
 import { decodeBinary, encodeBinary } from './binary.ts';
 
 export { decodeBinary, encodeBinary } from './binary.ts';
@@ -21,8 +22,17 @@ const utf8Encoder = new TextEncoder();
 export interface PayloadsDeps {
   verifier: SignedDataVerifier;
   secrets: Pick<SecretsCapability, 'findSecret' | 'recoverSeed'>;
+  /**
+   * Plan limits (docs/architecture.md, "Usage and plan limits"): every encrypt and decrypt is
+   * admitted first (429 when over a limit) and counted in plaintext bytes when it succeeds.
+   * `undefined` when limits are off (`usage.enabled` false): nothing is admitted or counted.
+   */
+  usage: UsageAdmission | undefined;
   logger: Logger;
 }
+
+/** The reservation of a request when limits are off: nothing was admitted, nothing is counted. */
+const UNCOUNTED: Pick<UsageReservation, 'commit' | 'release'> = Object.freeze({ commit: () => undefined, release: () => undefined });
 
 /** Decoded public keys kept (public data): encrypts go to the same few secrets again and again. */
 const PUBLIC_KEY_CACHE_ENTRIES = 256;
@@ -43,7 +53,18 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const caller = await deps.verifier.verify(request, { parts: 5, rest: true });
       const secret = await secretFor(caller.subject);
       assertUsable(secret);
-      const { cifer, encryptedMessage } = sealPayload(publicKeyOf(secret.publicKeyCid), utf8Encoder.encode(caller.extra[0] ?? ''));
+      const plaintext = utf8Encoder.encode(caller.extra[0] ?? '');
+      // Counted in plaintext bytes (the message's UTF-8), and only once the envelope is sealed.
+      const admitted = deps.usage ? await deps.usage.admit(caller.principalId, 'encryption', plaintext.length) : UNCOUNTED;
+      let sealed: ReturnType<typeof sealPayload>;
+      try {
+        sealed = sealPayload(publicKeyOf(secret.publicKeyCid), plaintext);
+      } catch (err) {
+        admitted.release();
+        throw err;
+      }
+      admitted.commit();
+      const { cifer, encryptedMessage } = sealed;
       return {
         chainId: caller.chainId,
         secretId: secret.secretId,
@@ -60,7 +81,16 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const message = decodeBinary(caller.extra[0] ?? '', inputFormat, 'encryptedMessage');
       const secret = await secretFor(caller.subject);
       assertDecryptRight(secret, caller.principalId);
-      const seed = await deps.secrets.recoverSeed(secret, request, { cifer: ciferText, inputFormat });
+      // Counted in plaintext bytes: AES-GCM's ciphertext (its tag travels in the cifer) is exactly
+      // as long as the plaintext. Taken back unless the plaintext is recovered.
+      const admitted = deps.usage ? await deps.usage.admit(caller.principalId, 'decryption', message.length) : UNCOUNTED;
+      let seed: Uint8Array;
+      try {
+        seed = await deps.secrets.recoverSeed(secret, request, { cifer: ciferText, inputFormat });
+      } catch (err) {
+        admitted.release();
+        throw err;
+      }
       let opened: ReturnType<typeof openPayloadWithCheckedSeed> | undefined;
       try {
         opened = openPayloadWithCheckedSeed(seed, publicKeyOf(secret.publicKeyCid), cifer, message);
@@ -73,7 +103,12 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
           log.info({ secretId: secret.secretId }, 'decryption failed');
           throw new AppError('DECRYPTION_FAILED', 'Decryption failed');
         }
-        return { decryptedMessage: utf8Decoder.decode(opened.plaintext) };
+        const decryptedMessage = utf8Decoder.decode(opened.plaintext);
+        admitted.commit();
+        return { decryptedMessage };
+      } catch (err) {
+        admitted.release();
+        throw err;
       } finally {
         zeroize(seed, opened?.ok ? opened.plaintext : undefined);
       }

@@ -97,6 +97,13 @@ export interface SecretsDeps {
 }
 
 /** The secrets capability: the HTTP port, the member's `shard` handler, and seed recovery. */
+/**
+ * What a share release is for, as members check it (docs/security.md, Share release): a payload
+ * decrypt names its envelope (5-part string ending in the encrypted message); a file decrypt is a
+ * 4-part string (`/decrypt-file`, `/decrypt-existing-file`), released once per string per member.
+ */
+export type DecryptEnvelope = { cifer: string; inputFormat: BinaryFormat } | { file: true };
+
 export interface SecretsCapability extends SecretsService {
   /** A member's `shard` handler (`store` and `release`). */
   handleShard(body: unknown, from: ClusterNodeEntry): Promise<unknown>;
@@ -108,7 +115,7 @@ export interface SecretsCapability extends SecretsService {
    * Gather ≥ threshold shares for a verified caller's decrypt and rebuild the seed; the caller zeroes
    * it and checks it against the public key. 503 when fewer than threshold members release their share.
    */
-  recoverSeed(secret: SecretBody, request: SignedRequest, envelope: { cifer: string; inputFormat: BinaryFormat }): Promise<Uint8Array>;
+  recoverSeed(secret: SecretBody, request: SignedRequest, envelope: DecryptEnvelope): Promise<Uint8Array>;
   /** Start the background delivery loop. */
   start(): void;
   /** Stop it and wait for a running round. */
@@ -124,6 +131,8 @@ export function parseSecretId(raw: string): number {
 /** The evidence a record carries for a verified caller's signed request (docs/security.md). */
 export function evidenceFor(caller: VerifiedCaller, request: SignedRequest): SignedEvidence {
   const sig = request.signature.toLowerCase();
+  // Web2 routes only (their shapes do not accept Web3): a Web3 caller has no session to carry.
+  if (!caller.sessionRecord) throw new AppError('BAD_REQUEST', `Chain ${caller.chainId} is not supported`);
   return { data: request.data, signature: sig.startsWith('0x') ? sig : `0x${sig}`, session: caller.sessionRecord };
 }
 
@@ -286,27 +295,37 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     // Shares go to coordinators only: a member that is not one has no client request to serve.
     if (!isCoordinatorEntry(from)) throw new AppError('FORBIDDEN', 'shares are released to coordinators only');
     const secretId = Number(b.secretId);
+    const forFile = b.purpose === 'file';
     if (
       !Number.isSafeInteger(secretId) ||
       secretId <= 0 ||
       typeof b.data !== 'string' ||
       typeof b.signature !== 'string' ||
-      typeof b.cifer !== 'string' ||
-      (b.inputFormat !== 'hex' && b.inputFormat !== 'base64')
+      (!forFile && (typeof b.cifer !== 'string' || (b.inputFormat !== 'hex' && b.inputFormat !== 'base64')))
     ) {
       throw new AppError('BAD_REQUEST', 'malformed share release');
     }
-    const caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 5 });
+    let useKey: string;
+    let caller: VerifiedCaller;
+    if (forFile) {
+      // A file decrypt: the client's 4-part string, which the deployed client also signs for
+      // /encrypt-file (docs/security.md, Known limits). Released once per string, like a payload's.
+      caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 4 });
+      useKey = signedStringKey('decrypt-file', caller.parts.slice(0, 4));
+    } else {
+      caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 5 });
+      // Only a decrypt: the string's last part is the encrypted message in the request's format, and the
+      // request names a well-formed envelope for it.
+      const inputFormat = b.inputFormat as BinaryFormat;
+      const message = decodeBinary(caller.extra[0] ?? '', inputFormat, 'encryptedMessage');
+      if (decodeBinary(b.cifer as string, inputFormat, 'cifer').length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
+      // At most once per signed string per member, whatever the spelling of its hex or address.
+      useKey = signedStringKey('decrypt', [...caller.parts.slice(0, 4), toHex(message)]);
+    }
     if (caller.subject !== String(secretId)) throw new AppError('FORBIDDEN', 'signed data names another secret');
-    // Only a decrypt: the string's last part is the encrypted message in the request's format, and the
-    // request names a well-formed envelope for it.
-    const message = decodeBinary(caller.extra[0] ?? '', b.inputFormat, 'encryptedMessage');
-    if (decodeBinary(b.cifer, b.inputFormat, 'cifer').length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
     await deps.catchUp(parseVersionVector(b.vv), from);
     const secret = await requireSecret(secretId);
     assertDecryptRight(secret, caller.principalId);
-    // At most once per signed string per member, whatever the spelling of its hex or address.
-    const useKey = signedStringKey('decrypt', [...caller.parts.slice(0, 4), toHex(message)]);
     if (!(await deps.usedStrings.use(useKey, caller.fresh + 2 * WEB2_FRESHNESS_MS))) throw new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
     const box = await deps.shares.get(secretId);
     if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
@@ -561,7 +580,9 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
           const res = (await deps.members.call(
             slot,
             'shard',
-            { op: 'release', secretId, data: request.data, signature: request.signature, cifer: envelope.cifer, inputFormat: envelope.inputFormat, vv: deps.versionVector() },
+            'file' in envelope
+              ? { op: 'release', purpose: 'file', secretId, data: request.data, signature: request.signature, vv: deps.versionVector() }
+              : { op: 'release', secretId, data: request.data, signature: request.signature, cifer: envelope.cifer, inputFormat: envelope.inputFormat, vv: deps.versionVector() },
             { signal },
           )) as { box?: unknown; share?: unknown };
           if (slot === self.slot && res?.share instanceof Uint8Array) return res.share;

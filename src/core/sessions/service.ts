@@ -189,7 +189,9 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
     async sessionStatus(request): Promise<SessionStatus> {
       const caller = await deps.verifier.verify(request, { parts: 4, inactiveSession: 'session-inactive' });
       if (caller.subject !== '0') throw new AppError('BAD_REQUEST', 'Invalid data format: the second part must be 0');
-      return { active: true, principalId: caller.principalId, sessionAddress: caller.session.sessionAddress, expiresAt: new Date(caller.session.expiresAt).toISOString() };
+      // Web2 only (the shape does not accept Web3): a session is always there.
+      const session = caller.session!;
+      return { active: true, principalId: caller.principalId, sessionAddress: session.sessionAddress, expiresAt: new Date(session.expiresAt).toISOString() };
     },
 
     async handleGrant(body, from) {

@@ -11,6 +11,7 @@ import type { StateReader } from '../replication/ports.ts';
 import type { PrincipalBody } from '../accounts/records.ts';
 import { isSessionActive, type SessionBody } from './records.ts';
 import type { SignedDataShape, SignedDataVerifier, SignedRequest, VerifiedCaller } from './types.ts';
+import { FUTURE_BLOCK_TOLERANCE, type ChainHead, type ChainHeads } from '../web3/ports.ts';
 
 /** Web2 chain id. */
 export const WEB2_CHAIN_ID = -1;
@@ -33,6 +34,8 @@ export interface SignedDataVerifierDeps {
   recoverSigner(message: string, signature: string): string | undefined;
   /** Wall clock, Unix ms. */
   clock: () => number;
+  /** The enabled EVM chains (Web3 principals, on routes that accept them). @default none */
+  chains?: ChainHeads;
 }
 
 /** Split `data` per the shape; undefined when the part count is wrong. */
@@ -58,14 +61,27 @@ function bad(message: string): AppError {
 }
 
 /**
- * Parse a chain id (a `data` part or a path parameter). Web3 principals plug in here (chain reads
- * through src/evm); until then every chain but -1 is refused.
+ * Parse a chain id (a `data` part or a path parameter): -1 (Web2), or an enabled chain of `chains`
+ * when given (Web3); anything else is 400 `Chain <id> is not supported` (docs/http.md).
  */
-export function parseChainId(raw: string): number {
+export function parseChainId(raw: string, chains?: ChainHeads): number {
   if (!CHAIN_RE.test(raw)) throw bad(`Invalid chain id "${raw.slice(0, 24)}"`);
   const chainId = Number(raw);
-  if (chainId !== WEB2_CHAIN_ID) throw bad(`Chain ${chainId} is not supported`);
+  if (chainId !== WEB2_CHAIN_ID && !(chainId > 0 && chains?.get(chainId))) throw bad(`Chain ${chainId} is not supported`);
   return chainId;
+}
+
+/**
+ * A Web3 string's block number against the chain's head (docs/http.md, Signed data strings): at most
+ * {@link FUTURE_BLOCK_TOLERANCE} ahead — judged against a fresh read before refusing, since the head
+ * is cached for up to a block time — and at most the chain's window behind. The messages are matched
+ * by the deployed client, which re-signs only on "is too old".
+ */
+async function checkBlockFreshness(chain: ChainHead, block: number): Promise<void> {
+  let current = await chain.blockNumber();
+  if (block > current + FUTURE_BLOCK_TOLERANCE) current = await chain.blockNumber({ fresh: true });
+  if (block > current + FUTURE_BLOCK_TOLERANCE) throw bad(`Block number ${block} is in the future (current: ${current})`);
+  if (block < current - chain.freshnessWindow) throw bad(`Block number ${block} is too old (current: ${current}, max window: ${chain.freshnessWindow})`);
 }
 
 /**
@@ -95,20 +111,29 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       const parts = splitSignedData(request.data, shape);
       if (!parts) throw bad(`Invalid data format: expected ${shape.parts} parts separated by "_"`);
       const [chainPart, subject, address, freshPart] = parts as [string, string, string, string];
-      const chainId = parseChainId(chainPart);
+      const chainId = parseChainId(chainPart, shape.web3 ? deps.chains : undefined);
       if (!ADDRESS_RE.test(address)) throw bad('Invalid address in data: expected 0x and 40 hex characters');
-      if (!FRESH_RE.test(freshPart)) throw bad('Invalid timestamp in data: expected Unix milliseconds');
+      const chain = chainId === WEB2_CHAIN_ID ? undefined : deps.chains?.get(chainId);
+      if (!FRESH_RE.test(freshPart)) throw bad(chain ? 'Invalid block number in data' : 'Invalid timestamp in data: expected Unix milliseconds');
       const fresh = Number(freshPart);
       const now = clock();
-      const at = shape.at ?? now;
-      if (Math.abs(at - fresh) > WEB2_FRESHNESS_MS) {
-        throw bad(`Timestamp ${fresh} is outside the allowed window of ±${WEB2_FRESHNESS_MS} ms (now: ${at})`);
+      if (!chain) {
+        const at = shape.at ?? now;
+        if (Math.abs(at - fresh) > WEB2_FRESHNESS_MS) {
+          throw bad(`Timestamp ${fresh} is outside the allowed window of ±${WEB2_FRESHNESS_MS} ms (now: ${at})`);
+        }
       }
       if (!SIGNATURE_RE.test(request.signature)) throw bad('Invalid signature format: expected 65 bytes of hex');
+      // Format before the chain: a malformed request costs no RPC.
+      if (chain) await checkBlockFreshness(chain, fresh);
       const signer = recover(request.data, request.signature);
       if (!signer) throw new AppError('FORBIDDEN', 'Invalid signature');
       const sessionAddress = address.toLowerCase();
       if (signer !== sessionAddress) throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');
+      if (chain) {
+        // A Web3 principal is its wallet: no session.
+        return { chainId, userType: 'web3', subject, signer, fresh, extra: parts.slice(4), principalId: signer, parts };
+      }
 
       const session = (await state.get('session', sessionAddress))?.body as SessionBody | undefined;
       const principal = session ? ((await state.get('principal', session.principalId))?.body as PrincipalBody | undefined) : undefined;
@@ -118,6 +143,7 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       }
       return {
         chainId,
+        userType: 'web2',
         subject,
         signer,
         fresh,

@@ -31,6 +31,12 @@ export interface SignedDataShape {
    * `SESSION_INACTIVE` (POST /web2/session/status).
    */
   inactiveSession?: 'forbidden' | 'session-inactive';
+  /**
+   * Accept Web3 principals too: an enabled chain id > 0, a block number as the freshness part, the
+   * wallet itself as the principal (docs/web3.md). Routes opt in one by one, so a route built for
+   * Web2 keeps answering `Chain <id> is not supported`. @default false
+   */
+  web3?: boolean;
 }
 
 import type { SessionBody } from './records.ts';
@@ -46,8 +52,10 @@ export interface SessionView {
 
 /** A verified caller: the signed string's parts, the recovered signer and its principal. */
 export interface VerifiedCaller {
-  /** -1 for Web2. */
+  /** -1 for Web2, the chain's id for Web3. */
   chainId: number;
+  /** `web2` (a session wallet) or `web3` (the wallet itself). */
+  userType: 'web2' | 'web3';
   /** The second part, raw (a secretId, `0`, or a principalId depending on the endpoint). */
   subject: string;
   /** Signer address recovered from the signature, lowercase 0x. */
@@ -56,14 +64,14 @@ export interface VerifiedCaller {
   fresh: number;
   /** Parts after the 4th, in order (the last may contain `_` when the shape has `rest`). */
   extra: string[];
-  /** The principal acting: for Web2 the session's principal. */
+  /** The principal acting: for Web2 the session's principal, for Web3 the wallet address (lowercase 0x). */
   principalId: string;
-  /** The session (Web2). */
-  session: SessionView;
+  /** The session (Web2 only). */
+  session?: SessionView;
   /** Every part of `data`, in order. */
   parts: string[];
-  /** The session record with its member grants: the evidence a record carries (docs/security.md). */
-  sessionRecord: SessionBody;
+  /** The session record with its member grants: the evidence a record carries (docs/security.md). Web2 only. */
+  sessionRecord?: SessionBody;
 }
 
 /** Verifies signed data strings; one instance serves every signed route and the members' checks. */

@@ -1,7 +1,7 @@
 /**
- * Files and jobs (spec/API.md, "Files and jobs"): `POST /encrypt-file` (multipart, streamed into a
- * sealed spool), `GET /jobs/:jobId/status`, `POST /jobs/:jobId/download`, `POST /jobs/:jobId/delete`
- * and `POST /jobs` (list).
+ * Files and jobs (docs/api.md, Files and jobs): `POST /encrypt-file` and `POST /decrypt-file`
+ * (multipart, streamed into a sealed spool), `POST /decrypt-existing-file`, `GET /jobs/:jobId/status`,
+ * `POST /jobs/:jobId/download`, `POST /jobs/:jobId/delete` and `POST /jobs` (list).
  *
  * Shapes only here: the multipart form is read by ./../multipart.ts into the service's spool, the
  * text fields are shape-checked, and the service verifies, records and runs the job.
@@ -10,19 +10,30 @@ import { pipeline } from 'node:stream/promises';
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import { AppError } from '../../errors/index.ts';
-import type { FilesService } from '../../core/files/types.ts';
+import type { FilesService, JobType } from '../../core/files/types.ts';
 import type { SealedSpool } from '../../core/files/spool.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter, HttpMiddleware } from '../app.ts';
 import { rawBodyRoute } from '../body.ts';
 import { readMultipart } from '../multipart.ts';
 import { parseBody, parseInput, parseQuery } from '../validate.ts';
-import { ID_MAX_CHARS, SIGNATURE_MAX_CHARS, SIGNED_DATA_MAX_CHARS, text } from '../fields.ts';
+import { ID_MAX_CHARS, JOB_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, SIGNED_DATA_MAX_CHARS, text } from '../fields.ts';
 
 /** Text fields of the form: `secretId`, `data`, `signature` (a few spare for clients that add one). */
 const FORM_FIELDS_MAX = 8;
 
 const encryptFormSchema = z.object({
   secretId: text(ID_MAX_CHARS),
+  data: text(SIGNED_DATA_MAX_CHARS),
+  signature: text(SIGNATURE_MAX_CHARS),
+});
+
+const decryptFormSchema = z.object({
+  data: text(SIGNED_DATA_MAX_CHARS),
+  signature: text(SIGNATURE_MAX_CHARS),
+});
+
+const decryptExistingSchema = z.object({
+  encryptJobId: text(JOB_ID_MAX_CHARS),
   data: text(SIGNED_DATA_MAX_CHARS),
   signature: text(SIGNATURE_MAX_CHARS),
 });
@@ -67,8 +78,15 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
   const { files, clock } = deps;
   const router: ApiRouter = new Router();
 
-  router.post('/encrypt-file', rawBodyRoute, async (ctx) => {
-    const receivedAt = clock();
+  /**
+   * Read a multipart upload into a sealed spool, then hand the spool and the text fields to `start`,
+   * which owns the spool from then on. Capacity is judged on `Content-Length` before the body is read.
+   */
+  async function readUpload<T>(
+    ctx: Parameters<HttpMiddleware>[0],
+    kind: JobType,
+    start: (spool: SealedSpool, fields: Record<string, string>, filename: string) => Promise<T>,
+  ): Promise<T> {
     try {
       // The body's length is an upper bound of the file's: refused at once when it cannot fit.
       const length = Number(ctx.get('Content-Length'));
@@ -81,28 +99,56 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
     let spool: SealedSpool | undefined;
     try {
       const form = await readMultipart(ctx.req, {
-        limits: { fileBytes: files.maxFileBytes, fieldBytes: SIGNED_DATA_MAX_CHARS, fields: FORM_FIELDS_MAX, files: 1 },
+        limits: { fileBytes: files.maxUploadBytes(kind), fieldBytes: SIGNED_DATA_MAX_CHARS, fields: FORM_FIELDS_MAX, files: 1 },
         onFile: async (_info, stream) => {
-          spool = await files.createSpool();
+          spool = await files.createSpool(kind);
           await pipeline(stream, spool);
         },
       });
-      const fields = parseInput(form.fields, encryptFormSchema);
       if (!spool) throw new AppError('BAD_REQUEST', 'Missing file part');
       const owned = spool;
-      // From here the service owns the spool, and disposes of it whatever happens.
+      // From here `start` owns the spool, and disposes of it whatever happens.
       spool = undefined;
-      const job = await files.startEncrypt({
-        spool: owned,
-        originalName: form.file.filename,
-        secretId: fields.secretId,
-        request: { data: fields.data, signature: fields.signature },
-        receivedAt,
-      });
-      ctx.body = { success: true, jobId: job.id, message: 'File encryption started' };
+      return await start(owned, form.fields, form.file.filename);
     } finally {
       await spool?.dispose();
     }
+  }
+
+  router.post('/encrypt-file', rawBodyRoute, async (ctx) => {
+    const receivedAt = clock();
+    const job = await readUpload(ctx, 'encrypt', async (spool, formFields, filename) => {
+      let fields: z.infer<typeof encryptFormSchema>;
+      try {
+        fields = parseInput(formFields, encryptFormSchema);
+      } catch (err) {
+        await spool.dispose();
+        throw err;
+      }
+      return files.startEncrypt({ spool, originalName: filename, secretId: fields.secretId, request: { data: fields.data, signature: fields.signature }, receivedAt });
+    });
+    ctx.body = { success: true, jobId: job.id, message: 'File encryption started' };
+  });
+
+  router.post('/decrypt-file', rawBodyRoute, async (ctx) => {
+    const receivedAt = clock();
+    const job = await readUpload(ctx, 'decrypt', async (spool, formFields) => {
+      let fields: z.infer<typeof decryptFormSchema>;
+      try {
+        fields = parseInput(formFields, decryptFormSchema);
+      } catch (err) {
+        await spool.dispose();
+        throw err;
+      }
+      return files.startDecrypt({ spool, request: { data: fields.data, signature: fields.signature }, receivedAt });
+    });
+    ctx.body = { success: true, jobId: job.id, message: 'File decryption started' };
+  });
+
+  router.post('/decrypt-existing-file', async (ctx) => {
+    const { encryptJobId, data, signature } = parseBody(ctx, decryptExistingSchema);
+    const job = await files.startDecryptExisting(encryptJobId, { data, signature });
+    ctx.body = { success: true, jobId: job.id, message: 'File decryption started' };
   });
 
   router.get('/jobs/:jobId/status', async (ctx) => {

@@ -90,7 +90,7 @@ describe('loadConfig precedence', () => {
     expect(config.http.corsOrigins).toEqual(['https://a.example', 'https://b.example']);
     expect(config.listen).toEqual(['/ip4/0.0.0.0/tcp/4010']);
     expect(config.replication.applyTimeoutMs).toBe(2500);
-    expect(config.chains).toEqual(chains);
+    expect(config.chains).toEqual(chains.map((chain) => ({ ...chain, confirmations: 2, startBlock: 0, syncer: false })));
     expect(config.mail.smtp.pass).toBe('hunter2');
   });
 
@@ -172,6 +172,35 @@ describe('loadConfig errors name the key and its origin in one line', () => {
     const file = await writeConfig(MINIMAL);
     const err = configErrorOf(() => loadConfig({ file, env: { QK_CHAINS: '[{"chainId": 1}]' } }));
     expect(err.message).toBe('config: chains.0.name: is required (from env QK_CHAINS)');
+  });
+
+  it('usage plans: unique ids, a default plan among them, known cycles, positive rates', async () => {
+    const limits = { bytesPerCycle: 1024, requestsPerCycle: 10, requestsPerSecond: 1 };
+    const plan = (id: string, extra: Record<string, unknown> = {}) => ({ id, cycle: 'monthly', encryption: limits, decryption: limits, ...extra });
+    const twice = await writeConfig({ ...MINIMAL, usage: { plans: [plan('gold'), plan('gold')] } });
+    expect(configErrorOf(() => loadConfig({ file: twice, env: {} })).message).toBe(`config: usage.plans.1.id: duplicate plan id "gold" (in ${twice})`);
+    const unknown = await writeConfig({ ...MINIMAL, usage: { plans: [plan('gold')], defaultPlan: 'silver' } }, 'unknown.json');
+    expect(configErrorOf(() => loadConfig({ file: unknown, env: {} })).message).toBe(`config: usage.defaultPlan: "silver" is not one of the plans' ids (in ${unknown})`);
+    const weekly = await writeConfig({ ...MINIMAL, usage: { plans: [plan('gold', { cycle: 'weekly' })] } }, 'weekly.json');
+    expect(configErrorOf(() => loadConfig({ file: weekly, env: {} })).message).toBe(`config: usage.plans.0.cycle: must be one of "monthly", "daily" (in ${weekly})`);
+    const file = await writeConfig(MINIMAL, 'ok-usage.json');
+    const zeroRate = JSON.stringify([plan('gold', { decryption: { ...limits, requestsPerSecond: 0 } })]);
+    expect(configErrorOf(() => loadConfig({ file, env: { QK_USAGE_PLANS: zeroRate } })).message).toBe('config: usage.plans.0.decryption.requestsPerSecond: must be greater than 0 (from env QK_USAGE_PLANS)');
+    // Valid: the default plan is the first unless named.
+    const config = loadConfig({ file, env: { QK_USAGE_PLANS: JSON.stringify([plan('gold'), plan('silver', { cycle: 'daily' })]), QK_USAGE_DEFAULT_PLAN: 'silver' } });
+    expect(config.usage.plans.map((p) => p.id)).toEqual(['gold', 'silver']);
+    expect(config.usage.defaultPlan).toBe('silver');
+  });
+
+  it('usage: limits on by default, off with usage.enabled false; the overshoot fraction is 0 to 0.5', async () => {
+    const file = await writeConfig(MINIMAL);
+    const defaults = loadConfig({ file, env: {} }).usage;
+    expect(defaults).toMatchObject({ enabled: true, maxOvershootFraction: 0.01, maxUnflushedRequests: 50, maxUnflushedBytes: 8 * 1024 * 1024 });
+    expect(loadConfig({ file, env: { QK_USAGE_ENABLED: 'false' } }).usage.enabled).toBe(false);
+    expect(loadConfig({ file, env: { QK_USAGE_MAX_OVERSHOOT_FRACTION: '0' } }).usage.maxOvershootFraction).toBe(0);
+    expect(loadConfig({ file, env: { QK_USAGE_MAX_OVERSHOOT_FRACTION: '0.5' } }).usage.maxOvershootFraction).toBe(0.5);
+    expect(configErrorOf(() => loadConfig({ file, env: { QK_USAGE_MAX_OVERSHOOT_FRACTION: '0.6' } })).message).toMatch(/^config: usage\.maxOvershootFraction: .*0\.5.*\(from env QK_USAGE_MAX_OVERSHOOT_FRACTION\)$/);
+    expect(configErrorOf(() => loadConfig({ file, env: { QK_USAGE_MAX_OVERSHOOT_FRACTION: '-0.1' } })).message).toMatch(/^config: usage\.maxOvershootFraction: .*0.*\(from env QK_USAGE_MAX_OVERSHOOT_FRACTION\)$/);
   });
 
   it('unknown QK_ variable', async () => {

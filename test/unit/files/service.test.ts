@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createFilesService, ENCRYPT_RESULT_TTL_MS, FAILED_JOB_TTL_MS, type FilesCapability } from '../../../src/core/files/service.ts';
+import { createFilesService, ENCRYPT_RESULT_TTL_MS, EXPIRED_JOB_RETENTION_MS, FAILED_JOB_TTL_MS, type FilesCapability } from '../../../src/core/files/service.ts';
 import type { JobRecord, JobRepo } from '../../../src/core/files/types.ts';
 import type { SignedDataVerifier, VerifiedCaller } from '../../../src/core/sessions/types.ts';
 import type { SecretBody } from '../../../src/core/secrets/records.ts';
 import { AppError, isAppError } from '../../../src/errors/index.ts';
-import { mlkemPublicKeyFromSeed, systemRandom, toBase64 } from '../../../src/crypto/index.ts';
+import { decryptAtRest, encryptAtRest, mlkemPublicKeyFromSeed, systemRandom, toBase64 } from '../../../src/crypto/index.ts';
 import { createLogger } from '../../../src/log/index.ts';
 import { waitFor } from '../../../src/testing/index.ts';
 import { cleanupStack, tempDir } from '../../utils/temp.ts';
@@ -21,6 +21,7 @@ import { cleanupStack, tempDir } from '../../utils/temp.ts';
 const stack = cleanupStack();
 afterEach(() => stack.run());
 
+const STORAGE_KEY = systemRandom(32);
 const PUBLIC_KEY = toBase64(mlkemPublicKeyFromSeed(systemRandom(64)));
 const SECRET = { secretId: 7, ownerPrincipalId: 'owner', publicKeyCid: PUBLIC_KEY, isSyncing: false, secretType: 1 } as unknown as SecretBody;
 const CALLER = { chainId: -1, subject: '7', principalId: 'signer' } as unknown as VerifiedCaller;
@@ -35,6 +36,9 @@ function memoryRepo(): JobRepo & { jobs: Map<string, JobRecord>; hold?: Promise<
     },
     async *list() {
       for (const job of [...repo.jobs.values()]) yield { ...job };
+    },
+    async delete(id) {
+      repo.jobs.delete(id);
     },
   };
   return repo;
@@ -65,7 +69,8 @@ async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcu
     },
     {
       verifier,
-      secrets: { findSecret: async () => SECRET },
+      secrets: { findSecret: async () => SECRET, recoverSeed: () => Promise.reject(new AppError('QUORUM_UNAVAILABLE', 'no members in unit tests')) },
+      keyring: { encryptAtRest: (plaintext, aad) => encryptAtRest(STORAGE_KEY, plaintext, aad), decryptAtRest: (box, aad) => decryptAtRest(STORAGE_KEY, box, aad) },
       jobs: repo,
       clock: () => now,
       logger: createLogger({ level: 'silent' }),
@@ -77,7 +82,7 @@ async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcu
 }
 
 async function upload(files: FilesCapability, bytes: number) {
-  const spool = await files.createSpool();
+  const spool = await files.createSpool('encrypt');
   await pipeline(Readable.from([Buffer.alloc(bytes, 'x')]), spool);
   return files.startEncrypt({ spool, originalName: 'a', secretId: '7', request: { data: 'd', signature: 's' }, receivedAt: 0 });
 }
@@ -117,6 +122,27 @@ describe('files service', () => {
     expect(await files.status(id)).toMatchObject({ status: 'expired', expiredAt: expect.any(Number) });
     expect((await readdir(join(dir, 'results'))).includes(`${id}.zip`)).toBe(false);
     await expect(files.download(id, undefined)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+
+    // An expired job's record is kept for EXPIRED_JOB_RETENTION_MS, then forgotten.
+    advance(EXPIRED_JOB_RETENTION_MS - 1);
+    await files.sweep();
+    expect(await files.status(id)).toMatchObject({ status: 'expired' });
+    advance(1);
+    await files.sweep();
+    await expect(files.status(id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('decrypt-existing-file refuses an encrypt job that has not completed (400), before any share is asked for', async () => {
+    const { repo, files } = await setup({ verify: async () => ({ ...CALLER, principalId: 'owner' }) });
+    await files.start();
+    let release!: () => void;
+    repo.hold = new Promise<void>((r) => (release = r));
+    const running = await upload(files, 10);
+    const refused = await files.startDecryptExisting(running.id, { data: 'd', signature: 's' }).catch((err: unknown) => err);
+    expect(isAppError(refused) && refused.code).toBe('BAD_REQUEST');
+    expect((refused as Error).message).toMatch(/Encrypt job is (pending|processing), not completed/);
+    release();
+    await waitStatus(files, running.id, 'completed');
   });
 
   it('refuses a job over maxConcurrentJobs with 503 OVERLOADED, and removes its spool', async () => {
@@ -176,7 +202,7 @@ describe('files service', () => {
   it('refuses a secretId that differs from the one in data', async () => {
     const { dir, files } = await setup();
     await files.start();
-    const spool = await files.createSpool();
+    const spool = await files.createSpool('encrypt');
     await pipeline(Readable.from([Buffer.from('x')]), spool);
     await expect(files.startEncrypt({ spool, originalName: 'a', secretId: '8', request: { data: 'd', signature: 's' }, receivedAt: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     expect(await spoolFiles(dir)).toEqual([]);

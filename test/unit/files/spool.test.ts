@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { createSealedSpool, sweepSpools, type SealedSpool } from '../../../src/core/files/spool.ts';
 import { isAppError } from '../../../src/errors/index.ts';
 import { cleanupStack, tempDir } from '../../utils/temp.ts';
@@ -21,7 +22,7 @@ function pattern(size: number, marker = 'PLAINTEXT-MARKER-'): Buffer {
   return out;
 }
 
-async function spoolOf(dir: string, data: Buffer, options: { chunkBytes?: number; maxBytes?: number } = {}): Promise<SealedSpool> {
+async function spoolOf(dir: string, data: Buffer, options: { chunkBytes?: number; maxBytes?: number; fsync?: boolean; writebackBytes?: number } = {}): Promise<SealedSpool> {
   const spool = await createSealedSpool(dir, { chunkBytes: CHUNK, ...options });
   stack.push(() => spool.dispose());
   // Odd-sized pieces, so chunk boundaries never line up with writes.
@@ -147,6 +148,29 @@ describe('sealed spool', () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it('a reader stopped early (its next chunk already read ahead) leaves the spool disposable', async () => {
+    const dir = await tempDir(stack);
+    const data = pattern(4 * CHUNK + 5);
+    const spool = await spoolOf(dir, data);
+    for await (const part of spool.read()) {
+      expect(part.equals(data.subarray(0, CHUNK))).toBe(true);
+      break;
+    }
+    // Reads again from the start after a reader gave up.
+    expect((await readAll(spool)).equals(data)).toBe(true);
+    await spool.dispose();
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('an fsync spool written back as it grows reads back the same bytes', async () => {
+    const dir = await tempDir(stack);
+    const data = pattern(9 * CHUNK + 3);
+    const spool = await spoolOf(dir, data, { fsync: true, writebackBytes: 2 * CHUNK });
+    expect(spool.bytes).toBe(data.length);
+    expect((await stat(spool.path)).size).toBe(data.length + 10 * TAG);
+    expect((await readAll(spool)).equals(data)).toBe(true);
+  });
+
   it('sweeps only old spool files', async () => {
     const dir = await tempDir(stack);
     const old = await spoolOf(dir, pattern(10));
@@ -193,5 +217,62 @@ describe('sealed spool', () => {
     const large = await peakDelta(256 * 1024 * 1024);
     expect(small).toBeLessThan(96 * 1024 * 1024);
     expect(large).toBeLessThan(small + 48 * 1024 * 1024);
+  });
+});
+
+describe('readRange: random access to a finished spool', () => {
+  async function range(spool: SealedSpool, start: number, end: number): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    for await (const part of spool.readRange(start, end)) parts.push(part);
+    return Buffer.concat(parts);
+  }
+
+  it('gives exactly the bytes of any range, across chunk boundaries and in any order', async () => {
+    const dir = await tempDir(stack);
+    const data = Buffer.alloc(3 * CHUNK + 123);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 131 + (i >> 8)) & 0xff;
+    const spool = await spoolOf(dir, data);
+    await fc.assert(
+      fc.asyncProperty(fc.nat(data.length), fc.nat(data.length), async (a, b) => {
+        const [start, end] = a <= b ? [a, b] : [b, a];
+        expect((await range(spool, start, end)).equals(data.subarray(start, end))).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+    expect((await range(spool, 0, data.length)).equals(data)).toBe(true);
+  });
+
+  it('an empty spool has an empty range; a range outside the spool is a RangeError', async () => {
+    const dir = await tempDir(stack);
+    const empty = await spoolOf(dir, Buffer.alloc(0));
+    expect(await range(empty, 0, 0)).toHaveLength(0);
+    const spool = await spoolOf(dir, pattern(100));
+    await expect(range(spool, 0, 101)).rejects.toBeInstanceOf(RangeError);
+    await expect(range(spool, 5, 4)).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it('serves callers that read at once, each its own bytes', async () => {
+    const dir = await tempDir(stack);
+    const data = Buffer.alloc(6 * CHUNK + 77);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 7 + (i >> 10)) & 0xff;
+    const spool = await spoolOf(dir, data);
+    const ranges: Array<[number, number]> = [
+      [0, 3 * CHUNK],
+      [5 * CHUNK + 3, data.length],
+      [CHUNK - 5, 4 * CHUNK + 5],
+      [2 * CHUNK, 2 * CHUNK + 1],
+    ];
+    const read = await Promise.all(ranges.map(([start, end]) => range(spool, start, end)));
+    read.forEach((bytes, i) => expect(bytes.equals(data.subarray(...ranges[i]!)), String(ranges[i])).toBe(true));
+  });
+
+  it('a tampered chunk fails its tag when a range touches it', async () => {
+    const dir = await tempDir(stack);
+    const spool = await spoolOf(dir, pattern(2 * CHUNK + 10));
+    const sealed = await readFile(spool.path);
+    sealed[CHUNK + TAG + 5]! ^= 1;
+    await writeFile(spool.path, sealed);
+    expect((await range(spool, 0, 100)).length).toBe(100);
+    await expect(range(spool, CHUNK + 1, CHUNK + 20)).rejects.toSatisfy((err: unknown) => isAppError(err) && err.code === 'DECRYPTION_FAILED');
   });
 });

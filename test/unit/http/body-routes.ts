@@ -48,6 +48,12 @@ export const SERVICE_ERRORS: Array<{ error: Error; status: number; body: Json; r
     retryAfter: '42',
   },
   {
+    error: new AppError('LIMIT_EXCEEDED', 'Limit exceeded', { detail: 'Encryption request limit of 3 requests per monthly cycle reached', limitType: 'encryption_request_limit', retryAfterSeconds: 3600 }),
+    status: 429,
+    body: { error: 'Limit exceeded', code: 'LIMIT_EXCEEDED', detail: 'Encryption request limit of 3 requests per monthly cycle reached', limitType: 'encryption_request_limit', retryAfterSeconds: 3600 },
+    retryAfter: '3600',
+  },
+  {
     error: new AppError('OVERLOADED', 'Server busy; retry shortly', { retryAfterSeconds: 1 }),
     status: 503,
     body: { error: 'Server busy; retry shortly', code: 'OVERLOADED', retryAfterSeconds: 1 },
@@ -64,7 +70,7 @@ export const SERVICE_ERRORS: Array<{ error: Error; status: number; body: Json; r
 ];
 
 /** The stub services of a {@link TestServer}, by deps name. */
-export type ServiceName = 'accounts' | 'sessions' | 'secrets' | 'payloads';
+export type ServiceName = 'accounts' | 'sessions' | 'secrets' | 'payloads' | 'usage';
 
 /** The call log of one stub service of a test server. */
 export function callsOf(server: TestServer, service: ServiceName): ReadonlyArray<{ method: PropertyKey; args: unknown[] }> {

@@ -17,6 +17,7 @@ import type { SessionsService } from '../../../src/core/sessions/types.ts';
 import type { PublicKeyView, SecretFailure, SecretView, SecretsService } from '../../../src/core/secrets/types.ts';
 import type { PayloadsService } from '../../../src/core/payloads/types.ts';
 import type { FilesService } from '../../../src/core/files/types.ts';
+import type { UsageReport, UsageService } from '../../../src/core/usage/types.ts';
 import { AppError } from '../../../src/errors/index.ts';
 import type { PermitConfirmation, PermitPreview, PermitsService } from '../../../src/core/permits/types.ts';
 
@@ -323,14 +324,45 @@ export function stubFiles(): FilesService {
   const none = (): Promise<never> => Promise.reject(new AppError('NOT_FOUND', 'Job not found'));
   return {
     maxFileBytes: 1024,
+    maxUploadBytes: () => 1024,
     assertCapacity: () => undefined,
     createSpool: () => Promise.reject(new AppError('OVERLOADED', 'No spool in unit tests')),
     startEncrypt: none,
+    startDecrypt: none,
+    startDecryptExisting: none,
+    holds: () => Promise.resolve(false),
     status: none,
     download: none,
     remove: none,
     list: () => Promise.resolve([]),
   };
+}
+
+/** What report() of {@link stubUsage} answers: the default plan, a little used. */
+export const USAGE_REPORT: UsageReport = {
+  userId: PRINCIPAL_ID,
+  userType: 'web2',
+  planId: 'free',
+  cycleType: 'monthly',
+  periodStart: '1698796800000',
+  periodEnd: '1701388800000',
+  encryption: { limit: 2 ** 30, used: 2 ** 28, remaining: 3 * 2 ** 28, count: 3, requestLimit: 100, rateLimit: 10, limitGB: 1, usedGB: 0.25, remainingGB: 0.75 },
+  decryption: { limit: 2 ** 30, used: 0, remaining: 2 ** 30, count: 0, requestLimit: 100, rateLimit: 10, limitGB: 1, usedGB: 0, remainingGB: 1 },
+};
+
+/** A UsageService that records every call and answers canned values (or throws `failure`). */
+export interface StubUsage extends UsageService, CallLog<UsageService> {}
+
+export function stubUsage(): StubUsage {
+  const stub: StubUsage = {
+    calls: [],
+    failure: undefined,
+    report: (...args) => answer('report', args, USAGE_REPORT),
+    assignPlan: (...args) => answer('assignPlan', args, { principalId: args[0], planId: args[1], assigned: true, assignedAt: '2023-11-14T22:13:20.000Z' }),
+    planOf: (...args) => answer('planOf', args, { principalId: args[0], planId: 'free', assigned: false, assignedAt: null }),
+  };
+  const answer = recorder(stub);
+  return stub;
 }
 
 /** A running app plus everything a test inspects. */
@@ -345,6 +377,7 @@ export interface TestServer {
   secrets: StubSecrets;
   payloads: StubPayloads;
   permits: StubPermits;
+  usage: StubUsage;
   metrics: NodeMetrics;
   /** Every log line written so far, raw. */
   logText(): string;
@@ -367,13 +400,14 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   const secrets = stubSecrets();
   const payloads = stubPayloads();
   const permits = stubPermits();
+  const usage = stubUsage();
   // Ticks on every call, so two requests see two different serverTimes.
   let now = 1_700_000_000_000;
   const clock = () => (now += 1);
   let monotonic = 0;
   const app = createHttpApp(
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
-    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, files: stubFiles(), now: () => monotonic },
+    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, files: stubFiles(), usage, now: () => monotonic },
   );
   const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 }, { logger });
   return {
@@ -386,6 +420,7 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
     secrets,
     payloads,
     permits,
+    usage,
     metrics,
     logText: log.raw,
     logLines: log.lines,

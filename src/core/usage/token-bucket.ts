@@ -1,0 +1,68 @@
+/**
+ * The per-second rate limit of plans (issue 13): one token bucket per (principal, direction) on each
+ * coordinator. A bucket holds max(1, rate) tokens and refills at `rate` per second; a request takes
+ * one. Buckets are not shared between coordinators, so across the cluster a principal can reach
+ * `rate × coordinators` (docs/architecture.md, "Usage and plan limits").
+ */
+
+/** Outcome of {@link TokenBuckets.take}. */
+export type TakeResult = { ok: true } | { ok: false; retryAfterMs: number };
+
+/** Keyed token buckets with a bounded memory. */
+export interface TokenBuckets {
+  /**
+   * Take one token from `key`'s bucket, which refills at `ratePerSecond` and holds
+   * max(1, ratePerSecond). When empty, nothing is taken and `retryAfterMs` says when one token will
+   * be there. The rate may change between calls (a new plan): the bucket keeps its tokens, capped.
+   */
+  take(key: string, ratePerSecond: number): TakeResult;
+  /** Buckets held now. */
+  size(): number;
+}
+
+/** Options of {@link createTokenBuckets}. */
+export interface TokenBucketsOptions {
+  /**
+   * Buckets kept at most; the least recently used one is forgotten first. A forgotten bucket comes
+   * back full, so keep this above the principals active within a bucket's refill time. @default 10000
+   */
+  maxBuckets?: number;
+}
+
+/** Dependencies of {@link createTokenBuckets}. */
+export interface TokenBucketsDeps {
+  /** Monotonic milliseconds. */
+  now: () => number;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** Create a set of token buckets. */
+export function createTokenBuckets(options: TokenBucketsOptions, deps: TokenBucketsDeps): TokenBuckets {
+  const maxBuckets = options.maxBuckets ?? 10_000;
+  const buckets = new Map<string, Bucket>();
+  return {
+    take(key, ratePerSecond) {
+      if (!(ratePerSecond > 0)) throw new RangeError('ratePerSecond must be positive');
+      const capacity = Math.max(1, ratePerSecond);
+      const now = deps.now();
+      let bucket = buckets.get(key);
+      if (bucket) buckets.delete(key);
+      else bucket = { tokens: capacity, at: now };
+      // Re-inserted: the Map's first key is the least recently used.
+      buckets.set(key, bucket);
+      if (buckets.size > maxBuckets) buckets.delete(buckets.keys().next().value!);
+      bucket.tokens = Math.min(capacity, bucket.tokens + (Math.max(0, now - bucket.at) * ratePerSecond) / 1000);
+      bucket.at = now;
+      if (bucket.tokens >= 1) {
+        bucket.tokens -= 1;
+        return { ok: true };
+      }
+      return { ok: false, retryAfterMs: Math.ceil(((1 - bucket.tokens) * 1000) / ratePerSecond) };
+    },
+    size: () => buckets.size,
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * The clients of every enabled chain, by chain id: what `src/node` builds from `config.chains` and
+ * hands to the core as its {@link ChainHeads} port and to `/healthz` as per-chain status.
+ */
+import type { ChainHeads } from '../core/web3/ports.ts';
+import { createChainClient, type ChainClient, type ChainClientDeps, type ChainClientOptions, type ChainStatus } from './chain-client.ts';
+
+/** Every enabled chain's client. */
+export interface ChainClients extends ChainHeads {
+  get(chainId: number): ChainClient | undefined;
+  /** In config order. */
+  list(): readonly ChainClient[];
+  /** Each chain's {@link ChainClient.status}, in config order. */
+  status(): ChainStatus[];
+  /** Stop every client's follower. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * One client per chain (ids must be unique: the config schema checks it). `tuning` applies to every
+ * chain (timeouts, retries); `deps` are shared, the signing key included — each chain's `syncer`
+ * flag decides whether it sends.
+ */
+export function createChainClients(
+  chains: readonly ChainClientOptions[],
+  deps: ChainClientDeps,
+  tuning: Omit<ChainClientOptions, 'chainId' | 'name' | 'rpcUrl' | 'blockTimeMs'> = {},
+): ChainClients {
+  const clients = chains.map((chain) => createChainClient({ ...tuning, ...chain }, deps));
+  const byId = new Map(clients.map((client) => [client.chainId, client]));
+  if (byId.size !== clients.length) throw new Error('chains: a chain id is listed twice');
+  let stopping: Promise<void> | undefined;
+  return {
+    get: (chainId) => byId.get(chainId),
+    list: () => clients,
+    status: () => clients.map((client) => client.status()),
+    stop: () => (stopping ??= Promise.all(clients.map((client) => client.stop())).then(() => undefined)),
+  };
+}
