@@ -54,7 +54,8 @@ export function aes256GcmEncrypt(key: Uint8Array, nonce: Uint8Array, plaintext: 
   cipher.setAAD(aad);
   const head = cipher.update(plaintext);
   const tail = cipher.final();
-  return { ciphertext: tail.length === 0 ? new Uint8Array(head) : concatBytes(head, tail), tag: new Uint8Array(cipher.getAuthTag()) };
+  // `head` is this call's own buffer (never pooled): handed over as is, no copy of a whole chunk.
+  return { ciphertext: tail.length === 0 ? head : concatBytes(head, tail), tag: new Uint8Array(cipher.getAuthTag()) };
 }
 
 /**
@@ -75,14 +76,20 @@ export function aes256GcmDecrypt(
   decipher.setAAD(aad);
   decipher.setAuthTag(tag);
   const head = decipher.update(ciphertext);
+  let authenticated = false;
   try {
     const tail = decipher.final();
-    return tail.length === 0 ? new Uint8Array(head) : concatBytes(head, tail);
+    authenticated = true;
+    if (tail.length === 0) return head;
+    const whole = concatBytes(head, tail);
+    authenticated = false;
+    return whole;
   } catch {
     return undefined;
   } finally {
     // Bytes released before the tag is checked are unauthenticated; no copy of them is left behind.
-    head.fill(0);
+    // Once the tag holds, `head` itself is the plaintext handed over (no copy of a whole chunk).
+    if (!authenticated) head.fill(0);
   }
 }
 

@@ -92,7 +92,8 @@ async function readEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Buffer
   const stream = await zip.openReadStreamPromise(entry);
   const parts: Buffer[] = [];
   for await (const part of stream) parts.push(part as Buffer);
-  return Buffer.concat(parts);
+  // A stored chunk usually arrives in one piece: no copy of it then.
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
 /**

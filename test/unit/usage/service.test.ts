@@ -24,6 +24,8 @@ const descriptor: ClusterDescriptor = {
   threshold: 2,
   nodes: ADDR.map((nodeAddress, i) => ({ id: `node-${i}`, slot: i, peerId: `p${i}`, nodeAddress, signingPublicKey: '02', multiaddrs: [], ...(i < 2 ? { httpUrl: `http://127.0.0.1:${3010 + i}` } : {}) })),
 };
+/** The same three nodes, all coordinators: for the tests where three coordinators count. */
+const allCoordinators: ClusterDescriptor = { ...descriptor, nodes: descriptor.nodes.map((n, i) => ({ ...n, httpUrl: `http://127.0.0.1:${3010 + i}` })) };
 const MAY = Date.parse('2026-05-01T00:00:00Z');
 const JUNE = Date.parse('2026-06-01T00:00:00Z');
 
@@ -68,7 +70,14 @@ interface Harness {
   waits: number;
 }
 
-function coordinator(replica: ReturnType<typeof sharedReplica>, index: number, clock: () => number, options: Partial<UsageOptions> = {}, monotonic = () => 0): Harness {
+function coordinator(
+  replica: ReturnType<typeof sharedReplica>,
+  index: number,
+  clock: () => number,
+  options: Partial<UsageOptions> = {},
+  monotonic = () => 0,
+  cluster: ClusterDescriptor = descriptor,
+): Harness {
   const h: Harness = { svc: undefined as never, acks: 3, gate: undefined, writes: [], waits: 0 };
   h.svc = createUsageService(
     // The fixed caps unless a test scales them (maxOvershootFraction).
@@ -90,7 +99,7 @@ function coordinator(replica: ReturnType<typeof sharedReplica>, index: number, c
         },
         list: async function* () {},
       },
-      descriptor,
+      descriptor: cluster,
       selfAddress: ADDR[index]!,
       verifier: { verify: async (request) => ({ principalId: request.data }) as never },
       clock,
@@ -358,7 +367,7 @@ describe('across coordinators', () => {
           const requestCap = Math.max(caps.maxUnflushedRequests, Math.floor(caps.maxOvershootFraction * REQUEST_LIMIT));
           const byteCap = Math.max(caps.maxUnflushedBytes, Math.floor(caps.maxOvershootFraction * BYTE_LIMIT), LARGEST_REQUEST);
           // Three coordinators; flushes happen only when a step says so (and when the cap forces one).
-          const coords = [0, 1, 2].map((i) => coordinator(replica, i, () => MAY + 1000, { plans, ...caps }));
+          const coords = [0, 1, 2].map((i) => coordinator(replica, i, () => MAY + 1000, { plans, ...caps }, undefined, allCoordinators));
           let requests = 0;
           let bytes = 0;
           await Promise.all(
@@ -388,7 +397,7 @@ describe('across coordinators', () => {
     replica.put(ADDR[0]!, { kind: 'plan', key: ALICE, body: { planId: 'hundred', assignedAt: MAY } }, MAY);
     const plans: Plan[] = [...PLANS, { id: 'hundred', cycle: 'monthly', encryption: limits(1e9, LIMIT), decryption: limits(1e9, LIMIT) }];
     // Scaled cap: max(4, ⌊0.1 × 100⌋) = 10.
-    const coords = [0, 1, 2].map((i) => coordinator(replica, i, () => MAY + 1000, { plans, maxOvershootFraction: 0.1 }));
+    const coords = [0, 1, 2].map((i) => coordinator(replica, i, () => MAY + 1000, { plans, maxOvershootFraction: 0.1 }, undefined, allCoordinators));
     const gates = coords.map((h) => {
       let open!: () => void;
       h.gate = new Promise<void>((r) => (open = r));
