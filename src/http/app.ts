@@ -43,6 +43,7 @@ import type { PermitsService } from '../core/permits/types.ts';
 import type { FilesService } from '../core/files/types.ts';
 import { createFilesRouter } from './routes/files.ts';
 import type { UsageService } from '../core/usage/types.ts';
+import type { ChainStatusView } from '../core/web3/ports.ts';
 import { createUsageAdminRouter, createUsageRouter } from './routes/usage.ts';
 import { createJobForwarding, type JobForwardingOptions, type JobPeer } from './job-forward.ts';
 
@@ -138,6 +139,8 @@ export interface HttpAppDeps {
    * hold are forwarded to them (./job-forward.ts). @default none: every job is answered locally
    */
   jobPeers?: () => readonly JobPeer[];
+  /** Each chain as last seen, for `/healthz` `chainStatus` (src/evm). @default none */
+  chainStatus?: () => readonly ChainStatusView[];
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
   /** Monotonic milliseconds for the rate limits. @default performance.now */

@@ -411,7 +411,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             metricsPublic: config.http.metricsPublic,
             rateLimits: config.http.rateLimits,
           },
-          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files, usage, jobPeers: () => jobPeers },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files, usage, jobPeers: () => jobPeers, chainStatus: () => chains.status() },
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
       }

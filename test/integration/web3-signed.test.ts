@@ -94,6 +94,17 @@ describe('Web3 signed strings on a real chain', () => {
     }
   });
 
+  it('/healthz shows operators each chain as last seen: its head and that it answers', async () => {
+    const current = await head();
+    await postJson(`${A}/jobs/dataConsumption`, signed(0, current + 5));
+    const res = await fetch(`${A}/healthz`);
+    const body = (await res.json()) as { supportedChains: number[]; chainStatus: Array<Record<string, unknown>> };
+    expect(body.supportedChains).toEqual([8453]);
+    expect(body.chainStatus).toEqual([expect.objectContaining({ chainId: 8453, name: 'Base (anvil)', reachable: true, lastError: null })]);
+    expect(body.chainStatus[0]!.head as number).toBeGreaterThanOrEqual(current);
+    expect(JSON.stringify(body.chainStatus)).not.toContain('127.0.0.1');
+  });
+
   it('an unreachable chain RPC is a 503 naming the chain, never a 500', async () => {
     const block = await head();
     await chain.stop();

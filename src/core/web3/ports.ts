@@ -25,3 +25,21 @@ export interface ChainHeads {
 
 /** How far a signed block number may be ahead of the head before it is "in the future" (docs/http.md). */
 export const FUTURE_BLOCK_TOLERANCE = 5;
+
+/** One chain as `/healthz` shows it to operators (`chainStatus`): what the node last saw of it. */
+export interface ChainStatusView {
+  chainId: number;
+  name: string;
+  /** Last head read, or null before the first. */
+  head: number | null;
+  /** When it was read, Unix ms. */
+  headAt: number | null;
+  /** The last block whose events were handled, or null. */
+  cursor: number | null;
+  /** head − cursor, or null. */
+  lag: number | null;
+  /** Whether the last RPC call got an answer; null before the first call. */
+  reachable: boolean | null;
+  /** Short reason of the last failed call (never the URL), or null. */
+  lastError: string | null;
+}

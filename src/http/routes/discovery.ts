@@ -7,6 +7,7 @@ import { Router } from '@koa/router';
 import { ERROR_CODES } from '../../errors/index.ts';
 import type { ChainConfig } from '../../config/schema.ts';
 import type { HealthSource } from '../../core/health/index.ts';
+import type { ChainStatusView } from '../../core/web3/ports.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import type { ApiRouter } from '../app.ts';
 import { requireBearer } from './admin.ts';
@@ -31,6 +32,8 @@ export interface DiscoveryDeps {
   clock: () => number;
   health: HealthSource;
   metrics: Pick<NodeMetrics, 'render' | 'contentType'>;
+  /** What the node last saw of each chain (docs/web3.md); read, never fetched. @default none */
+  chainStatus?: () => readonly ChainStatusView[];
 }
 
 /** Routes `GET /healthz`, `GET /readyz` and `GET /metrics`. */
@@ -69,6 +72,8 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
         slot0Reachable: cluster.slot0Reachable,
         equivocating: cluster.equivocating,
       },
+      // For operators: head, cursor lag and reachability per chain, as last seen (no RPC per request).
+      chainStatus: (deps.chainStatus?.() ?? []).map(({ chainId, name, head, headAt, cursor, lag, reachable, lastError }) => ({ chainId, name, head, headAt, cursor, lag, reachable, lastError })),
     };
   });
 

@@ -25,6 +25,7 @@ describe('GET /healthz', () => {
       },
       clusterMap: cluster.clusterMap,
       cluster: { clusterId: 'test-cluster', size: 3, threshold: 2, reachable: 3, slot0Reachable: true, equivocating: [] },
+      chainStatus: [],
     });
     expect(body).not.toHaveProperty('ipfsGatewayUrl');
   });
