@@ -106,8 +106,38 @@ interface Slot {
   running: boolean;
 }
 
-/** Start a local cluster and wait until every member sees a quorum. */
+/** Attempts of {@link startLocalCluster} when a port it picked was taken before it could bind it. */
+const PORT_RACE_ATTEMPTS = 3;
+
+/** Whether `err` (or what it wraps) is a bind that found its port taken. */
+function isAddressInUse(err: unknown, depth = 0): boolean {
+  if (depth > 5 || typeof err !== 'object' || err === null) return false;
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown; message?: unknown };
+  if (e.code === 'EADDRINUSE') return true;
+  // libp2p's listeners wrap the system error in their own, sometimes keeping only its text.
+  if (typeof e.message === 'string' && e.message.includes('EADDRINUSE')) return true;
+  if (Array.isArray(e.errors) && e.errors.some((x) => isAddressInUse(x, depth + 1))) return true;
+  return isAddressInUse(e.cause, depth + 1);
+}
+
+/**
+ * Start a local cluster and wait until every member sees a quorum. Free ports are picked, released
+ * and bound a moment later; another process (an outgoing connection's ephemeral port, a test's
+ * `--port 0` server) may take one in between. The cluster is then started again on new ports, up to
+ * {@link PORT_RACE_ATTEMPTS} times, unless the caller fixed the ports or the data directory.
+ */
 export async function startLocalCluster(options: LocalClusterOptions = {}): Promise<LocalCluster> {
+  const retryable = !options.ports && !options.httpPorts && !options.operatorPorts && options.dir === undefined;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startLocalClusterOnce(options);
+    } catch (err) {
+      if (!retryable || attempt >= PORT_RACE_ATTEMPTS || !isAddressInUse(err)) throw err;
+    }
+  }
+}
+
+async function startLocalClusterOnce(options: LocalClusterOptions): Promise<LocalCluster> {
   const size = options.size ?? 5;
   const threshold = options.threshold ?? 3;
   const coordinatorCount = Math.min(options.coordinators ?? 2, size);
