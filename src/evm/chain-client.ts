@@ -24,7 +24,7 @@ import {
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { redactUrl } from '../config/redact.ts';
 import { serialQueue } from '../core/serial-queue.ts';
-import type { ChainHead } from '../core/web3/ports.ts';
+import type { ChainHead, ChainStatusView } from '../core/web3/ports.ts';
 import { AppError, isAppError } from '../errors/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
@@ -172,26 +172,12 @@ export type MarkSyncedResult =
   | { status: 'already-synced'; clusterId: number; publicKeyCid: string };
 
 /** A chain's state for `/healthz` and operators. */
-export interface ChainStatus {
-  chainId: number;
-  name: string;
+export interface ChainStatus extends ChainStatusView {
   /** Without path, query or credentials. */
   rpcUrl: string;
   /** Lowercase, or null when none is configured. */
   secretsControllerAddress: string | null;
-  /** Last head read, or null before the first. */
-  head: number | null;
-  /** When it was read, Unix ms. */
-  headAt: number | null;
-  /** The last block the event follower delivered, or null when none did. */
-  cursor: number | null;
-  /** head − cursor (`confirmations` when caught up), or null. */
-  lag: number | null;
-  /** Whether the last RPC call got an answer; null before the first call. */
-  reachable: boolean | null;
-  /** Short reason of the last failed call (no URL), or null. */
-  lastError: string | null;
-  /** When it failed, Unix ms. */
+  /** When the last call failed, Unix ms. */
   lastErrorAt: number | null;
   /** This node sends `markSecretSynced` on this chain. */
   syncer: boolean;

@@ -3,18 +3,15 @@
  * on coordinator A is polled, downloaded, deleted and listed through coordinator B, which forwards to
  * A over HTTP. Real cluster, real HTTP; multipart bodies built as streams (as in ./files.test.ts).
  */
-import { request } from 'node:http';
-import { Readable } from 'node:stream';
-import { uniqueTimestamps } from '../utils/files.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
+import { downloadJob, multipartStream, postMultipart, uniqueTimestamps, waitForJob } from '../utils/files.ts';
+import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson, type JsonResponse } from '../utils/http.ts';
 import { expectApiError } from '../utils/web2.ts';
 import { newSessionWallet, principalWithSession, signData, type Principal } from '../utils/session.ts';
 
 const CHUNK = 1000;
 const MAX_FILE = 8000;
-const BOUNDARY = '----quorumkeepAnyCoordinatorTest5Rb3Xq';
 const FORWARDED = { 'X-Quorumkeep-Forwarded': '1' };
 
 let cluster: LocalCluster;
@@ -45,37 +42,20 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => cluster?.stop());
 
-/** The client's form, in its field order, as a stream of parts (the file in pieces). */
-function formStream(form: { filename: string; content: Buffer; secretId: number; data: string; signature: string }): Readable {
-  const field = (name: string, value: string) => Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`);
-  async function* parts() {
-    yield Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="${form.filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-    for (let at = 0; at < form.content.length; at += 700) yield form.content.subarray(at, at + 700);
-    yield Buffer.from('\r\n');
-    yield field('secretId', String(form.secretId));
-    yield field('data', form.data);
-    yield field('signature', form.signature);
-    yield Buffer.from(`--${BOUNDARY}--\r\n`);
-  }
-  return Readable.from(parts());
-}
-
 /** POST /encrypt-file on `url` as `p`, to Alice's secret; returns the job id. */
-function encryptOn(url: string, filename: string, content: Buffer, p: Principal = alice): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/encrypt-file`, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { jobId?: string };
-        if (res.statusCode !== 200 || typeof body.jobId !== 'string') reject(new Error(`encrypt-file: ${res.statusCode} ${JSON.stringify(body)}`));
-        else resolve(body.jobId);
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    formStream({ filename, content, secretId, ...p.signed(secretId, undefined, at()) }).pipe(req);
-  });
+async function encryptOn(url: string, filename: string, content: Buffer, p: Principal = alice): Promise<string> {
+  const signed = p.signed(secretId, undefined, at());
+  const res = await postMultipart(
+    `${url}/encrypt-file`,
+    multipartStream([
+      { name: 'file', filename, content },
+      { name: 'secretId', value: String(secretId) },
+      { name: 'data', value: signed.data },
+      { name: 'signature', value: signed.signature },
+    ]),
+  );
+  if (res.status !== 200 || typeof res.body.jobId !== 'string') throw new Error(`encrypt-file: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.jobId;
 }
 
 function content(size: number): Buffer {
@@ -105,25 +85,7 @@ interface ListBody {
 }
 
 /** Poll the job's status on `url` until it is completed. */
-function completedOn(url: string, jobId: string): Promise<Job> {
-  return waitFor(
-    async () => {
-      const res = await getJson<{ job: Job }>(`${url}/jobs/${jobId}/status`);
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      if (res.body.job.status === 'failed') throw new Error(`job failed: ${JSON.stringify(res.body.job)}`);
-      return res.body.job.status === 'completed' ? res.body.job : undefined;
-    },
-    { timeoutMs: 30_000, intervalMs: 50, description: `job ${jobId} completed, seen on ${url}` },
-  );
-}
-
-async function download(url: string, jobId: string, body?: unknown): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
-  const res = await fetch(`${url}/jobs/${jobId}/download`, {
-    method: 'POST',
-    ...(body === undefined ? {} : { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }),
-  });
-  return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
-}
+const completedOn = (url: string, jobId: string): Promise<Job> => waitForJob(url, jobId);
 
 function list(url: string, p: Principal, query = ''): Promise<JsonResponse<ListBody>> {
   return postJson<ListBody>(`${url}/jobs${query}`, p.signed(0));
@@ -136,8 +98,8 @@ describe('a job run on A, through B', () => {
     const onA = await getJson<{ job: Job }>(`${A}/jobs/${jobId}/status`);
     expect(onB).toEqual(onA.body.job);
 
-    const fromA = await download(A, jobId);
-    const fromB = await download(B, jobId);
+    const fromA = await downloadJob(A, jobId);
+    const fromB = await downloadJob(B, jobId);
     expect(fromA.status).toBe(200);
     expect(fromB.status).toBe(200);
     expect(fromB.bytes.equals(fromA.bytes)).toBe(true);
@@ -149,7 +111,7 @@ describe('a job run on A, through B', () => {
     expect(fromB.headers.get('x-content-type-options')).toBe('nosniff');
 
     // A signed body travels with the request; the holder checks it.
-    const signed = await download(B, jobId, alice.signed(secretId, `${jobId}_download`));
+    const signed = await downloadJob(B, jobId, alice.signed(secretId, `${jobId}_download`));
     expect(signed.status).toBe(200);
     expect(signed.bytes.equals(fromA.bytes)).toBe(true);
     const forged = signData(newSessionWallet(), `-1_${secretId}_${alice.wallet.address}_${Date.now()}_${jobId}_download`);
@@ -218,7 +180,7 @@ describe('a job run on A, through B', () => {
     // It ran where the encrypt job's result is.
     expect((await getJson(`${A}/jobs/${decryptJob.id}/status`, FORWARDED)).status).toBe(200);
     expect((await getJson(`${B}/jobs/${decryptJob.id}/status`, FORWARDED)).status).toBe(404);
-    const result = await download(B, decryptJob.id, alice.signed(secretId, `${decryptJob.id}_download`, at()));
+    const result = await downloadJob(B, decryptJob.id, alice.signed(secretId, `${decryptJob.id}_download`, at()));
     expect(result.status).toBe(200);
     expect(result.headers.get('content-length')).toBe(String(plain.length));
     expect(result.bytes.equals(plain)).toBe(true);

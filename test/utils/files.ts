@@ -60,6 +60,7 @@ export interface JobStatus {
   type: string;
   status: string;
   progress: number;
+  createdAt: number;
   error: string | null;
   [k: string]: unknown;
 }
