@@ -54,6 +54,12 @@ export const chainSchema = z.strictObject({
    * two would race for the same secrets and waste gas on reverts. @default false
    */
   syncer: z.boolean().default(false),
+  /**
+   * This cluster's id in the controller (a uint8): what the syncer passes to `markSecretSynced` and
+   * what members expect of a synced secret's on-chain `clusterId`. Every node of the cluster must
+   * agree on it. @default 0
+   */
+  controllerClusterId: z.number().int().min(0).max(255).default(0),
 });
 export type ChainConfig = z.infer<typeof chainSchema>;
 
@@ -80,6 +86,7 @@ export const DEFAULT_CHAINS: ChainConfig[] = [
     confirmations: 2,
     startBlock: 0,
     syncer: false,
+    controllerClusterId: 0,
   },
 ];
 

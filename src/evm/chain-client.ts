@@ -24,11 +24,13 @@ import {
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { redactUrl } from '../config/redact.ts';
 import { serialQueue } from '../core/serial-queue.ts';
-import type { ChainHead, ChainStatusView } from '../core/web3/ports.ts';
+import type { ChainEvent, ChainEventPosition, ChainStatusView, EventFollower, FollowEventsOptions, MarkSyncedResult, SecretState, Web3Chain } from '../core/web3/ports.ts';
+
+export type { ChainEvent, ChainEventPosition, FollowEventsOptions, MarkSyncedResult, SecretState } from '../core/web3/ports.ts';
 import { AppError, isAppError } from '../errors/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
-import { startEventFollower, DEFAULT_MAX_BLOCKS_PER_QUERY, type EventFollower } from './event-follower.ts';
+import { startEventFollower, DEFAULT_MAX_BLOCKS_PER_QUERY } from './event-follower.ts';
 import { isInsufficientFunds, isNonceConflict, isUnavailable, isZeroData, revertOf, shortReason } from './rpc-errors.ts';
 import { secretsControllerAbi } from './secrets-controller-abi.ts';
 
@@ -80,6 +82,8 @@ export interface ChainClientOptions {
   startBlock?: number;
   /** This node sends `markSecretSynced` on this chain (needs `deps.signingKey`). @default false */
   syncer?: boolean;
+  /** This cluster's id in the controller (uint8), sent with `markSecretSynced`. @default 0 */
+  controllerClusterId?: number;
   /** Deadline of one JSON-RPC call, ms. @default 5000 */
   rpcTimeoutMs?: number;
   /** Attempts per call before `CHAIN_UNAVAILABLE`. @default 3 */
@@ -111,66 +115,6 @@ export interface ChainClientDeps {
   random?: () => number;
 }
 
-/** A secret's state in the controller (`getSecretState`), addresses lowercase. */
-export interface SecretState {
-  owner: string;
-  /** The delegate, or null when none (the zero address on chain). */
-  delegate: string | null;
-  /** True from creation until `markSecretSynced`. */
-  isSyncing: boolean;
-  clusterId: number;
-  /** `1` is the type the cluster serves. */
-  secretType: number;
-  /** Empty until synced; the sentinel `cifer` for the cluster's secrets. */
-  publicKeyCid: string;
-}
-
-/** Where a followed event sits on chain. */
-export interface ChainEventPosition {
-  chainId: number;
-  blockNumber: number;
-  blockHash: string;
-  logIndex: number;
-  transactionHash: string;
-}
-
-/** A controller event the cluster follows, decoded, addresses lowercase. */
-export type ChainEvent = ChainEventPosition &
-  (
-    | { name: 'SecretCreated'; secretId: bigint; owner: string; secretType: number }
-    | { name: 'SecretSynced'; secretId: bigint; clusterId: number; publicKeyCid: string }
-    | { name: 'DelegateUpdated'; secretId: bigint; /** null: the delegate was cleared. */ delegate: string | null }
-    | { name: 'SecretOwnershipTransferred'; secretId: bigint; from: string; to: string }
-  );
-
-/** Options of {@link ChainClient.followEvents}. */
-export interface FollowEventsOptions {
-  /** First block to read: the saved cursor + 1; on a node with none, the chain's `startBlock`. */
-  fromBlock: number;
-  /** @default the chain's `confirmations` */
-  confirmations?: number;
-  /** @default 2000 */
-  maxBlocksPerQuery?: number;
-  /** Wait between head reads once caught up, ms. @default blockTimeMs */
-  pollIntervalMs?: number;
-  /** First backoff after a failure, ms (doubles, with jitter). @default 1000 */
-  retryBackoffMs?: number;
-  /** Longest backoff after failures, ms. @default 30000 */
-  retryBackoffMaxMs?: number;
-  /**
-   * Each range's events in block and log order, and the range's last block. The next range is read
-   * after this resolves; a throw re-delivers the same range after a backoff. Persist `toBlock` as the
-   * cursor here, after acting on the events (at-least-once delivery: acting must be idempotent).
-   */
-  onEvents(events: readonly ChainEvent[], toBlock: number): Promise<void> | void;
-}
-
-/** What {@link ChainClient.markSecretSynced} did. */
-export type MarkSyncedResult =
-  | { status: 'synced'; transactionHash: string; blockNumber: number }
-  /** Nothing sent, or our transaction lost a race: the secret is not syncing any more. */
-  | { status: 'already-synced'; clusterId: number; publicKeyCid: string };
-
 /** A chain's state for `/healthz` and operators. */
 export interface ChainStatus extends ChainStatusView {
   /** Without path, query or credentials. */
@@ -185,8 +129,8 @@ export interface ChainStatus extends ChainStatusView {
   syncerAddress: string | null;
 }
 
-/** One chain. Satisfies the core's {@link ChainHead} port (src/core/web3/ports.ts). */
-export interface ChainClient extends ChainHead {
+/** One chain. Satisfies the core's {@link Web3Chain} port (src/core/web3/ports.ts). */
+export interface ChainClient extends Web3Chain {
   readonly chainId: number;
   readonly name: string;
   /** `ceil(600000 / blockTimeMs)`: how many blocks a signed block number may lag the head. */
@@ -213,6 +157,8 @@ export interface ChainClient extends ChainHead {
    * 503 `CHAIN_UNAVAILABLE` when the RPC fails or no controller is configured.
    */
   getSecretState(secretId: bigint | number, options?: { blockNumber?: number }): Promise<SecretState | undefined>;
+  /** The controller's `isBlackBoxWhitelisted(address)` at `blockNumber` (default latest). 503 `CHAIN_UNAVAILABLE`. */
+  isWhitelisted(address: string, options?: { blockNumber?: number }): Promise<boolean>;
   /**
    * Send `markSecretSynced(secretId, clusterId, publicKeyCid)` from the signing key and wait for it to
    * be mined. A secret that is no longer syncing (checked before sending, and after a revert) is
@@ -426,6 +372,29 @@ export function createChainClient(options: ChainClientOptions, deps: ChainClient
     };
   }
 
+  async function isWhitelisted(address: string, readOptions: { blockNumber?: number } = {}): Promise<boolean> {
+    const controllerAddress = requireController();
+    if (!/^0x[0-9a-fA-F]{40}$/.test(address)) return false;
+    await ensureChain();
+    try {
+      return await withRetries(
+        'isBlackBoxWhitelisted',
+        () =>
+          publicClient.readContract({
+            address: controllerAddress,
+            abi: secretsControllerAbi,
+            functionName: 'isBlackBoxWhitelisted',
+            args: [address.toLowerCase() as Address],
+            ...(readOptions.blockNumber === undefined ? {} : { blockNumber: BigInt(readOptions.blockNumber) }),
+          }),
+        isZeroData,
+      );
+    } catch (err) {
+      if (isZeroData(err)) throw noContract(controllerAddress);
+      throw err;
+    }
+  }
+
   async function markSecretSyncedOnce(secretId: bigint, clusterId: number, publicKeyCid: string): Promise<MarkSyncedResult> {
     const address = requireController();
     if (!wallet || !syncerAddress) throw new Error(`chain ${chainId}: markSecretSynced needs the node's signing key`);
@@ -537,7 +506,11 @@ export function createChainClient(options: ChainClientOptions, deps: ChainClient
 
     blockNumber,
 
+    controllerClusterId: options.controllerClusterId ?? 0,
+
     getSecretState,
+
+    isWhitelisted,
 
     markSecretSynced(secretId, clusterId, publicKeyCid) {
       if (!(options.syncer ?? false)) {

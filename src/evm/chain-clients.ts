@@ -1,12 +1,12 @@
 /**
  * The clients of every enabled chain, by chain id: what `src/node` builds from `config.chains` and
- * hands to the core as its {@link ChainHeads} port and to `/healthz` as per-chain status.
+ * hands to the core as its {@link Web3Chains} port and to `/healthz` as per-chain status.
  */
-import type { ChainHeads } from '../core/web3/ports.ts';
+import type { Web3Chains } from '../core/web3/ports.ts';
 import { createChainClient, type ChainClient, type ChainClientDeps, type ChainClientOptions, type ChainStatus } from './chain-client.ts';
 
 /** Every enabled chain's client. */
-export interface ChainClients extends ChainHeads {
+export interface ChainClients extends Web3Chains {
   get(chainId: number): ChainClient | undefined;
   /** In config order. */
   list(): readonly ChainClient[];

@@ -5,7 +5,10 @@
  * resolved — the caller saves its cursor there, so a crash re-delivers a range, never skips one.
  * Failures (RPC or handler) back off and retry the same range; the follower never gives up.
  */
+import type { EventFollower } from '../core/web3/ports.ts';
 import type { Logger } from '../log/index.ts';
+
+export type { EventFollower } from '../core/web3/ports.ts';
 
 /** Options of {@link startEventFollower}. */
 export interface EventFollowerOptions<E> {
@@ -40,14 +43,6 @@ export interface EventFollowerDeps<E> {
   delivered(toBlock: number, head: number): void;
   /** Uniform in [0, 1), for backoff jitter. @default Math.random */
   random?: () => number;
-}
-
-/** A running follower. */
-export interface EventFollower {
-  /** The next block to read (the last delivered range's end + 1). */
-  readonly nextBlock: number;
-  /** Stop: waits for a handler call in progress, delivers nothing after. Idempotent. */
-  stop(): Promise<void>;
 }
 
 /** Default most blocks per `eth_getLogs` call: within what public RPCs accept for a narrow filter. */

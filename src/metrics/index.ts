@@ -61,6 +61,10 @@ export interface NodeMetrics {
   chainHead: Gauge<'chain'>;
   /** Head minus the event follower's cursor (the last block it delivered), per chain: `confirmations` when caught up. */
   chainCursorLag: Gauge<'chain'>;
+  /** Keys dealt for Web3 secrets created on chain (the syncer), per chain. */
+  web3SecretsDealt: Counter<'chain'>;
+  /** Failed `markSecretSynced` attempts of the syncer (retried with the range), per chain. */
+  web3SyncFailures: Counter<'chain'>;
   /** Render in Prometheus text format. */
   render(): Promise<string>;
   /** Content-Type of {@link render}'s output. */
@@ -202,6 +206,18 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     labelNames: ['chain', 'method'] as const,
     registers: [registry],
   });
+  const web3SecretsDealt = new Counter({
+    name: 'quorumkeep_web3_secrets_dealt_total',
+    help: 'Keys dealt by this node (the chain syncer) for Web3 secrets created on chain, by chain id',
+    labelNames: ['chain'] as const,
+    registers: [registry],
+  });
+  const web3SyncFailures = new Counter({
+    name: 'quorumkeep_web3_sync_failures_total',
+    help: 'Failed markSecretSynced attempts by this node (retried with the event range), by chain id',
+    labelNames: ['chain'] as const,
+    registers: [registry],
+  });
   const chainHead = new Gauge({
     name: 'quorumkeep_chain_head',
     help: 'Latest head block number read from the chain',
@@ -220,6 +236,8 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     chainRpcErrors,
     chainHead,
     chainCursorLag,
+    web3SecretsDealt,
+    web3SyncFailures,
     usageRefusals,
     usageFlushDuration,
     usageFlushWaits,

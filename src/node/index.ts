@@ -59,14 +59,25 @@ import { usageKinds } from '../core/usage/records.ts';
 import { createUsageService, type UsageCapability } from '../core/usage/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
 import { createChainClients, type ChainClients } from '../evm/index.ts';
+import type { Web3Chains } from '../core/web3/ports.ts';
+import { web3SecretKind } from '../core/web3/records.ts';
+import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 
-/** Every record kind this build knows. */
-function recordKinds(descriptor: ClusterDescriptor) {
+/** Every record kind this build knows. `chains`: what Web3 secret records are checked against. */
+function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains) {
   // One evidence checker per node: its cache of verified session proofs serves both kinds.
   const evidence = createEvidenceChecker(descriptor);
-  return createKindRegistry([probeKind, ...accountKinds, sessionKind(descriptor), secretKind(descriptor, evidence), permitKind(descriptor, evidence), ...usageKinds]);
+  return createKindRegistry([
+    probeKind,
+    ...accountKinds,
+    sessionKind(descriptor),
+    secretKind(descriptor, evidence),
+    web3SecretKind(descriptor, chains),
+    permitKind(descriptor, evidence),
+    ...usageKinds,
+  ]);
 }
 
 /** The node's private-key operations for shares; the keys stay here, the core gets functions. */
@@ -123,6 +134,7 @@ interface Running {
   files: FilesCapability;
   usage: UsageCapability;
   chains: ChainClients;
+  web3: Web3Service | undefined;
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
 }
@@ -173,6 +185,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     try {
       // The engine and the cluster need each other (and the engine calls accounts back): they reach
       // each other late, through this.
+      // The enabled EVM chains (docs/web3.md): heads for Web3 signed strings, the controller's state
+      // for Web3 secrets — also what every node checks a Web3 secret record against.
+      const chains = createChainClients(config.chains, { logger, metrics, signingKey: keys.signing });
       const late: { chains?: ChainClients; cluster?: Cluster; accounts?: AccountsCapability; permits?: PermitsCapability; usage?: UsageCapability; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
       const membership = {
         descriptor,
@@ -184,7 +199,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { applyTimeoutMs: config.replication.applyTimeoutMs, maxClockSkewMs: config.replication.maxClockSkewMs },
         {
           store: store.records,
-          kinds: recordKinds(descriptor),
+          kinds: recordKinds(descriptor, chains),
           membership,
           transport: () => late.cluster!,
           onApplied: (records, _source, changes) => {
@@ -235,8 +250,6 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           return late.cluster!.callMember(slot, service, body, { signal });
         },
       };
-      // The enabled EVM chains (docs/web3.md): the head of each, for Web3 signed strings.
-      const chains = createChainClients(config.chains, { logger, metrics, signingKey: keys.signing });
       late.chains = chains;
       const verifier = createSignedDataVerifier({ state: engine, recoverSigner: recoverPersonalSigner, clock, chains });
       /**
@@ -289,6 +302,27 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           logger,
         },
       );
+      // Web3 secrets (docs/web3.md): the chains' confirmed view of owners and delegates, and on a
+      // chain's syncer the following of new secrets. None without chains: Web3 strings stay 400.
+      const web3: Web3Service | undefined =
+        chains.list().length === 0
+          ? undefined
+          : createWeb3Service({
+              chains,
+              state: engine,
+              fresh,
+              cursors: {
+                get: async (chainId) => {
+                  const v = await store.getMeta(`web3-cursor:${chainId}`);
+                  return typeof v === 'number' ? v : undefined;
+                },
+                put: (chainId, block) => store.putMeta(`web3-cursor:${chainId}`, block),
+              },
+              dealer: () => secrets,
+              isCoordinator: isCoordinatorEntry(self!),
+              logger,
+              metrics: { secretsDealt: metrics.web3SecretsDealt, syncFailures: metrics.web3SyncFailures },
+            });
       const secrets = createSecretsService(
         { shardTimeoutMs: config.secrets.shardTimeoutMs, retryIntervalMs: config.secrets.retryIntervalMs },
         {
@@ -310,6 +344,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           random: systemRandom,
           clock,
           logger,
+          chains,
+          web3: () => web3,
         },
       );
       // Usage counting and plan limits (docs/architecture.md, "Usage and plan limits").
@@ -390,9 +426,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await cluster.start();
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
+      // In the background: a chain that cannot be read must not hold the node's start.
+      web3?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'web3: could not start following the chains'));
       await files.start();
       usage.start();
-      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, files, usage, chains, keys: [keys.signing, keys.storage] };
+      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage] };
       if (config.operator.enabled) {
         const app = createOperatorApp({ chains: config.chains }, { logger, clock, health, metrics });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
@@ -423,6 +461,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // A failed bind of the API port leaves the operator port bound: release it too.
       await running?.operator?.close().catch(() => undefined);
       await running?.usage.stop().catch(() => undefined);
+      await running?.web3?.stop().catch(() => undefined);
       await running?.chains.stop().catch(() => undefined);
       await running?.cluster.stop().catch(() => undefined);
       running = undefined;
@@ -439,6 +478,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     await r.http?.close();
     await r.operator?.close();
     await r.files.stop();
+    await r.web3?.stop();
     await r.secrets.stop();
     // After the HTTP server and the jobs, before the cluster: the last counts reach the members.
     await r.usage.stop();
@@ -484,7 +524,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     async stateDigest() {
       const { engine } = need();
       const hash = createHash('sha256');
-      for (const kind of [...recordKinds(descriptor).names()].sort()) {
+      for (const kind of [...recordKinds(descriptor, need().chains).names()].sort()) {
         for await (const r of engine.list(kind)) hash.update(`${r.kind}\n${r.key}\n${recordContentId(descriptor.clusterId, r)}\n`);
       }
       return hash.digest('hex');

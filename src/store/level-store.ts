@@ -24,7 +24,7 @@ export const SUBLEVELS = {
   meta: 'meta',
   /** Slot-0 uniqueness claims: name (e.g. `email:<hex>`) → owner id. */
   claims: 'claims',
-  /** A member's own key shares, encrypted at rest: secretId (12 digits) → base64 box. Not replicated. */
+  /** A member's own key shares, encrypted at rest: secretId (12 digits), or `w<chainId>:<id>` for Web3 → base64 box. Not replicated. */
   shares: 'shares',
   /** A coordinator's undelivered shares, sealed to their members: secretId (12 digits) → entry. */
   pendingShares: 'pendingShares',
@@ -121,10 +121,13 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const usedStrings = db.sublevel<string, number>(SUBLEVELS.usedStrings, { valueEncoding: 'json' });
   const jobs = db.sublevel<string, JobRecord>(SUBLEVELS.jobs, { valueEncoding: 'json' });
   const idKey = (secretId: number) => String(secretId).padStart(12, '0');
-  const shareCache = new Map<number, Uint8Array>();
-  const cacheShare = (secretId: number, box: Uint8Array) => {
+  // Web2 secrets by their 12-digit id; Web3 secrets as `w<chainId>:<id>` (a separate namespace).
+  const labelKey = (label: number | string) => (typeof label === 'number' ? idKey(label) : `w${label}`);
+  const pendingKey = (secretId: number, chainId: number | undefined) => (chainId === undefined ? idKey(secretId) : `w${chainId}:${secretId}`);
+  const shareCache = new Map<number | string, Uint8Array>();
+  const cacheShare = (label: number | string, box: Uint8Array) => {
     if (shareCache.size >= SHARE_CACHE_ENTRIES) shareCache.delete(shareCache.keys().next().value!);
-    shareCache.set(secretId, box);
+    shareCache.set(label, box);
   };
 
   /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
@@ -237,26 +240,26 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     shares: {
       // The boxes are encrypted at rest, so keeping recent ones in memory holds nothing in clear and
       // saves a LevelDB read on every decrypt. Shares are written once and never change.
-      async get(secretId) {
-        const hit = shareCache.get(secretId);
+      async get(label) {
+        const hit = shareCache.get(label);
         if (hit) return hit;
-        const v = await shares.get(idKey(secretId));
+        const v = await shares.get(labelKey(label));
         if (v === undefined) return undefined;
         const box = new Uint8Array(Buffer.from(v, 'base64'));
-        cacheShare(secretId, box);
+        cacheShare(label, box);
         return box;
       },
-      async put(secretId, box) {
-        await durablePut(shares, idKey(secretId), Buffer.from(box).toString('base64'));
-        cacheShare(secretId, box);
+      async put(label, box) {
+        await durablePut(shares, labelKey(label), Buffer.from(box).toString('base64'));
+        cacheShare(label, box);
       },
     },
     pendingShares: {
-      get: (secretId) => pendingShares.get(idKey(secretId)),
-      put: (entry) => durablePut(pendingShares, idKey(entry.secretId), entry),
-      async delete(secretId) {
+      get: (secretId, chainId) => pendingShares.get(pendingKey(secretId, chainId)),
+      put: (entry) => durablePut(pendingShares, pendingKey(entry.secretId, entry.chainId), entry),
+      async delete(secretId, chainId) {
         const batch = db.batch();
-        batch.del(idKey(secretId), { sublevel: pendingShares as unknown as typeof meta });
+        batch.del(pendingKey(secretId, chainId), { sublevel: pendingShares as unknown as typeof meta });
         await batch.write({ sync });
       },
       list: () => pendingShares.values(),

@@ -38,6 +38,11 @@ export interface LocalClusterOptions {
   logDestination?: DestinationStream;
   /** Extra config merged into every node's config (e.g. `{ replication: { applyTimeoutMs: 500 } }`). */
   nodeConfig?: Record<string, unknown>;
+  /**
+   * Extra config of one node, merged after `nodeConfig` (index: members by slot, then gateways), e.g.
+   * `(i) => (i === 0 ? { chains: [{ ...chain, syncer: true }] } : {})` for a chain's one syncer.
+   */
+  nodeConfigFor?: (index: number) => Record<string, unknown>;
   /** Admin bearer token of the coordinators. @default random */
   adminToken?: string;
   /** Wall clock for every node. @default Date.now */
@@ -187,7 +192,7 @@ async function startLocalClusterOnce(options: LocalClusterOptions): Promise<Loca
           replication: { reconnectIntervalMs: 100, syncIntervalMs: 1000, applyTimeoutMs: 2000 },
           ...(mailbox ? { mail: { transport: 'smtp', smtp: { host: mailbox.host, port: mailbox.port, secure: false } } } : {}),
         },
-        options.nodeConfig ?? {},
+        deepMerge(options.nodeConfig ?? {}, options.nodeConfigFor?.(i) ?? {}),
       ),
     );
     return { config, entry, blocked: new Set<string>(), silenced: new Set<string>(), node: undefined as unknown as QuorumNode, running: false };

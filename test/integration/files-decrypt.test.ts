@@ -208,8 +208,10 @@ describe('refusals', () => {
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     // On the other coordinator too: the members, not the coordinator, keep the string's use.
     for (const url of [A, B]) {
+      // Every member refuses: a retry could never pass, so the answer says why instead of a 503.
       const replay = await postMultipart(`${url}/decrypt-file`, form());
-      expect(replay.status, JSON.stringify(replay.body)).toBe(503);
+      expect(replay.status, JSON.stringify(replay.body)).toBe(403);
+      expect(replay.body.error).toMatch(/already used/);
     }
     const existing = await postJson(`${B}/decrypt-existing-file`, { encryptJobId: sample.jobId, ...signed });
     expect(existing.status).not.toBe(200);

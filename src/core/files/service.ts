@@ -45,7 +45,7 @@ import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessi
 import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
 import type { NodeKeyring } from '../secrets/ports.ts';
 import type { UsageAdmission, UsageReservation } from '../usage/types.ts';
-import type { SecretBody } from '../secrets/records.ts';
+import type { ResolvedSecret } from '../secrets/types.ts';
 import { createSealedSpool, readSealedFile, sweepSpools, type SealedSpool } from './spool.ts';
 import { ensureDir, fileSize, fileSizes, openFileRange, openResultFile, removeFile, writeZipFile, type FileRange, type ZipEntrySource } from './archive.ts';
 import { openCiferArchive, type CiferArchive, type CiferArchiveLimits, type RangeSource } from './cifer-archive.ts';
@@ -111,7 +111,7 @@ export interface FilesOptions {
 /** Dependencies of {@link createFilesService}. */
 export interface FilesDeps {
   verifier: SignedDataVerifier;
-  secrets: Pick<SecretsCapability, 'findSecret' | 'recoverSeed'>;
+  secrets: Pick<SecretsCapability, 'resolveSecret' | 'recoverSeed'>;
   /** Seals a decrypt result's key under the node's storage key (the result is never on disk in clear). */
   keyring: Pick<NodeKeyring, 'encryptAtRest' | 'decryptAtRest'>;
   jobs: JobRepo;
@@ -246,7 +246,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   }
 
   /** A new `pending` job of `type` for a verified caller (API.md field values; names cut to size). */
-  function newJob(type: JobType, caller: VerifiedCaller, secret: SecretBody, name: string, originalSize: number): JobRecord {
+  function newJob(type: JobType, caller: VerifiedCaller, secret: ResolvedSecret, name: string, originalSize: number): JobRecord {
     const originalName = name.slice(0, ORIGINAL_NAME_MAX_CHARS);
     return {
       id: newId(),
@@ -263,7 +263,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       ttl: type === 'encrypt' ? ENCRYPT_RESULT_TTL_MS : DECRYPT_RESULT_TTL_MS,
       originalSize,
       signerPrincipalId: caller.principalId,
-      secretOwnerPrincipalId: secret.ownerPrincipalId,
+      secretOwnerPrincipalId: secret.owner,
       originalName,
     };
   }
@@ -357,9 +357,9 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   }
 
   /** A decrypt's caller: verified, the secret usable, and the caller its owner or delegate. */
-  async function decryptCaller(request: SignedRequest, at?: number): Promise<{ caller: VerifiedCaller; secret: SecretBody }> {
-    const caller = await deps.verifier.verify(request, at === undefined ? { parts: 4 } : { parts: 4, at });
-    const secret = await deps.secrets.findSecret(parseSecretId(caller.subject));
+  async function decryptCaller(request: SignedRequest, at?: number): Promise<{ caller: VerifiedCaller; secret: ResolvedSecret }> {
+    const caller = await deps.verifier.verify(request, at === undefined ? { parts: 4, web3: true } : { parts: 4, at, web3: true });
+    const secret = await deps.secrets.resolveSecret(caller.chainId, parseSecretId(caller.subject));
     assertUsable(secret);
     assertDecryptRight(secret, caller.principalId);
     return { caller, secret };
@@ -372,7 +372,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
    */
   async function acceptDecrypt(
     caller: VerifiedCaller,
-    secret: SecretBody,
+    secret: ResolvedSecret,
     request: SignedRequest,
     archive: CiferArchive,
     release: () => Promise<void>,
@@ -568,9 +568,9 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       const { spool } = upload;
       let usage: UsageReservation | undefined;
       try {
-        const caller = await deps.verifier.verify(upload.request, { parts: 4, at: upload.receivedAt });
+        const caller = await deps.verifier.verify(upload.request, { parts: 4, at: upload.receivedAt, web3: true });
         if (upload.secretId !== caller.subject) throw new AppError('BAD_REQUEST', 'secretId does not match the secretId in data');
-        const secret = await deps.secrets.findSecret(parseSecretId(caller.subject));
+        const secret = await deps.secrets.resolveSecret(caller.chainId, parseSecretId(caller.subject));
         assertUsable(secret);
         assertPrincipalLimit(caller.principalId);
         // The disk budget was judged before the upload was read; its own spool is in it now.
@@ -658,12 +658,12 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       if (job.type === 'decrypt' && !request) throw new AppError('UNAUTHORIZED', 'A decrypt result needs data (…_<jobId>_download) and signature');
       if (request) {
         // Encrypt results need no signature; the Web2 client signs anyway, and what is sent must hold.
-        const caller = await deps.verifier.verify(request, { parts: 6 });
+        const caller = await deps.verifier.verify(request, { parts: 6, web3: true });
         if (caller.extra[0] !== job.id || caller.extra[1] !== 'download') throw new AppError('BAD_REQUEST', 'data must end with _<jobId>_download');
         if (job.type === 'decrypt') {
-          if (caller.subject !== String(job.secretId)) throw new AppError('BAD_REQUEST', 'secretId does not match the job');
+          if (caller.subject !== String(job.secretId) || caller.chainId !== job.chainId) throw new AppError('BAD_REQUEST', 'secretId does not match the job');
           // The plaintext goes to whoever may decrypt with the secret now.
-          assertDecryptRight(await deps.secrets.findSecret(job.secretId), caller.principalId);
+          assertDecryptRight(await deps.secrets.resolveSecret(job.chainId, job.secretId), caller.principalId);
         }
       }
       if (job.status !== 'completed') throw new AppError('BAD_REQUEST', `Job is ${job.status}, not completed`);
@@ -674,14 +674,14 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     },
 
     async remove(jobId, request): Promise<void> {
-      const caller = await deps.verifier.verify(request, { parts: 6 });
+      const caller = await deps.verifier.verify(request, { parts: 6, web3: true });
       if (caller.extra[0] !== jobId || caller.extra[1] !== 'delete') throw new AppError('BAD_REQUEST', 'data must end with _<jobId>_delete');
       const job = await find(jobId);
       if (!job || job.status === 'expired') throw new AppError('NOT_FOUND', job ? 'Job expired' : 'Job not found');
-      if (caller.subject !== String(job.secretId)) throw new AppError('BAD_REQUEST', 'secretId does not match the job');
+      if (caller.subject !== String(job.secretId) || caller.chainId !== job.chainId) throw new AppError('BAD_REQUEST', 'secretId does not match the job');
       if (job.signerPrincipalId !== caller.principalId) {
-        const secret = await deps.secrets.findSecret(job.secretId);
-        if (secret.ownerPrincipalId !== caller.principalId && secret.delegatePrincipalId !== caller.principalId) {
+        const secret = await deps.secrets.resolveSecret(job.chainId, job.secretId);
+        if (secret.owner !== caller.principalId && secret.delegate !== caller.principalId) {
           throw new AppError('FORBIDDEN', "Only the job's signer or the secret's owner or delegate may delete this job");
         }
       }
@@ -695,19 +695,20 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     async list(request, includeExpired): Promise<ListedJob[]> {
       // Web3 principals too (docs/http.md): the list needs only a valid fresh signature.
       const caller = await deps.verifier.verify(request, { parts: 4, web3: true });
-      // One lookup per secret, not per job.
+      // One lookup per secret, not per job; only secrets of the caller's own chain can be its.
       const recipientOf = new Map<number, boolean>();
       const rows: ListedJob[] = [];
       for await (const stored of deps.jobs.list()) {
         const job = live.get(stored.id)?.job ?? stored;
         if (job.status === 'expired' && !includeExpired) continue;
-        let isRecipient = recipientOf.get(job.secretId);
+        let isRecipient = job.chainId === caller.chainId ? recipientOf.get(job.secretId) : false;
         if (isRecipient === undefined) {
-          const secret = await deps.secrets.findSecret(job.secretId).catch((err: unknown) => {
-            if (err instanceof AppError && err.code === 'NOT_FOUND') return undefined;
+          const secret = await deps.secrets.resolveSecret(job.chainId, job.secretId).catch((err: unknown) => {
+            // Gone, or a Web3 secret not usable (syncing): nobody's to decrypt, so no recipient.
+            if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN')) return undefined;
             throw err;
           });
-          isRecipient = secret !== undefined && (secret.ownerPrincipalId === caller.principalId || secret.delegatePrincipalId === caller.principalId);
+          isRecipient = secret !== undefined && (secret.owner === caller.principalId || secret.delegate === caller.principalId);
           recipientOf.set(job.secretId, isRecipient);
         }
         const isSigner = job.signerPrincipalId === caller.principalId;

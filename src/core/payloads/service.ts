@@ -21,7 +21,7 @@ const utf8Encoder = new TextEncoder();
 /** Dependencies of {@link createPayloadsService}. */
 export interface PayloadsDeps {
   verifier: SignedDataVerifier;
-  secrets: Pick<SecretsCapability, 'findSecret' | 'recoverSeed'>;
+  secrets: Pick<SecretsCapability, 'resolveSecret' | 'recoverSeed'>;
   /**
    * Plan limits (docs/architecture.md, "Usage and plan limits"): every encrypt and decrypt is
    * admitted first (429 when over a limit) and counted in plaintext bytes when it succeeds.
@@ -43,15 +43,14 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
   const publicKeys = createLruCache<Uint8Array>(PUBLIC_KEY_CACHE_ENTRIES);
   const publicKeyOf = (cid: string): Uint8Array => publicKeys.getOrCreate(cid, () => fromBase64(cid));
 
-  async function secretFor(secretIdRaw: string) {
-    const secretId = parseSecretId(secretIdRaw);
-    return deps.secrets.findSecret(secretId);
+  async function secretFor(caller: { chainId: number; subject: string }) {
+    return deps.secrets.resolveSecret(caller.chainId, parseSecretId(caller.subject));
   }
 
   return {
     async encrypt(request, outputFormat): Promise<EncryptedPayload> {
-      const caller = await deps.verifier.verify(request, { parts: 5, rest: true });
-      const secret = await secretFor(caller.subject);
+      const caller = await deps.verifier.verify(request, { parts: 5, rest: true, web3: true });
+      const secret = await secretFor(caller);
       assertUsable(secret);
       const plaintext = utf8Encoder.encode(caller.extra[0] ?? '');
       // Counted in plaintext bytes (the message's UTF-8), and only once the envelope is sealed.
@@ -75,11 +74,11 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
     },
 
     async decrypt(request, ciferText, inputFormat) {
-      const caller = await deps.verifier.verify(request, { parts: 5 });
+      const caller = await deps.verifier.verify(request, { parts: 5, web3: true });
       const cifer = decodeBinary(ciferText, inputFormat, 'cifer');
       if (cifer.length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', `cifer must be ${CIFER_BYTES} bytes, got ${cifer.length}`);
       const message = decodeBinary(caller.extra[0] ?? '', inputFormat, 'encryptedMessage');
-      const secret = await secretFor(caller.subject);
+      const secret = await secretFor(caller);
       assertDecryptRight(secret, caller.principalId);
       // Counted in plaintext bytes: AES-GCM's ciphertext (its tag travels in the cifer) is exactly
       // as long as the plaintext. Taken back unless the plaintext is recovered.

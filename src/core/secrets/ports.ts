@@ -3,16 +3,21 @@
  * root. The core never holds a node's private keys: it asks these to open and seal.
  */
 
-/** A member's own shares, encrypted at rest (not replicated). */
+/**
+ * A member's own shares, encrypted at rest (not replicated), by label: a Web2 secret's id, or
+ * `<chainId>:<id>` for a Web3 secret (`shareLabel`, src/core/secrets/service.ts).
+ */
 export interface ShareStore {
-  get(secretId: number): Promise<Uint8Array | undefined>;
+  get(label: number | string): Promise<Uint8Array | undefined>;
   /** Durable. */
-  put(secretId: number, box: Uint8Array): Promise<void>;
+  put(label: number | string, box: Uint8Array): Promise<void>;
 }
 
 /** Shares a coordinator still has to deliver: each sealed to its member's key, never in clear. */
 export interface PendingShares {
   secretId: number;
+  /** The chain of a Web3 secret; absent for Web2. */
+  chainId?: number;
   /** Unix ms. */
   createdAt: number;
   retryCount: number;
@@ -24,10 +29,11 @@ export interface PendingShares {
 
 /** A coordinator's durable list of undelivered shares (the `secret-failures` operator view). */
 export interface PendingShareStore {
-  get(secretId: number): Promise<PendingShares | undefined>;
+  /** A Web2 secret's entry, or a Web3 secret's with its `chainId`. */
+  get(secretId: number, chainId?: number): Promise<PendingShares | undefined>;
   /** Durable. */
   put(entry: PendingShares): Promise<void>;
-  delete(secretId: number): Promise<void>;
+  delete(secretId: number, chainId?: number): Promise<void>;
   list(): AsyncIterable<PendingShares>;
 }
 

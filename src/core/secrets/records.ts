@@ -14,7 +14,7 @@ import { utf8 } from '../../crypto/index.ts';
 /** The only secret type this service creates: an ML-KEM-768 key pair (API.md). */
 export const SECRET_TYPE_MLKEM768 = 1;
 /** Base64 length of a 1184-byte ML-KEM-768 public key. */
-const PUBLIC_KEY_B64_CHARS = 1580;
+export const PUBLIC_KEY_B64_CHARS = 1580;
 
 /** Record key of a secret: its id as 12 decimal digits, so keys sort by id. */
 export function secretKey(secretId: number): string {
@@ -140,17 +140,17 @@ export function secretKind(descriptor: ClusterDescriptor, evidence: EvidenceChec
   };
 }
 
-/** Associated data of a share sealed to a member for storage. */
-export function shareStoreAad(clusterId: string, secretId: number, slot: number): Uint8Array {
+/** Associated data of a share sealed to a member for storage. `secretId` is the share label (`shareLabel`). */
+export function shareStoreAad(clusterId: string, secretId: number | string, slot: number): Uint8Array {
   return utf8(`quorumkeep/share-store/v1\n${clusterId}\n${secretId}\n${slot}`);
 }
 
 /** Associated data of a share encrypted at rest under a member's storage key. */
-export function shareAtRestAad(clusterId: string, secretId: number, slot: number): Uint8Array {
+export function shareAtRestAad(clusterId: string, secretId: number | string, slot: number): Uint8Array {
   return utf8(`quorumkeep/share-at-rest/v1\n${clusterId}\n${secretId}\n${slot}`);
 }
 
 /** Associated data of a share released to a coordinator for one decrypt. */
-export function shareReleaseAad(clusterId: string, secretId: number, slot: number, requester: string): Uint8Array {
+export function shareReleaseAad(clusterId: string, secretId: number | string, slot: number, requester: string): Uint8Array {
   return utf8(`quorumkeep/share-release/v1\n${clusterId}\n${secretId}\n${slot}\n${requester}`);
 }

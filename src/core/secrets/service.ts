@@ -25,7 +25,7 @@ import type { BinaryFormat } from '../payloads/types.ts';
 import { gatherFromMembers, memberFailures, reachableMemberSlots } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
-import { parseChainId } from '../sessions/signed-data.ts';
+import { parseChainId, WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import {
   CIFER_BYTES,
   combineShares,
@@ -42,7 +42,10 @@ import {
 } from '../../crypto/index.ts';
 import { RECENT_USE_KEEP_MS, SECRET_TYPE_MLKEM768, secretKey, shareAtRestAad, shareReleaseAad, shareStoreAad, type SecretBody } from './records.ts';
 import type { NodeKeyring, PendingShares, PendingShareStore, ShareStore, UsedStringStore } from './ports.ts';
-import type { CreatedSecret, PublicKeyView, RetryOutcome, SecretFailure, SecretsService, SecretView } from './types.ts';
+import type { CreatedSecret, PublicKeyView, ResolvedSecret, RetryOutcome, SecretFailure, SecretsService, SecretView } from './types.ts';
+import { web3SecretKey, web3SecretLabel, type Web3SecretBody } from '../web3/records.ts';
+import type { Web3Service } from '../web3/service.ts';
+import type { ChainHeads } from '../web3/ports.ts';
 
 /** Bytes of an ML-KEM-768 seed (d ‖ z). */
 const SEED_BYTES = 64;
@@ -94,6 +97,13 @@ export interface SecretsDeps {
   random: RandomSource;
   clock: () => number;
   logger: Logger;
+  /**
+   * Web3 secrets (src/core/web3/service.ts), once built: their key and the chain's confirmed owner
+   * and delegate. Undefined on a node without chains: Web3 strings then answer 400 as before.
+   */
+  web3?: () => Pick<Web3Service, 'resolve' | 'resolveOwn'> | undefined;
+  /** The enabled chains (which chain ids a Web3 public-key request may name). */
+  chains?: ChainHeads;
 }
 
 /** The secrets capability: the HTTP port, the member's `shard` handler, and seed recovery. */
@@ -112,10 +122,17 @@ export interface SecretsCapability extends SecretsService {
   /** A secret a client names: 404 only when it does not exist, 503 when that cannot be told yet. */
   findSecret(secretId: number): Promise<SecretBody>;
   /**
+   * A Web2 or Web3 secret a client names (chain `-1` is Web2), with who may decrypt it: for Web3 from
+   * the chain's confirmed view. 404 unknown, 403 while a Web3 secret is syncing.
+   */
+  resolveSecret(chainId: number, secretId: number): Promise<ResolvedSecret>;
+  /** Deal a key for a Web3 secret created on chain: shares to the members, then its `web3Secret` record. */
+  dealWeb3Secret(chainId: number, secretId: number, createdBlock: number): Promise<void>;
+  /**
    * Gather ≥ threshold shares for a verified caller's decrypt and rebuild the seed; the caller zeroes
    * it and checks it against the public key. 503 when fewer than threshold members release their share.
    */
-  recoverSeed(secret: SecretBody, request: SignedRequest, envelope: DecryptEnvelope): Promise<Uint8Array>;
+  recoverSeed(secret: ResolvedSecret, request: SignedRequest, envelope: DecryptEnvelope): Promise<Uint8Array>;
   /** Start the background delivery loop. */
   start(): void;
   /** Stop it and wait for a running round. */
@@ -136,14 +153,27 @@ export function evidenceFor(caller: VerifiedCaller, request: SignedRequest): Sig
   return { data: request.data, signature: sig.startsWith('0x') ? sig : `0x${sig}`, session: caller.sessionRecord };
 }
 
-/** 403 unless `principalId` may decrypt with the secret. */
-export function assertDecryptRight(secret: SecretBody, principalId: string): void {
-  if (secret.ownerPrincipalId !== principalId && secret.delegatePrincipalId !== principalId) throw new AppError('FORBIDDEN', 'Only the owner or the delegate may decrypt with this secret');
+/** A Web2 secret record as the payload and file routes see it. */
+export function resolvedOf(b: SecretBody): ResolvedSecret {
+  return { chainId: WEB2_CHAIN_ID, secretId: b.secretId, publicKeyCid: b.publicKeyCid, owner: b.ownerPrincipalId, delegate: b.delegatePrincipalId, isSyncing: b.isSyncing, secretType: b.secretType };
+}
+
+/**
+ * How a secret is named in share stores and associated data: its id for Web2 (so Web2 labels are
+ * unchanged), `<chainId>:<id>` for Web3 — the two namespaces never meet.
+ */
+export function shareLabel(chainId: number, secretId: number): number | string {
+  return chainId === WEB2_CHAIN_ID ? secretId : web3SecretLabel(chainId, secretId);
+}
+
+/** 403 unless `principalId` may decrypt with the secret (the owner, or a delegate that is set). */
+export function assertDecryptRight(secret: Pick<ResolvedSecret, 'owner' | 'delegate' | 'isSyncing' | 'secretType'>, principalId: string): void {
+  if (secret.owner !== principalId && (secret.delegate === null || secret.delegate !== principalId)) throw new AppError('FORBIDDEN', 'Only the owner or the delegate may decrypt with this secret');
   assertUsable(secret);
 }
 
 /** 403 while syncing or for a type this service cannot use. */
-export function assertUsable(secret: SecretBody): void {
+export function assertUsable(secret: Pick<ResolvedSecret, 'isSyncing' | 'secretType'>): void {
   if (secret.isSyncing) throw new AppError('FORBIDDEN', 'Secret is syncing; try again shortly');
   if (secret.secretType !== SECRET_TYPE_MLKEM768) throw new AppError('FORBIDDEN', `Secret type ${secret.secretType} is not supported`);
 }
@@ -166,6 +196,7 @@ function failureView(p: PendingShares, addressOf: (slot: number) => string): Sec
   const slots = Object.keys(p.missing).map(Number);
   const out: SecretFailure = {
     secretId: p.secretId,
+    ...(p.chainId === undefined ? {} : { chainId: p.chainId }),
     stage: 'share-delivery',
     failedNodeAddresses: slots.map(addressOf),
     nodeErrors: Object.fromEntries(slots.map((s) => [addressOf(s), p.missing[String(s)]!.error])),
@@ -209,8 +240,20 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     return deps.verifier.verify(request, { parts });
   }
 
+  /** Whether Web3 strings are accepted here (a node with chains). */
+  const web3Enabled = () => deps.web3?.() !== undefined;
+  function requireWeb3(): Pick<Web3Service, 'resolve' | 'resolveOwn'> {
+    const web3 = deps.web3?.();
+    if (!web3) throw new AppError('BAD_REQUEST', 'Web3 secrets are not served by this node');
+    return web3;
+  }
+
+  async function resolveSecret(chainId: number, secretId: number): Promise<ResolvedSecret> {
+    return chainId === WEB2_CHAIN_ID ? resolvedOf(await findSecret(secretId)) : requireWeb3().resolve(chainId, secretId);
+  }
+
   /** Deliver sealed shares to members; returns the slots that stored theirs and the errors of the rest. */
-  async function deliver(secretId: number, boxes: Map<number, Uint8Array>): Promise<{ stored: number[]; errors: Map<number, string> }> {
+  async function deliver(chainId: number, secretId: number, boxes: Map<number, Uint8Array>): Promise<{ stored: number[]; errors: Map<number, string> }> {
     const stored: number[] = [];
     const errors = new Map<number, string>();
     await Promise.all(
@@ -220,7 +263,8 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
           return;
         }
         try {
-          await deps.members.call(slot, 'shard', { op: 'store', secretId, box: toBase64(box) }, { signal: AbortSignal.timeout(options.shardTimeoutMs) });
+          const body = chainId === WEB2_CHAIN_ID ? { op: 'store', secretId, box: toBase64(box) } : { op: 'store', chainId, secretId, box: toBase64(box) };
+          await deps.members.call(slot, 'shard', body, { signal: AbortSignal.timeout(options.shardTimeoutMs) });
           stored.push(slot);
         } catch (err) {
           errors.set(slot, errorText(err));
@@ -233,12 +277,13 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   /** One delivery attempt for a pending entry; deletes it once every member has its share. */
   async function retryPending(p: PendingShares): Promise<PendingShares> {
     const boxes = new Map(Object.entries(p.missing).map(([slot, m]) => [Number(slot), fromBase64(m.box)]));
-    const { stored, errors } = await deliver(p.secretId, boxes);
+    const chainId = p.chainId ?? WEB2_CHAIN_ID;
+    const { stored, errors } = await deliver(chainId, p.secretId, boxes);
     const next: PendingShares = { ...p, retryCount: p.retryCount + 1, lastAttemptAt: clock(), missing: {} };
     for (const [slot, error] of errors) next.missing[String(slot)] = { box: p.missing[String(slot)]!.box, error };
     if (Object.keys(next.missing).length === 0) {
-      await deps.pending.delete(p.secretId);
-      log.info({ secretId: p.secretId, delivered: stored.length, retryCount: next.retryCount }, 'secret shares complete');
+      await deps.pending.delete(p.secretId, p.chainId);
+      log.info({ chainId, secretId: p.secretId, delivered: stored.length, retryCount: next.retryCount }, 'secret shares complete');
     } else {
       await deps.pending.put(next);
     }
@@ -249,12 +294,13 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   let timer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
   let round: Promise<void> | undefined;
-  const inFlight = new Map<number, Promise<PendingShares>>();
+  const inFlight = new Map<number | string, Promise<PendingShares>>();
   const retryOnce = (p: PendingShares): Promise<PendingShares> => {
-    let run = inFlight.get(p.secretId);
+    const label = shareLabel(p.chainId ?? WEB2_CHAIN_ID, p.secretId);
+    let run = inFlight.get(label);
     if (!run) {
-      run = retryPending(p).finally(() => inFlight.delete(p.secretId));
-      inFlight.set(p.secretId, run);
+      run = retryPending(p).finally(() => inFlight.delete(label));
+      inFlight.set(label, run);
     }
     return run;
   };
@@ -269,21 +315,26 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   /** What a member checks before storing a share. */
   async function handleStore(b: Record<string, unknown>): Promise<unknown> {
     const secretId = Number(b.secretId);
-    if (!Number.isSafeInteger(secretId) || secretId <= 0 || typeof b.box !== 'string') throw new AppError('BAD_REQUEST', 'malformed share store');
-    const share = keyring.openSealed(fromBase64(b.box), shareStoreAad(clusterId, secretId, self.slot!));
+    const chainId = b.chainId === undefined ? WEB2_CHAIN_ID : Number(b.chainId);
+    if (!Number.isSafeInteger(secretId) || secretId <= 0 || typeof b.box !== 'string' || !(chainId === WEB2_CHAIN_ID || (Number.isSafeInteger(chainId) && chainId > 0))) {
+      throw new AppError('BAD_REQUEST', 'malformed share store');
+    }
+    const label = shareLabel(chainId, secretId);
+    const share = keyring.openSealed(fromBase64(b.box), shareStoreAad(clusterId, label, self.slot!));
     if (!share) throw new AppError('FORBIDDEN', 'share does not open for this member');
     try {
-      const existing = await deps.shares.get(secretId);
+      const existing = await deps.shares.get(label);
       if (existing) {
-        const have = keyring.decryptAtRest(existing, shareAtRestAad(clusterId, secretId, self.slot!));
+        const have = keyring.decryptAtRest(existing, shareAtRestAad(clusterId, label, self.slot!));
         const same = !!have && constantTimeEqual(have, share);
         zeroize(have);
         // A retried create (same string, same id, new key) replaces shares of a secret that never
         // got its record; once the record exists its shares never change.
-        if (!same && (await getSecret(secretId))) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
+        const recorded = chainId === WEB2_CHAIN_ID ? await getSecret(secretId) : await state.get('web3Secret', web3SecretKey(chainId, secretId));
+        if (!same && recorded) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
         if (same) return { stored: true };
       }
-      await deps.shares.put(secretId, keyring.encryptAtRest(share, shareAtRestAad(clusterId, secretId, self.slot!)));
+      await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)));
       return { stored: true };
     } finally {
       zeroize(share);
@@ -310,10 +361,10 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     if (forFile) {
       // A file decrypt: the client's 4-part string, which the deployed client also signs for
       // /encrypt-file (docs/security.md, Known limits). Released once per string, like a payload's.
-      caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 4 });
+      caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 4, web3: web3Enabled() });
       useKey = signedStringKey('decrypt-file', caller.parts.slice(0, 4));
     } else {
-      caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 5 });
+      caller = await deps.verifier.verify({ data: b.data, signature: b.signature }, { parts: 5, web3: web3Enabled() });
       // Only a decrypt: the string's last part is the encrypted message in the request's format, and the
       // request names a well-formed envelope for it.
       const inputFormat = b.inputFormat as BinaryFormat;
@@ -324,17 +375,23 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     }
     if (caller.subject !== String(secretId)) throw new AppError('FORBIDDEN', 'signed data names another secret');
     await deps.catchUp(parseVersionVector(b.vv), from);
-    const secret = await requireSecret(secretId);
+    const web2 = caller.chainId === WEB2_CHAIN_ID;
+    // Web3: the owner and delegate this member reads from the chain itself, never the coordinator's word.
+    const secret = web2 ? resolvedOf(await requireSecret(secretId)) : await requireWeb3().resolveOwn(caller.chainId, secretId);
     assertDecryptRight(secret, caller.principalId);
-    if (!(await deps.usedStrings.use(useKey, caller.fresh + 2 * WEB2_FRESHNESS_MS))) throw new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
-    const box = await deps.shares.get(secretId);
+    // Forgotten once the string can no longer pass the freshness check: a Web2 timestamp's window
+    // twice over; a Web3 block's window is the same 10 minutes of blocks, counted from now.
+    const forgetAt = (web2 ? caller.fresh : clock()) + 2 * WEB2_FRESHNESS_MS;
+    if (!(await deps.usedStrings.use(useKey, forgetAt))) throw new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
+    const label = shareLabel(caller.chainId, secretId);
+    const box = await deps.shares.get(label);
     if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
-    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, secretId, self.slot!));
+    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
     if (!share) throw new AppError('CONFLICT', 'stored share does not open');
     // To ourselves (in-process, never on a wire) the share is handed over as is; the caller zeroes it.
     if (from.nodeAddress === self.nodeAddress) return { slot: self.slot, share };
     try {
-      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, secretId, self.slot!, from.nodeAddress));
+      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, self.slot!, from.nodeAddress));
       return { slot: self.slot, box: toBase64(sealed) };
     } finally {
       zeroize(share);
@@ -416,8 +473,13 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     }
   }
 
-  /** Deal a new key for `secretId`: shares to the members, then the record. */
-  async function dealSecret(caller: VerifiedCaller, request: SignedRequest, secretId: number): Promise<CreatedSecret> {
+  /**
+   * Deal a new key: a fresh seed split threshold-of-size, share i sealed to member i and delivered.
+   * Throws QuorumError below threshold. The members that missed theirs are left in `errors` (their
+   * sealed boxes in `boxes`) for the durable retry list.
+   */
+  async function dealKey(chainId: number, secretId: number): Promise<{ publicKey: Uint8Array; boxes: Map<number, Uint8Array>; stored: number[]; errors: Map<number, string> }> {
+    const label = shareLabel(chainId, secretId);
     const seed = deps.random(SEED_BYTES);
     let publicKey: Uint8Array;
     const boxes = new Map<number, Uint8Array>();
@@ -425,20 +487,33 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       publicKey = mlkemPublicKeyFromSeed(seed);
       const shares = await splitSecret(seed, descriptor.size, descriptor.threshold);
       try {
-        for (const m of memberList) boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(clusterId, secretId, m.slot)));
+        for (const m of memberList) boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(clusterId, label, m.slot)));
       } finally {
         zeroize(...shares);
       }
     } finally {
       zeroize(seed);
     }
-
-    const { stored, errors } = await deliver(secretId, boxes);
+    const { stored, errors } = await deliver(chainId, secretId, boxes);
     if (stored.length < descriptor.threshold) {
       const failed: MemberFailure[] = [...errors].map(([slot, error]) => ({ slot, nodeAddress: addressOf(slot), error }));
-      log.warn({ secretId, stored: stored.length, failed }, 'secret shares below threshold; secret abandoned');
+      log.warn({ chainId, secretId, stored: stored.length, failed }, 'secret shares below threshold; secret abandoned');
       throw new QuorumError(`Only ${stored.length} members stored their share; ${descriptor.threshold} are needed`, stored.map(addressOf), failed);
     }
+    return { publicKey, boxes, stored, errors };
+  }
+
+  /** Before the record: a crash in between leaves a retry for a secret nobody knows, never a secret with shares nobody retries. */
+  async function keepUndelivered(chainId: number, secretId: number, boxes: Map<number, Uint8Array>, errors: Map<number, string>, now: number): Promise<void> {
+    if (errors.size === 0) return;
+    const missing: PendingShares['missing'] = {};
+    for (const [slot, error] of errors) missing[String(slot)] = { box: toBase64(boxes.get(slot)!), error };
+    await deps.pending.put({ secretId, ...(chainId === WEB2_CHAIN_ID ? {} : { chainId }), createdAt: now, retryCount: 0, missing });
+  }
+
+  /** Deal a new key for `secretId`: shares to the members, then the record. */
+  async function dealSecret(caller: VerifiedCaller, request: SignedRequest, secretId: number): Promise<CreatedSecret> {
+    const { publicKey, boxes, stored, errors } = await dealKey(WEB2_CHAIN_ID, secretId);
     const now = clock();
     const body: SecretBody = {
       secretId,
@@ -452,21 +527,38 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       updatedAt: now,
       auth: { by: 'create', evidence: evidenceFor(caller, request) },
     };
-    if (errors.size > 0) {
-      // Before the record: a crash in between leaves a retry for a secret nobody knows, never a secret with shares nobody retries.
-      const missing: PendingShares['missing'] = {};
-      for (const [slot, error] of errors) missing[String(slot)] = { box: toBase64(boxes.get(slot)!), error };
-      await deps.pending.put({ secretId, createdAt: now, retryCount: 0, missing });
-    }
+    await keepUndelivered(WEB2_CHAIN_ID, secretId, boxes, errors, now);
     await deps.replicator.replicate({ kind: 'secret', key: secretKey(secretId), body });
     const status = errors.size === 0 ? 'complete' : 'propagating';
     log.info({ secretId, status, stored: stored.length }, 'secret created');
     return { secretId, clusterId, publicKeyCid: body.publicKeyCid, status };
   }
 
+  /** Web3 deals for one secret on this node share one attempt. */
+  const dealingWeb3 = new Map<string, Promise<void>>();
+
   const service: SecretsCapability = {
     getSecret,
     findSecret,
+    resolveSecret,
+
+    dealWeb3Secret(chainId, secretId, createdBlock) {
+      const key = web3SecretKey(chainId, secretId);
+      let run = dealingWeb3.get(key);
+      if (!run) {
+        run = (async () => {
+          reachableMemberSlots(membership);
+          const { publicKey, boxes, stored, errors } = await dealKey(chainId, secretId);
+          const now = clock();
+          const body: Web3SecretBody = { chainId, secretId, clusterId, secretType: SECRET_TYPE_MLKEM768, publicKeyCid: toBase64(publicKey), createdBlock, createdAt: now };
+          await keepUndelivered(chainId, secretId, boxes, errors, now);
+          await deps.replicator.replicate({ kind: 'web3Secret', key, body });
+          log.info({ chainId, secretId, status: errors.size === 0 ? 'complete' : 'propagating', stored: stored.length }, 'web3 secret keyed');
+        })().finally(() => dealingWeb3.delete(key));
+        dealingWeb3.set(key, run);
+      }
+      return run;
+    },
 
     async createSecret(request): Promise<CreatedSecret> {
       const caller = await web2Caller(request, 4);
@@ -528,15 +620,18 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     },
 
     async publicKey(chainIdRaw, secretIdRaw): Promise<PublicKeyView> {
-      const chainId = parseChainId(chainIdRaw);
+      const chainId = parseChainId(chainIdRaw, web3Enabled() ? deps.chains : undefined);
       const secretId = parseSecretId(secretIdRaw);
-      const secret = await findSecret(secretId);
+      if (chainId === WEB2_CHAIN_ID) return { chainId, secretId, publicKey: (await findSecret(secretId)).publicKeyCid };
+      // Web3: a synced secret of type 1 (API.md, Web3 principals), from the chain's confirmed view.
+      const secret = await requireWeb3().resolve(chainId, secretId);
+      assertUsable(secret);
       return { chainId, secretId, publicKey: secret.publicKeyCid };
     },
 
     async publicKeySigned(request, chainIdRaw, secretIdRaw) {
       const keyView = await service.publicKey(chainIdRaw, secretIdRaw);
-      const caller = await web2Caller(request, 4);
+      const caller = await deps.verifier.verify(request, { parts: 4, web3: web3Enabled() });
       if (caller.subject !== String(keyView.secretId) || caller.chainId !== keyView.chainId) throw new AppError('BAD_REQUEST', 'chainId and secretId must match the signed data');
       return keyView;
     },
@@ -572,6 +667,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     async recoverSeed(secret, request, envelope) {
       const slots = reachableMemberSlots(membership);
       const secretId = secret.secretId;
+      const label = shareLabel(secret.chainId, secretId);
       const { results, failures } = await gatherFromMembers({
         slots,
         needed: descriptor.threshold,
@@ -587,7 +683,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
           )) as { box?: unknown; share?: unknown };
           if (slot === self.slot && res?.share instanceof Uint8Array) return res.share;
           if (typeof res?.box !== 'string') throw new Error('malformed release');
-          const share = keyring.openSealed(fromBase64(res.box), shareReleaseAad(clusterId, secretId, slot, self.nodeAddress));
+          const share = keyring.openSealed(fromBase64(res.box), shareReleaseAad(clusterId, label, slot, self.nodeAddress));
           if (!share) throw new Error('released share does not open');
           return share;
         },
@@ -595,6 +691,16 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       const shares = results.map((r) => r.value);
       try {
         if (shares.length < descriptor.threshold) {
+          // Members that refused outright (a spent string, no right to decrypt) will refuse a retry
+          // too: once too many did for a quorum to be possible, say why instead of a 503.
+          const refusals = failures.map((f) => f.error).filter((e): e is AppError => e instanceof AppError && (e.code === 'FORBIDDEN' || e.code === 'BAD_REQUEST'));
+          if (refusals.length > descriptor.size - descriptor.threshold) {
+            log.info({ secretId, refused: refusals.length }, 'members refused the share release');
+            throw new AppError(refusals[0]!.code, `Members refused to release their shares: ${refusals[0]!.message}`);
+          }
+          // Members that could not read the chain: the chain is what is down, and the answer says so.
+          const chainDown = failures.map((f) => f.error).find((e): e is AppError => e instanceof AppError && e.code === 'CHAIN_UNAVAILABLE');
+          if (chainDown) throw new AppError('CHAIN_UNAVAILABLE', chainDown.message, { chainId: secret.chainId });
           const failed = memberFailures(membership, failures);
           log.warn({ secretId, released: shares.length, failed }, 'fewer than threshold shares released');
           throw new QuorumError(`Only ${shares.length} members released their share; ${descriptor.threshold} are needed`, results.map((r) => addressOf(r.slot)), failed);

@@ -17,6 +17,25 @@ export interface CreatedSecret {
   status: SecretStatus;
 }
 
+/**
+ * A secret as the payload and file routes use it, Web2 or Web3 alike: its key and who may decrypt.
+ * For Web2 it is the `secret` record; for Web3 the `web3Secret` record's key with owner, delegate,
+ * syncing flag and type from the chain's confirmed view (src/core/web3/service.ts).
+ */
+export interface ResolvedSecret {
+  /** -1 for Web2. */
+  chainId: number;
+  secretId: number;
+  /** ML-KEM-768 public key, base64. */
+  publicKeyCid: string;
+  /** The owner: a principal id (Web2) or a lowercase wallet address (Web3). */
+  owner: string;
+  /** The delegate, or null. */
+  delegate: string | null;
+  isSyncing: boolean;
+  secretType: number;
+}
+
 /** One secret as listed by POST /web2/secrets. */
 export interface SecretView {
   secretId: number;
@@ -35,6 +54,8 @@ export interface SecretView {
 /** A secret whose shares have not reached every member yet (operator view). */
 export interface SecretFailure {
   secretId: number;
+  /** The chain of a Web3 secret; absent for Web2. */
+  chainId?: number;
   /** What is still undone: `share-delivery`. */
   stage: string;
   /** Node addresses of the members still missing their share. */

@@ -9,7 +9,7 @@ const base = { chainId: 8453, name: 'Base', rpcUrl: 'https://mainnet.base.org', 
 
 describe('chainSchema', () => {
   it('fills the defaults: 2 confirmations, start block 0, not the syncer, no controller', () => {
-    expect(chainSchema.parse(base)).toEqual({ ...base, confirmations: 2, startBlock: 0, syncer: false });
+    expect(chainSchema.parse(base)).toEqual({ ...base, confirmations: 2, startBlock: 0, syncer: false, controllerClusterId: 0 });
     expect(DEFAULT_CHAINS).toEqual([chainSchema.parse(base)]);
   });
 
@@ -21,6 +21,7 @@ describe('chainSchema', () => {
       confirmations: 0,
       startBlock: 12_345_678,
       syncer: true,
+      controllerClusterId: 7,
     };
     expect(chainSchema.parse(full)).toEqual(full);
   });
@@ -30,6 +31,7 @@ describe('chainSchema', () => {
     ['rpcUrl', { rpcUrl: 'not a url' }],
     ['wsRpcUrl', { wsRpcUrl: 'https://base.example' }],
     ['secretsControllerAddress', { secretsControllerAddress: '0x1234' }],
+    ['controllerClusterId', { controllerClusterId: 256 }],
     ['chainId', { chainId: 0 }],
     ['chainId', { chainId: -1 }],
     ['blockTimeMs', { blockTimeMs: 0 }],

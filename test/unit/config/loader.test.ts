@@ -90,7 +90,7 @@ describe('loadConfig precedence', () => {
     expect(config.http.corsOrigins).toEqual(['https://a.example', 'https://b.example']);
     expect(config.listen).toEqual(['/ip4/0.0.0.0/tcp/4010']);
     expect(config.replication.applyTimeoutMs).toBe(2500);
-    expect(config.chains).toEqual(chains.map((chain) => ({ ...chain, confirmations: 2, startBlock: 0, syncer: false })));
+    expect(config.chains).toEqual(chains.map((chain) => ({ ...chain, confirmations: 2, startBlock: 0, syncer: false, controllerClusterId: 0 })));
     expect(config.mail.smtp.pass).toBe('hunter2');
   });
 

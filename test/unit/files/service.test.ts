@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createFilesService, ENCRYPT_RESULT_TTL_MS, EXPIRED_JOB_RETENTION_MS, FAILED_JOB_TTL_MS, type FilesCapability } from '../../../src/core/files/service.ts';
 import type { JobRecord, JobRepo } from '../../../src/core/files/types.ts';
 import type { SignedDataVerifier, VerifiedCaller } from '../../../src/core/sessions/types.ts';
-import type { SecretBody } from '../../../src/core/secrets/records.ts';
+import type { ResolvedSecret } from '../../../src/core/secrets/types.ts';
 import { AppError, isAppError } from '../../../src/errors/index.ts';
 import { decryptAtRest, encryptAtRest, mlkemPublicKeyFromSeed, systemRandom, toBase64 } from '../../../src/crypto/index.ts';
 import { createLogger } from '../../../src/log/index.ts';
@@ -23,7 +23,7 @@ afterEach(() => stack.run());
 
 const STORAGE_KEY = systemRandom(32);
 const PUBLIC_KEY = toBase64(mlkemPublicKeyFromSeed(systemRandom(64)));
-const SECRET = { secretId: 7, ownerPrincipalId: 'owner', publicKeyCid: PUBLIC_KEY, isSyncing: false, secretType: 1 } as unknown as SecretBody;
+const SECRET: ResolvedSecret = { chainId: -1, secretId: 7, owner: 'owner', delegate: null, publicKeyCid: PUBLIC_KEY, isSyncing: false, secretType: 1 };
 const CALLER = { chainId: -1, subject: '7', principalId: 'signer' } as unknown as VerifiedCaller;
 
 function memoryRepo(): JobRepo & { jobs: Map<string, JobRecord>; hold?: Promise<void> } {
@@ -69,7 +69,7 @@ async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcu
     },
     {
       verifier,
-      secrets: { findSecret: async () => SECRET, recoverSeed: () => Promise.reject(new AppError('QUORUM_UNAVAILABLE', 'no members in unit tests')) },
+      secrets: { resolveSecret: async () => SECRET, recoverSeed: () => Promise.reject(new AppError('QUORUM_UNAVAILABLE', 'no members in unit tests')) },
       keyring: { encryptAtRest: (plaintext, aad) => encryptAtRest(STORAGE_KEY, plaintext, aad), decryptAtRest: (box, aad) => decryptAtRest(STORAGE_KEY, box, aad) },
       jobs: repo,
       clock: () => now,

@@ -1,0 +1,74 @@
+/**
+ * The `web3Secret` record kind (docs/web3.md, "Web3 secrets"; docs/security.md, "Who may write
+ * what"): the ML-KEM public key the cluster dealt for a secret created on chain. Owner, delegate and
+ * whether it is synced are NOT in the record: the chain holds them, and every member reads them there.
+ *
+ * Who writes it: a coordinator that the controller itself whitelists (`isBlackBoxWhitelisted`), i.e.
+ * the chain's designated syncer. Evidence: the chain. Every node checks, before storing, that the
+ * secret exists on chain with type 1, is still syncing or synced to this cluster with the sentinel
+ * `cifer`, that the writer is whitelisted, and that no other key was recorded for it before: the
+ * first key wins, for good.
+ */
+import { z } from 'zod';
+import type { RecordKindDefinition } from '../replication/kinds.ts';
+import type { ClusterDescriptor } from '../replication/ports.ts';
+import { PUBLIC_KEY_B64_CHARS, SECRET_TYPE_MLKEM768 } from '../secrets/records.ts';
+import type { Web3Chains } from './ports.ts';
+
+/** The on-chain `publicKeyCid` the syncer writes for the cluster's secrets (the real key is in the record). */
+export const SYNCED_SENTINEL = 'cifer';
+/** Largest secret id the cluster keys (ids are uint256 on chain; the cluster's fit in 15 digits). */
+export const MAX_WEB3_SECRET_ID = 999_999_999_999_999;
+
+/** Record key of a Web3 secret: the chain id, then the id as 15 digits (keys sort by chain, then id). */
+export function web3SecretKey(chainId: number, secretId: number): string {
+  return `${chainId}:${String(secretId).padStart(15, '0')}`;
+}
+
+/** The label of a Web3 secret in share stores and associated data: never a Web2 label (digits only). */
+export function web3SecretLabel(chainId: number, secretId: number): string {
+  return `${chainId}:${secretId}`;
+}
+
+export const web3SecretBodySchema = z.strictObject({
+  chainId: z.number().int().positive(),
+  secretId: z.number().int().positive().max(MAX_WEB3_SECRET_ID),
+  clusterId: z.string().min(1).max(128),
+  secretType: z.literal(SECRET_TYPE_MLKEM768),
+  /** ML-KEM-768 public key, base64. */
+  publicKeyCid: z.string().length(PUBLIC_KEY_B64_CHARS).regex(/^[A-Za-z0-9+/]+={0,2}$/),
+  /** Block of the `SecretCreated` event the key answers. */
+  createdBlock: z.number().int().nonnegative(),
+  /** When the key was dealt, Unix ms. */
+  createdAt: z.number().int().nonnegative(),
+});
+export type Web3SecretBody = z.infer<typeof web3SecretBodySchema>;
+
+/**
+ * `web3Secret`, keyed by {@link web3SecretKey}; written once per secret by a whitelisted coordinator.
+ * The checks read the chain (an RPC failure refuses the record for now; catch-up brings it again).
+ */
+export function web3SecretKind(descriptor: ClusterDescriptor, chains: Web3Chains | undefined): RecordKindDefinition<Web3SecretBody> {
+  return {
+    name: 'web3Secret',
+    body: web3SecretBodySchema,
+    writers: ['coordinator'],
+    key: (k) => /^[1-9]\d{0,15}:\d{15}$/.test(k),
+    validate: async (b, context) => {
+      if (context.key !== web3SecretKey(b.chainId, b.secretId)) return 'key mismatch';
+      if (b.clusterId !== descriptor.clusterId) return 'another cluster';
+      const { current } = await context.standing();
+      // One key per secret, for good: a second deal (a rogue writer, or a syncer that lost its data)
+      // would hand out a key whose shares the members do not hold.
+      if (current && (current as Web3SecretBody).publicKeyCid !== b.publicKeyCid) return 'secret already has a key';
+      const chain = chains?.get(b.chainId);
+      if (!chain) return `chain ${b.chainId} is not enabled on this node`;
+      if (!(await chain.isWhitelisted(context.origin))) return 'writer is not whitelisted by the secrets controller';
+      const state = await chain.getSecretState(b.secretId);
+      if (!state) return 'no such secret on chain';
+      if (state.secretType !== SECRET_TYPE_MLKEM768) return `secret type ${state.secretType} is not served`;
+      if (!state.isSyncing && (state.clusterId !== chain.controllerClusterId || state.publicKeyCid !== SYNCED_SENTINEL)) return 'secret was synced by another cluster';
+      return undefined;
+    },
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * Web3 secrets (docs/web3.md, "Web3 secrets"; ARCHITECTURE.md, Chains): what every node does with the
+ * chains it serves.
+ *
+ * - **The confirmed view.** A secret's owner, delegate, syncing flag and type are read from the
+ *   controller at `head − confirmations` — the same depth at which events are acted on — and cached
+ *   per secret. A cached state is served only while this node's event follower has covered every
+ *   block up to the block asked for; the follower drops a secret's entry on each of its events
+ *   (`SecretCreated`, `SecretSynced`, `DelegateUpdated`, `SecretOwnershipTransferred`). So a warm read
+ *   costs no RPC call and is never older than the confirmed view; a follower that lags only costs
+ *   direct reads. Members use it before releasing a share, coordinators before answering.
+ * - **New secrets (the syncer only).** On the chain's designated syncer (`chains[].syncer`, a
+ *   coordinator the controller whitelists), the follower keeps a durable cursor; for each confirmed
+ *   `SecretCreated` of type 1 it deals the key exactly as for Web2 (unless the secret already has
+ *   one) and sends `markSecretSynced(secretId, controllerClusterId, "cifer")`. The cursor moves only
+ *   after that: a crash or a failure re-delivers the range, and the key is never dealt twice (the
+ *   record is checked first, and members refuse a second key).
+ */
+import { AppError } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { FreshReader } from '../replication/fresh-read.ts';
+import type { StateReader } from '../replication/ports.ts';
+import type { ResolvedSecret } from '../secrets/types.ts';
+import { SECRET_TYPE_MLKEM768 } from '../secrets/records.ts';
+import type { ChainEvent, EventFollower, SecretState, Web3Chain, Web3Chains } from './ports.ts';
+import { MAX_WEB3_SECRET_ID, SYNCED_SENTINEL, web3SecretKey, type Web3SecretBody } from './records.ts';
+
+/** Secret states cached per chain (public data: owners, delegates, flags). */
+const STATE_CACHE_ENTRIES = 10_000;
+
+/** What the Web3 service needs of the secrets capability: dealing a key like a Web2 secret's. */
+export interface Web3Dealer {
+  /** Deal a key for a Web3 secret: shares to the members (≥ threshold), then the `web3Secret` record. */
+  dealWeb3Secret(chainId: number, secretId: number, createdBlock: number): Promise<void>;
+}
+
+/** Dependencies of {@link createWeb3Service}. */
+export interface Web3Deps {
+  chains: Web3Chains;
+  state: StateReader;
+  /** Client lookups catch up before a "not found". */
+  fresh?: FreshReader;
+  /** The syncer's durable cursor per chain (the last block whose events were acted on). */
+  cursors: { get(chainId: number): Promise<number | undefined>; put(chainId: number, block: number): Promise<void> };
+  /** Set once the secrets capability exists (it needs this service's reads, this needs its dealing). */
+  dealer(): Web3Dealer;
+  /** Whether this node is a coordinator (only a coordinator may deal). */
+  isCoordinator: boolean;
+  logger: Logger;
+  /** Counters of dealt keys and sync transactions, by chain. */
+  metrics?: { secretsDealt: { inc(labels: { chain: string }): void }; syncFailures: { inc(labels: { chain: string }): void } };
+}
+
+/** The Web3 secrets capability. */
+export interface Web3Service {
+  /**
+   * A Web3 secret as a client names it, for a coordinator's answer: the cluster's key from the record,
+   * owner and delegate from the confirmed view. 404 unknown (or no key in this cluster), 403 while
+   * the secret is syncing, 503 CHAIN_UNAVAILABLE.
+   */
+  resolve(chainId: number, secretId: number): Promise<ResolvedSecret>;
+  /** The same for a member about to release its share: its own replica (the catch-up gate ran first). */
+  resolveOwn(chainId: number, secretId: number): Promise<ResolvedSecret>;
+  /** The confirmed on-chain state of a secret (cached; see the module comment). */
+  confirmedState(chainId: number, secretId: number): Promise<SecretState | undefined>;
+  /** Start following every chain with a controller. */
+  start(): Promise<void>;
+  /** Stop the followers (waits for a handler in progress). */
+  stop(): Promise<void>;
+}
+
+interface CachedState {
+  state: SecretState | undefined;
+  /** Block the state was read at. */
+  block: number;
+}
+
+interface ChainView {
+  chain: Web3Chain;
+  states: Map<string, CachedState>;
+  /** Events delivered per secret (only for secrets with one): a read that overlapped one is not kept. */
+  epochs: Map<string, number>;
+  /** Last block the follower delivered (inclusive), or undefined before the first range. */
+  followedTo: number | undefined;
+  /** First block the follower reads: reads at earlier blocks could miss events, so are not kept. */
+  followFrom?: number;
+  follower?: EventFollower;
+}
+
+/** Parse a Web3 secret id the cluster keys; 400 otherwise. */
+export function assertWeb3SecretId(secretId: number): void {
+  if (secretId > MAX_WEB3_SECRET_ID) throw new AppError('BAD_REQUEST', `Invalid secretId ${secretId}: too large`);
+}
+
+/** Create the Web3 service. */
+export function createWeb3Service(deps: Web3Deps): Web3Service {
+  const log = deps.logger.child({ module: 'web3' });
+  const views = new Map<number, ChainView>(deps.chains.list().map((chain) => [chain.chainId, { chain, states: new Map(), epochs: new Map(), followedTo: undefined }]));
+
+  function viewOf(chainId: number): ChainView {
+    const view = views.get(chainId);
+    if (!view) throw new AppError('BAD_REQUEST', `Chain ${chainId} is not supported`);
+    if (!view.chain.hasController) throw new AppError('CHAIN_UNAVAILABLE', `Chain ${chainId} (${view.chain.name}) has no secrets controller configured`, { chainId });
+    return view;
+  }
+
+  async function confirmedState(chainId: number, secretId: number): Promise<SecretState | undefined> {
+    const view = viewOf(chainId);
+    // Never behind what the follower already delivered (its head may be fresher than the cached one).
+    const target = Math.max(0, (await view.chain.blockNumber()) - view.chain.confirmations, view.followedTo ?? 0);
+    const key = String(secretId);
+    const hit = view.states.get(key);
+    // Valid while the follower has seen every block up to the target: an event in between dropped it.
+    if (hit && (hit.block >= target || (view.followedTo !== undefined && view.followedTo >= target))) return hit.state;
+    const epoch = view.epochs.get(key) ?? 0;
+    const state = await view.chain.getSecretState(secretId, { blockNumber: target });
+    // Kept only when the follower can still invalidate it: it reads every block after this one, and
+    // delivered no event of this secret while the read was in flight (that state may predate it).
+    if (view.follower && view.followFrom !== undefined && target >= view.followFrom - 1 && (view.epochs.get(key) ?? 0) === epoch && target >= (view.followedTo ?? 0)) {
+      if (view.states.size >= STATE_CACHE_ENTRIES) view.states.delete(view.states.keys().next().value!);
+      view.states.set(key, { state, block: target });
+    }
+    return state;
+  }
+
+  async function recordOf(chainId: number, secretId: number, fresh: boolean): Promise<Web3SecretBody | undefined> {
+    const key = web3SecretKey(chainId, secretId);
+    const r = fresh && deps.fresh ? await deps.fresh.get('web3Secret', key) : await deps.state.get('web3Secret', key);
+    return r?.body as Web3SecretBody | undefined;
+  }
+
+  async function resolveWith(chainId: number, secretId: number, fresh: boolean): Promise<ResolvedSecret> {
+    assertWeb3SecretId(secretId);
+    const state = await confirmedState(chainId, secretId);
+    if (!state) throw new AppError('NOT_FOUND', `Secret ${secretId} not found on chain ${chainId}`);
+    const record = await recordOf(chainId, secretId, fresh);
+    if (!record) {
+      if (state.isSyncing) throw new AppError('FORBIDDEN', 'Secret is syncing; try again shortly');
+      throw new AppError('NOT_FOUND', `Secret ${secretId} on chain ${chainId} has no key in this cluster`);
+    }
+    const chain = viewOf(chainId).chain;
+    // Synced by another cluster after ours dealt (a race the controller settles): not ours to serve.
+    if (!state.isSyncing && (state.clusterId !== chain.controllerClusterId || state.publicKeyCid !== SYNCED_SENTINEL)) {
+      throw new AppError('NOT_FOUND', `Secret ${secretId} on chain ${chainId} is served by another cluster`);
+    }
+    return { chainId, secretId, publicKeyCid: record.publicKeyCid, owner: state.owner, delegate: state.delegate, isSyncing: state.isSyncing, secretType: state.secretType };
+  }
+
+  /** The syncer's work for one confirmed range: deal and mark every new secret of type 1. */
+  async function syncRange(view: ChainView, events: readonly ChainEvent[], toBlock: number): Promise<void> {
+    const { chain } = view;
+    for (const event of events) {
+      if (event.name !== 'SecretCreated') continue;
+      const secretId = Number(event.secretId);
+      if (!Number.isSafeInteger(secretId) || secretId > MAX_WEB3_SECRET_ID) {
+        log.warn({ chainId: chain.chainId, secretId: String(event.secretId) }, 'secret id out of range; not keyed');
+        continue;
+      }
+      if (event.secretType !== SECRET_TYPE_MLKEM768) {
+        log.info({ chainId: chain.chainId, secretId, secretType: event.secretType }, 'secret of another type; not keyed');
+        continue;
+      }
+      // Acting is idempotent: the key is dealt once (the record says so), the sync is re-sent until done.
+      if (!(await recordOf(chain.chainId, secretId, true))) {
+        await deps.dealer().dealWeb3Secret(chain.chainId, secretId, event.blockNumber);
+        deps.metrics?.secretsDealt.inc({ chain: String(chain.chainId) });
+      }
+      try {
+        const result = await chain.markSecretSynced(secretId, chain.controllerClusterId, SYNCED_SENTINEL);
+        if (result.status === 'already-synced' && (result.clusterId !== chain.controllerClusterId || result.publicKeyCid !== SYNCED_SENTINEL)) {
+          log.warn({ chainId: chain.chainId, secretId, clusterId: result.clusterId }, 'secret was synced by another cluster; its key here is never served');
+        }
+      } catch (err) {
+        deps.metrics?.syncFailures.inc({ chain: String(chain.chainId) });
+        throw err;
+      }
+    }
+    await deps.cursors.put(chain.chainId, toBlock);
+  }
+
+  async function startChain(view: ChainView): Promise<void> {
+    const { chain } = view;
+    const dealing = chain.syncer && deps.isCoordinator;
+    if (chain.syncer && !deps.isCoordinator) log.error({ chainId: chain.chainId }, 'chains[].syncer is set on a node without the HTTP API: only a coordinator may deal keys; not syncing');
+    // The syncer resumes from its durable cursor; every other node only needs events from now on
+    // (its cache starts empty, so there is nothing older to invalidate).
+    let fromBlock: number;
+    if (dealing) {
+      const cursor = await deps.cursors.get(chain.chainId);
+      fromBlock = cursor === undefined ? chain.startBlock : cursor + 1;
+    } else {
+      fromBlock = await chain
+        .blockNumber()
+        .then((head) => Math.max(0, head - chain.confirmations))
+        .catch(() => chain.startBlock);
+    }
+    view.followFrom = fromBlock;
+    view.follower = chain.followEvents({
+      fromBlock,
+      onEvents: async (events, toBlock) => {
+        const drop = () => {
+          for (const event of events) {
+            const key = String(event.secretId);
+            view.states.delete(key);
+            view.epochs.set(key, (view.epochs.get(key) ?? 0) + 1);
+          }
+        };
+        drop();
+        if (dealing) await syncRange(view, events, toBlock);
+        // Again: a read while the syncer acted may have kept a state from before these events.
+        drop();
+        view.followedTo = toBlock;
+      },
+    });
+    log.info({ chainId: chain.chainId, fromBlock, dealing }, 'following the secrets controller');
+  }
+
+  return {
+    resolve: (chainId, secretId) => resolveWith(chainId, secretId, true),
+    resolveOwn: (chainId, secretId) => resolveWith(chainId, secretId, false),
+    confirmedState,
+    async start() {
+      for (const view of views.values()) {
+        if (view.chain.hasController) await startChain(view);
+      }
+    },
+    async stop() {
+      await Promise.all([...views.values()].map((view) => view.follower?.stop()));
+    },
+  };
+}
