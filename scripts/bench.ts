@@ -29,6 +29,7 @@ import {
   sealPayload,
 } from '../src/crypto/index.ts';
 import { median, ms, percentile, runConcurrent, table } from './bench-lib.ts';
+import { benchWeb3 } from './bench-web3.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
 import type { Plan } from '../src/core/usage/types.ts';
 import { createLogger } from '../src/log/index.ts';
@@ -923,6 +924,8 @@ async function main(): Promise<void> {
   if (process.argv[2] === 'files') return benchFiles();
   // `npm run bench -- usage`: only encrypt throughput with plan limits on vs off (their own clusters).
   if (process.argv[2] === 'usage') return benchUsage();
+  // `npm run bench -- web3`: only Web3 next to Web2 payload latency, and RPC calls per request (anvil).
+  if (process.argv[2] === 'web3') return benchWeb3();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   // One principal encrypts thousands of messages a second here: a plan far above that (usage is
   // still counted and flushed, so its cost is in the figures).
@@ -1011,6 +1014,7 @@ async function main(): Promise<void> {
     await cluster.stop();
   }
   await benchUsage();
+  await benchWeb3();
   await benchFlood();
 }
 
