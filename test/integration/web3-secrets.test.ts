@@ -133,8 +133,19 @@ describe('a secret created on chain', () => {
       const record = await member.state.get('web3Secret', web3SecretKey(CHAIN_ID, Number(secretId)));
       expect((record?.body as { publicKeyCid: string }).publicKeyCid).toBe(key.body.publicKey);
     }
-    // An id the chain never made: 404.
+    // The deprecated signed form, with a wallet's string.
+    const signedForm = await postJson(`${A}/secret-public-key`, { ...signed(stranger, secretId, await head()), chainId: CHAIN_ID, secretId: Number(secretId) });
+    expect(signedForm.status, JSON.stringify(signedForm.body)).toBe(200);
+    expect(signedForm.body.publicKey).toBe(key.body.publicKey);
+    // An id the chain never made: 404. A secret of a type the cluster does not serve: 403, never keyed.
     expect((await getJson(`${A}/secret-public-key/${CHAIN_ID}/999999`)).status).toBe(404);
+    const otherType = await createSecretOnChain(chain, controller, owner.privateKey, { secretType: 2 });
+    const refused = await minedUntil(async () => {
+      const res = await getJson(`${A}/secret-public-key/${CHAIN_ID}/${otherType}`);
+      return res.status === 404 ? undefined : res;
+    }, 'the type-2 secret to be confirmed');
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe('Secret type 2 is not supported');
   });
 
   it('the wallet encrypts on A and decrypts on B; a stranger may encrypt but gets 403 on decrypt', async () => {
@@ -166,6 +177,20 @@ describe('a secret created on chain', () => {
     const plain = await downloadJob(B, job.id, signed(owner, secretId, await head(), job.id, 'download'));
     expect(plain.status).toBe(200);
     expect(plain.bytes.equals(content)).toBe(true);
+
+    // The .cifer itself uploaded to /decrypt-file on A, and the job deleted by its signer.
+    const cifer = await downloadJob(A, encryptJob.id);
+    expect(cifer.status).toBe(200);
+    // A file decrypt string is 4 parts: used once, so a second decrypt in the same block waits for the next.
+    await mine(chain, 1);
+    const decForm = signed(owner, secretId, await head());
+    const uploaded = await postMultipart(`${A}/decrypt-file`, multipartStream([{ name: 'file', filename: 'ledger.csv.cifer', content: cifer.bytes }, { name: 'data', value: decForm.data }, { name: 'signature', value: decForm.signature }]));
+    expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(200);
+    const fromUpload = await waitForJob(A, uploaded.body.jobId as string);
+    const again = await downloadJob(A, fromUpload.id, signed(owner, secretId, await head(), fromUpload.id, 'download'));
+    expect(again.bytes.equals(content)).toBe(true);
+    expect((await postJson(`${B}/jobs/${fromUpload.id}/delete`, signed(stranger, secretId, await head(), fromUpload.id, 'delete'))).status).toBe(403);
+    expect((await postJson(`${B}/jobs/${fromUpload.id}/delete`, signed(owner, secretId, await head(), fromUpload.id, 'delete'))).status).toBe(200);
 
     // A stranger's decrypt is refused before any job exists.
     const strangers = await postJson(`${A}/decrypt-existing-file`, { encryptJobId: encryptJob.id, ...signed(stranger, secretId, await head()) });

@@ -133,6 +133,8 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
     assertWeb3SecretId(secretId);
     const state = await confirmedState(chainId, secretId);
     if (!state) throw new AppError('NOT_FOUND', `Secret ${secretId} not found on chain ${chainId}`);
+    // Never keyed by this cluster: a type it does not serve is said as such, not as "syncing".
+    if (state.secretType !== SECRET_TYPE_MLKEM768) throw new AppError('FORBIDDEN', `Secret type ${state.secretType} is not supported`);
     const record = await recordOf(chainId, secretId, fresh);
     if (!record) {
       if (state.isSyncing) throw new AppError('FORBIDDEN', 'Secret is syncing; try again shortly');
