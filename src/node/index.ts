@@ -320,6 +320,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               },
               dealer: () => secrets,
               isCoordinator: isCoordinatorEntry(self!),
+              selfAddress: self!.nodeAddress,
               logger,
               metrics: { secretsDealt: metrics.web3SecretsDealt, syncFailures: metrics.web3SyncFailures },
             });

@@ -457,7 +457,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     const refusals: Array<{ at: number; reason: string; origin: string; seq: number }> = [];
     const refuse = (at: number, v: { reason: string; origin: string; seq: number }) => {
       refusals.push({ at, ...v });
-      deps.metrics.recordsRejected.inc({ reason: v.reason.replace(/\s+/g, '_') });
+      // The label is the reason's fixed part (before any `:` detail), so its values stay a small set.
+      deps.metrics.recordsRejected.inc({ reason: v.reason.split(':')[0]!.trim().replace(/\s+/g, '_') });
       log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
     };
     const checked: Array<Checked & { at: number }> = [];

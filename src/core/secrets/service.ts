@@ -642,9 +642,10 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       return out;
     },
 
-    async retryFailure(secretIdRaw): Promise<RetryOutcome> {
+    async retryFailure(secretIdRaw, chainIdRaw): Promise<RetryOutcome> {
       const secretId = parseSecretId(secretIdRaw);
-      const p = await deps.pending.get(secretId);
+      if (chainIdRaw !== undefined && !/^[1-9]\d{0,15}$/.test(chainIdRaw)) throw new AppError('BAD_REQUEST', `Invalid chainId "${chainIdRaw.slice(0, 24)}": expected a positive integer`);
+      const p = await deps.pending.get(secretId, chainIdRaw === undefined ? undefined : Number(chainIdRaw));
       if (!p) throw new AppError('NOT_FOUND', `No undelivered shares for secret ${secretId}`);
       const next = await retryOnce(p);
       const failedNodeAddresses = Object.keys(next.missing).map((s) => addressOf(Number(s)));

@@ -100,6 +100,6 @@ export interface SecretsService {
   publicKeySigned(request: SignedRequest, chainId: string, secretId: string): Promise<PublicKeyView>;
   /** GET /web2/secret-failures (operator). */
   listFailures(): Promise<SecretFailure[]>;
-  /** POST /web2/secret-failures/:secretId/retry (operator); 400 bad id, 404 no failure for it. */
-  retryFailure(secretId: string): Promise<RetryOutcome>;
+  /** POST /web2/secret-failures/:secretId/retry[?chainId=] (operator; chainId for a Web3 secret); 400 bad id, 404 no failure for it. */
+  retryFailure(secretId: string, chainId?: string): Promise<RetryOutcome>;
 }

@@ -114,7 +114,7 @@ export type MarkSyncedResult =
 
 /**
  * One enabled chain with its secrets controller, as the Web3 secrets capability uses it
- * (src/core/web3/secrets.ts). Implemented by src/evm's chain client.
+ * (src/core/web3/service.ts). Implemented by src/evm's chain client.
  */
 export interface Web3Chain extends ChainHead {
   /** Blocks an event or a state must be buried under before the cluster acts on it. */

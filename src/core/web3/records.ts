@@ -62,11 +62,11 @@ export function web3SecretKind(descriptor: ClusterDescriptor, chains: Web3Chains
       // would hand out a key whose shares the members do not hold.
       if (current && (current as Web3SecretBody).publicKeyCid !== b.publicKeyCid) return 'secret already has a key';
       const chain = chains?.get(b.chainId);
-      if (!chain) return `chain ${b.chainId} is not enabled on this node`;
+      if (!chain) return 'chain not enabled on this node';
       if (!(await chain.isWhitelisted(context.origin))) return 'writer is not whitelisted by the secrets controller';
       const state = await chain.getSecretState(b.secretId);
       if (!state) return 'no such secret on chain';
-      if (state.secretType !== SECRET_TYPE_MLKEM768) return `secret type ${state.secretType} is not served`;
+      if (state.secretType !== SECRET_TYPE_MLKEM768) return 'secret type not served';
       if (!state.isSyncing && (state.clusterId !== chain.controllerClusterId || state.publicKeyCid !== SYNCED_SENTINEL)) return 'secret was synced by another cluster';
       return undefined;
     },

@@ -46,6 +46,8 @@ export interface Web3Deps {
   dealer(): Web3Dealer;
   /** Whether this node is a coordinator (only a coordinator may deal). */
   isCoordinator: boolean;
+  /** This node's address (lowercase 0x): the account the controller must whitelist for the syncer. */
+  selfAddress: string;
   logger: Logger;
   /** Counters of dealt keys and sync transactions, by chain. */
   metrics?: { secretsDealt: { inc(labels: { chain: string }): void }; syncFailures: { inc(labels: { chain: string }): void } };
@@ -164,6 +166,16 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
       }
       // Acting is idempotent: the key is dealt once (the record says so), the sync is re-sent until done.
       if (!(await recordOf(chain.chainId, secretId, true))) {
+        // What every node will check of the record, checked first: a key no node would store is never
+        // dealt (and a range that cannot succeed never blocks the ones after it).
+        const state = await chain.getSecretState(secretId);
+        if (!state || (!state.isSyncing && (state.clusterId !== chain.controllerClusterId || state.publicKeyCid !== SYNCED_SENTINEL))) {
+          log.warn({ chainId: chain.chainId, secretId, clusterId: state?.clusterId }, 'secret gone or synced by another cluster; not keyed');
+          continue;
+        }
+        if (!(await chain.isWhitelisted(deps.selfAddress))) {
+          throw new Error(`chain ${chain.chainId}: this node (${deps.selfAddress}) is not whitelisted by the secrets controller; not dealing secret ${secretId}`);
+        }
         await deps.dealer().dealWeb3Secret(chain.chainId, secretId, event.blockNumber);
         deps.metrics?.secretsDealt.inc({ chain: String(chain.chainId) });
       }
@@ -191,11 +203,12 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
       const cursor = await deps.cursors.get(chain.chainId);
       fromBlock = cursor === undefined ? chain.startBlock : cursor + 1;
     } else {
-      fromBlock = await chain
-        .blockNumber()
-        .then((head) => Math.max(0, head - chain.confirmations))
-        .catch(() => chain.startBlock);
+      // Until the head can be read: starting from `startBlock` instead would replay the whole history.
+      const head = await untilRead(() => chain.blockNumber());
+      if (head === undefined) return;
+      fromBlock = Math.max(0, head - chain.confirmations);
     }
+    if (stopped) return;
     view.followFrom = fromBlock;
     view.follower = chain.followEvents({
       fromBlock,
@@ -217,6 +230,20 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
     log.info({ chainId: chain.chainId, fromBlock, dealing }, 'following the secrets controller');
   }
 
+  let stopped = false;
+  /** `read()` retried with backoff (1 s doubling to 30 s) until it answers; undefined once stopped. */
+  async function untilRead<T>(read: () => Promise<T>): Promise<T | undefined> {
+    for (let wait = 1000; !stopped; wait = Math.min(wait * 2, 30_000)) {
+      try {
+        return await read();
+      } catch (err) {
+        log.warn({ err: (err as Error).message, retryInMs: wait }, 'cannot read the chain yet; following starts when it answers');
+        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      }
+    }
+    return undefined;
+  }
+
   return {
     resolve: (chainId, secretId) => resolveWith(chainId, secretId, true),
     resolveOwn: (chainId, secretId) => resolveWith(chainId, secretId, false),
@@ -227,6 +254,7 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
       }
     },
     async stop() {
+      stopped = true;
       await Promise.all([...views.values()].map((view) => view.follower?.stop()));
     },
   };

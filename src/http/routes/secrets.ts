@@ -21,7 +21,7 @@ const retryParamsSchema = z.object({ secretId: text(ID_MAX_CHARS) });
 // The documented fields of each answer (API.md, Secrets), in wire order.
 const CREATED_FIELDS = ['secretId', 'clusterId', 'publicKeyCid', 'status'] as const satisfies ReadonlyArray<keyof CreatedSecret>;
 const SECRET_VIEW_FIELDS = ['secretId', 'ownerPrincipalId', 'delegatePrincipalId', 'isSyncing', 'clusterId', 'secretType', 'publicKeyCid', 'createdAt', 'updatedAt'] as const satisfies ReadonlyArray<keyof SecretView>;
-const FAILURE_FIELDS = ['secretId', 'stage', 'failedNodeAddresses', 'nodeErrors', 'retryCount', 'createdAt', 'lastAttemptAt'] as const satisfies ReadonlyArray<keyof SecretFailure>;
+const FAILURE_FIELDS = ['secretId', 'chainId', 'stage', 'failedNodeAddresses', 'nodeErrors', 'retryCount', 'createdAt', 'lastAttemptAt'] as const satisfies ReadonlyArray<keyof SecretFailure>;
 const RETRY_FIELDS = ['message', 'stage', 'failedNodeAddresses', 'retryCount'] as const satisfies ReadonlyArray<keyof RetryOutcome>;
 
 /** Dependencies of {@link createSecretsRouter} and {@link createSecretFailuresRouter}. */
@@ -64,7 +64,7 @@ export interface SecretFailuresOptions {
 
 /**
  * Operator endpoints over secrets still propagating: `GET /web2/secret-failures` and
- * `POST /web2/secret-failures/:secretId/retry`, behind the admin bearer token. Like `/admin`, mounted
+ * `POST /web2/secret-failures/:secretId/retry[?chainId=]`, behind the admin bearer token. Like `/admin`, mounted
  * only when a token is configured (404 otherwise).
  */
 export function createSecretFailuresRouter(options: SecretFailuresOptions, deps: SecretsDeps): ApiRouter {
@@ -80,7 +80,9 @@ export function createSecretFailuresRouter(options: SecretFailuresOptions, deps:
 
   router.post('/web2/secret-failures/:secretId/retry', auth, async (ctx) => {
     const { secretId } = parseParams(ctx, retryParamsSchema);
-    const outcome = await secrets.retryFailure(secretId);
+    // A Web3 secret's entry is named by its chain too (`?chainId=8453`).
+    const chainId = typeof ctx.query.chainId === 'string' ? ctx.query.chainId : undefined;
+    const outcome = await secrets.retryFailure(secretId, chainId);
     ctx.body = { success: true, ...pick(outcome, RETRY_FIELDS) };
   });
 

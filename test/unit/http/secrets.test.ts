@@ -137,7 +137,13 @@ describe('POST /web2/secret-failures/:secretId/retry', () => {
     const res = await post(url, retryPath(SECRET_ID), { secretId: 99 }, auth);
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({ success: true, message: 'Share delivered to every member', stage: 'share-delivery', failedNodeAddresses: [], retryCount: 2 });
-    expect(secrets.calls).toEqual([{ method: 'retryFailure', args: [String(SECRET_ID)] }]);
+    expect(secrets.calls).toEqual([{ method: 'retryFailure', args: [String(SECRET_ID), undefined] }]);
+  });
+
+  it('passes a Web3 secret\'s chain from the query on', async () => {
+    const { url, secrets } = await start();
+    expect((await post(url, `${retryPath(SECRET_ID)}?chainId=8453`, {}, auth)).status).toBe(200);
+    expect(secrets.calls).toEqual([{ method: 'retryFailure', args: [String(SECRET_ID), '8453'] }]);
   });
 
   it('passes odd ids on for the service to refuse, and bounds their length', async () => {

@@ -27,6 +27,8 @@ function scriptedChain(options: { syncer?: boolean } = {}) {
   const reads: number[] = [];
   const synced: number[] = [];
   let failSync = false;
+  let whitelisted = true;
+  let syncedTo: number | undefined;
   const chain: Web3Chain = {
     chainId: CHAIN_ID,
     name: 'test',
@@ -41,9 +43,10 @@ function scriptedChain(options: { syncer?: boolean } = {}) {
       const at = opts?.blockNumber ?? head;
       reads.push(at);
       const owner = [...owners].reverse().find((o) => o.from <= at)!.owner;
-      return { owner, delegate: null, isSyncing: false, clusterId: 0, secretType: 1, publicKeyCid: 'cifer' };
+      if (syncedTo === undefined) return { owner, delegate: null, isSyncing: true, clusterId: 0, secretType: 1, publicKeyCid: '' };
+      return { owner, delegate: null, isSyncing: false, clusterId: syncedTo, secretType: 1, publicKeyCid: 'cifer' };
     },
-    isWhitelisted: async () => true,
+    isWhitelisted: async () => whitelisted,
     async markSecretSynced(secretId): Promise<MarkSyncedResult> {
       if (failSync) throw new Error('not funded');
       synced.push(Number(secretId));
@@ -62,6 +65,8 @@ function scriptedChain(options: { syncer?: boolean } = {}) {
     setHead: (b: number) => (head = b),
     transferAt: (block: number, owner: string) => owners.push({ from: block, owner }),
     failSync: (v: boolean) => (failSync = v),
+    whitelist: (v: boolean) => (whitelisted = v),
+    syncedTo: (clusterId: number | undefined) => (syncedTo = clusterId),
     fromBlock: () => fromBlock,
     deliver: (events: ChainEvent[], toBlock: number) => deliver!(events, toBlock),
   };
@@ -91,6 +96,7 @@ function setup(options: { syncer?: boolean; cursor?: number } = {}) {
     cursors: { get: async (id) => cursors.get(id), put: async (id, block) => void cursors.set(id, block) },
     dealer: () => dealer,
     isCoordinator: true,
+    selfAddress: '0x' + 'cc'.repeat(20),
     logger: createLogger({ level: 'silent' }),
   });
   return { script, service, records, dealt, cursors };
@@ -143,12 +149,15 @@ describe('the confirmed view', () => {
     expect(script.reads).toEqual([105]);
   });
 
-  it('resolve: the key from the record, owner from the chain; 404 with no key in this cluster; 400 for a chain not enabled', async () => {
-    const { service, records } = setup();
+  it('resolve: 403 while syncing without a key, 404 when another cluster keyed it, else the key with owner from the chain; 400 for a chain not enabled', async () => {
+    const { script, service, records } = setup();
     await service.start();
-    await expect(service.resolve(CHAIN_ID, 1)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    records.set(web3SecretKey(CHAIN_ID, 1), { publicKeyCid: KEY });
-    await expect(service.resolve(CHAIN_ID, 1)).resolves.toMatchObject({ chainId: CHAIN_ID, secretId: 1, owner: ALICE, delegate: null, publicKeyCid: KEY });
+    await expect(service.resolve(CHAIN_ID, 1)).rejects.toMatchObject({ code: 'FORBIDDEN', message: 'Secret is syncing; try again shortly' });
+    script.syncedTo(9);
+    await expect(service.resolve(CHAIN_ID, 2)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    script.syncedTo(0);
+    records.set(web3SecretKey(CHAIN_ID, 3), { publicKeyCid: KEY });
+    await expect(service.resolve(CHAIN_ID, 3)).resolves.toMatchObject({ chainId: CHAIN_ID, secretId: 3, owner: ALICE, delegate: null, isSyncing: false, publicKeyCid: KEY });
     await expect(service.resolve(1, 1)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 });
@@ -166,6 +175,24 @@ describe('the syncer', () => {
     await script.deliver([created(5, 50)], 60);
     expect(dealt).toEqual([5]);
     expect(script.synced).toEqual([5, 5]);
+  });
+
+  it('deals nothing for a secret another cluster synced, nor while this node is not whitelisted', async () => {
+    const { script, service, dealt, cursors } = setup({ syncer: true });
+    await service.start();
+    script.syncedTo(9);
+    await script.deliver([created(8, 10)], 20);
+    expect(dealt).toEqual([]);
+    expect(script.synced).toEqual([]);
+    expect(cursors.get(CHAIN_ID)).toBe(20);
+    script.syncedTo(undefined);
+    script.whitelist(false);
+    await expect(script.deliver([created(9, 21)], 30)).rejects.toThrow(/not whitelisted/);
+    expect(dealt).toEqual([]);
+    expect(cursors.get(CHAIN_ID)).toBe(20);
+    script.whitelist(true);
+    await script.deliver([created(9, 21)], 30);
+    expect(dealt).toEqual([9]);
   });
 
   it('a failed sync fails the range: the cursor stays, and the retry deals nothing new', async () => {
