@@ -19,6 +19,7 @@ import {
   type ClusterInitHost,
 } from './node/cluster-init.ts';
 import { setNodeAddress } from './node/cluster-set-address.ts';
+import { addMemberCommands } from './node/member-cli.ts';
 
 /** A failure the CLI reports as one line with a chosen exit code. */
 class CliError extends Error {
@@ -319,6 +320,8 @@ function buildProgram(): Command {
     .option('--operator-base-port <n>', 'operator port of node 0 (first run only)', integer, DEFAULT_OPERATOR_BASE_PORT)
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
     .action(runLocal);
+
+  addMemberCommands(program, printLine);
 
   return program;
 }

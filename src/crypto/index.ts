@@ -10,6 +10,7 @@ export * from './at-rest.ts';
 export * from './payload-envelope.ts';
 export * from './sealed-box.ts';
 export * from './shamir.ts';
+export * from './gf256.ts';
 export * from './eip191.ts';
 export * from './lru.ts';
 export * from './spool-cipher.ts';

@@ -16,6 +16,7 @@
  */
 import { combine, split } from 'shamir-secret-sharing';
 import { zeroize } from './bytes.ts';
+import { splitAt } from './gf256.ts';
 
 /** Largest number of shares (and threshold): x-coordinates are the non-zero elements of GF(2^8). */
 export const SHAMIR_MAX_SHARES = 255;
@@ -66,7 +67,14 @@ export async function splitSecret(secret: Uint8Array, shares: number, threshold:
  * all of the same length (≥ 2 bytes) with distinct x-coordinates; throws a TypeError or RangeError
  * otherwise. With fewer shares than the threshold the result is a wrong value, not an error.
  */
+/**
+ * How many times this process combined shares into a secret: what the recovery tests count to show
+ * that rebuilding a member's share never combines a seed (docs/security.md, "Share recovery").
+ */
+export const shamirCounters = { combines: 0 };
+
 export async function combineShares(shares: Uint8Array[]): Promise<Uint8Array> {
+  shamirCounters.combines++;
   if (!Array.isArray(shares) || shares.length < 1 || shares.length > SHAMIR_MAX_SHARES) {
     throw new RangeError(`shares must be an array of 1 to ${SHAMIR_MAX_SHARES} shares`);
   }
@@ -87,4 +95,21 @@ export async function combineShares(shares: Uint8Array[]): Promise<Uint8Array> {
   } finally {
     zeroize(...copies);
   }
+}
+
+/**
+ * The x-coordinate of a member's share: its slot + 1. Fixed coordinates (the library draws random
+ * ones) are what let a member that lost its share get it back, byte for byte, from `threshold` others
+ * (docs/security.md, "Share recovery").
+ */
+export function shareXOfSlot(slot: number): number {
+  return slot + 1;
+}
+
+/**
+ * Split `secret` into one share per slot, at x = slot + 1, any `threshold` of which rebuild it with
+ * {@link combineShares}. Same rules as {@link splitSecret}; slots are 0…254.
+ */
+export function splitSecretForSlots(secret: Uint8Array, slots: readonly number[], threshold: number): Uint8Array[] {
+  return splitAt(secret, slots.map(shareXOfSlot), threshold);
 }

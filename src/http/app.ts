@@ -33,6 +33,8 @@ import { createJsonBodyParser, takesRawBody } from './body.ts';
 import { createAuthRateLimit, type AuthRateLimit, type AuthRateLimitOptions } from './rate-limit.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
 import { createAdminRouter } from './routes/admin.ts';
+import { createMembersRouter } from './routes/members.ts';
+import type { MemberAdmin, RecoveryProgress } from '../core/secrets/recovery.ts';
 import { createWeb2AuthRouter } from './routes/web2-auth.ts';
 import { createSessionsRouter } from './routes/sessions.ts';
 import { createSecretFailuresRouter, createSecretsRouter } from './routes/secrets.ts';
@@ -141,6 +143,10 @@ export interface HttpAppDeps {
   jobPeers?: () => readonly JobPeer[];
   /** Each chain as last seen, for `/healthz` `chainStatus` (src/evm). @default none */
   chainStatus?: () => readonly ChainStatusView[];
+  /** The member slots and their recovery (`/admin/members`). @default none: not mounted */
+  members?: MemberAdmin;
+  /** This member's share recovery, for `/healthz` `recovery`. @default none */
+  recovery?: () => RecoveryProgress;
   /** Randomness for request ids and default probe keys. @default systemRandom */
   random?: RandomSource;
   /** Monotonic milliseconds for the rate limits. @default performance.now */
@@ -189,6 +195,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   const api = combineRouters([
     createDiscoveryRouter({ chains: options.chains, metrics: metricsAccess }, routerDeps),
     operator ? createAdminRouter({ token: options.adminToken }, routerDeps) : undefined,
+    operator && deps.members ? createMembersRouter({ token: options.adminToken }, { members: deps.members }) : undefined,
     createWeb2AuthRouter(routerDeps),
     createSessionsRouter(routerDeps),
     createSecretsRouter(routerDeps),

@@ -14,6 +14,7 @@ import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import { combineRouters, createBaseApp, securityHeaders, type HttpApp } from './app.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
+import type { RecoveryProgress } from '../core/secrets/recovery.ts';
 
 /** Options of {@link createOperatorApp}. */
 export interface OperatorAppOptions {
@@ -29,6 +30,8 @@ export interface OperatorAppDeps {
   clock: () => number;
   health: HealthSource;
   metrics: Pick<NodeMetrics, 'render' | 'contentType'>;
+  /** A member's share recovery, for `/healthz` `recovery`. @default none */
+  recovery?: () => RecoveryProgress;
 }
 
 /** Create the operator port's app: health, readiness and metrics only. Returns the app; never listens. */

@@ -37,6 +37,7 @@ import {
   signDigest,
   toHex,
   openSealed,
+  secp256k1EcdhX,
   encryptAtRest,
   decryptAtRest,
   recoverPersonalSigner,
@@ -61,6 +62,8 @@ import type { NodeDeps, QuorumNode } from './types.ts';
 import { createChainClients, type ChainClients } from '../evm/index.ts';
 import type { Web3Chains } from '../core/web3/ports.ts';
 import { web3SecretKind } from '../core/web3/records.ts';
+import { memberStatusKind } from '../core/secrets/member-records.ts';
+import { createMemberAdmin, createShareRecovery, type ShareRecovery } from '../core/secrets/recovery.ts';
 import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
@@ -75,6 +78,7 @@ function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains) {
     sessionKind(descriptor),
     secretKind(descriptor, evidence),
     web3SecretKind(descriptor, chains),
+    memberStatusKind(descriptor),
     permitKind(descriptor, evidence),
     ...usageKinds,
   ]);
@@ -86,6 +90,7 @@ function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array): NodeKeyrin
     openSealed: (box, aad) => openSealed(signingKey, box, aad),
     encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
     decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
+    ecdhX: (publicKey) => secp256k1EcdhX(signingKey, publicKey),
   };
 }
 
@@ -135,6 +140,7 @@ interface Running {
   usage: UsageCapability;
   chains: ChainClients;
   web3: Web3Service | undefined;
+  recovery: ShareRecovery | undefined;
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
 }
@@ -400,7 +406,30 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       );
       late.permits = permits;
-      if (self!.slot !== null) late.handlers = { grant: (body, from) => sessions.handleGrant(body, from), shard: (body, from) => secrets.handleShard(body, from) };
+      // Share recovery (docs/operations.md, "Lose a disk"): members help and recover; coordinators mark.
+      const recovery =
+        self!.slot === null
+          ? undefined
+          : createShareRecovery({
+              state: engine,
+              replicator: engine,
+              membership,
+              members,
+              shares: store.shares,
+              keyring: nodeKeyring(keys.signing, keys.storage),
+              versionVector,
+              catchUp,
+              clock,
+              logger,
+              timeoutMs: config.secrets.shardTimeoutMs,
+            });
+      const memberAdmin = createMemberAdmin({ state: engine, replicator: engine, membership, clock, logger });
+      if (self!.slot !== null) {
+        late.handlers = {
+          grant: (body, from) => sessions.handleGrant(body, from),
+          shard: (body, from) => ((body as { op?: unknown } | null)?.op === 'recover' ? recovery!.handleRecover(body as Record<string, unknown>, from) : secrets.handleShard(body, from)),
+        };
+      }
       const cluster = await createCluster(
         {
           listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
@@ -427,13 +456,14 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await cluster.start();
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
+      recovery?.start();
       // In the background: a chain that cannot be read must not hold the node's start.
       web3?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'web3: could not start following the chains'));
       await files.start();
       usage.start();
-      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage] };
+      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, recovery, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage] };
       if (config.operator.enabled) {
-        const app = createOperatorApp({ chains: config.chains }, { logger, clock, health, metrics });
+        const app = createOperatorApp({ chains: config.chains }, { logger, clock, health, metrics, ...(recovery ? { recovery: () => recovery.progress() } : {}) });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
       }
       if (config.http.enabled) {
@@ -450,7 +480,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             metricsPublic: config.http.metricsPublic,
             rateLimits: config.http.rateLimits,
           },
-          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files, usage, jobPeers: () => jobPeers, chainStatus: () => chains.status() },
+          { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files, usage, jobPeers: () => jobPeers, chainStatus: () => chains.status(), members: memberAdmin, ...(recovery ? { recovery: () => recovery.progress() } : {}) },
         );
         running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
       }
@@ -480,6 +510,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     await r.operator?.close();
     await r.files.stop();
     await r.web3?.stop();
+    await r.recovery?.stop();
     await r.secrets.stop();
     // After the HTTP server and the jobs, before the cluster: the last counts reach the members.
     await r.usage.stop();

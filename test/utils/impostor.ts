@@ -5,14 +5,20 @@
 import type { LocalCluster } from 'quorumkeep/testing';
 import { waitFor } from 'quorumkeep/testing';
 import { createCluster, loadOrCreateNodeKeys, type Cluster } from '../../src/cluster/index.ts';
+import type { MemberHandler, MemberService } from '../../src/core/replication/ports.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 
 /**
  * Stop member `slot` and take its identity; resolves once connected to slot 0. `versionVector` is
- * what it claims to hold (it serves nothing when a member tries to catch up from it).
+ * what it claims to hold (it serves nothing when a member tries to catch up from it);
+ * `memberHandlers` what it answers to `grant`/`shard` calls (a lying member).
  */
-export async function startImpostor(cluster: LocalCluster, slot: number, options: { versionVector?: () => Record<string, number> } = {}): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
+export async function startImpostor(
+  cluster: LocalCluster,
+  slot: number,
+  options: { versionVector?: () => Record<string, number>; memberHandlers?: Partial<Record<MemberService, MemberHandler>> } = {},
+): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
   await cluster.stopMember(slot);
   const { keys } = await loadOrCreateNodeKeys(cluster.members[slot]!.config.keysDir);
   const self = cluster.descriptor.nodes[slot]!;
@@ -27,6 +33,8 @@ export async function startImpostor(cluster: LocalCluster, slot: number, options
       engine: { ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }), versionVector: options.versionVector ?? (() => ({})), syncRequest: async () => ({ vv: {} }), missingFor: async function* () {} },
       logger: createLogger({ level: 'silent' }),
       metrics: createMetrics({ processMetrics: false }),
+      // What it answers when members call it (none by default: every call fails).
+      ...(options.memberHandlers ? { memberHandlers: options.memberHandlers } : {}),
     },
   );
   await peer.start();

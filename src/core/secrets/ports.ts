@@ -56,4 +56,6 @@ export interface NodeKeyring {
   /** AES-256-GCM under the node's storage key. */
   encryptAtRest(plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
   decryptAtRest(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;
+  /** The x-coordinate of ECDH between this node's signing key and `publicKey` (33 or 65 bytes); the caller zeroes it. */
+  ecdhX(publicKey: Uint8Array): Uint8Array;
 }

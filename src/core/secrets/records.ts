@@ -9,7 +9,7 @@ import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
 import { createEvidenceChecker, signedEvidenceSchema, signedStringKey, type EvidenceChecker } from '../sessions/evidence.ts';
 import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
 import { UUID_V4_RE, type PermitBody } from '../permits/records.ts';
-import { utf8 } from '../../crypto/index.ts';
+import { concatBytes, taggedHash, toHex, utf8 } from '../../crypto/index.ts';
 
 /** The only secret type this service creates: an ML-KEM-768 key pair (API.md). */
 export const SECRET_TYPE_MLKEM768 = 1;
@@ -19,6 +19,18 @@ export const PUBLIC_KEY_B64_CHARS = 1580;
 /** Record key of a secret: its id as 12 decimal digits, so keys sort by id. */
 export function secretKey(secretId: number): string {
   return String(secretId).padStart(12, '0');
+}
+
+/** One digest per slot (hex SHA-256), at most 255. */
+export const shareDigestsSchema = z.array(z.string().regex(/^[0-9a-f]{64}$/)).min(1).max(255);
+
+/**
+ * A share's digest, bound to its cluster, secret label and slot (docs/security.md, "Share
+ * recovery"): public (a share is 65 uniformly random-looking bytes), so a member that rebuilt a lost
+ * share can tell it is the one it had, and a helper that lied is caught.
+ */
+export function shareDigest(clusterId: string, label: number | string, slot: number, share: Uint8Array): string {
+  return toHex(taggedHash('quorumkeep/share-digest/v1', concatBytes(utf8(`${clusterId}\n${label}\n${slot}\n`), share)));
 }
 
 export const secretBodySchema = z.strictObject({
@@ -32,6 +44,8 @@ export const secretBodySchema = z.strictObject({
   isSyncing: z.boolean(),
   createdAt: z.number().int().nonnegative(),
   updatedAt: z.number().int().nonnegative(),
+  /** Each slot's {@link shareDigest}, by slot: what a recovered share is checked against. */
+  shareDigests: shareDigestsSchema.optional(),
   /**
    * What authorised this version (docs/security.md): the creator's signed string, the owner's
    * setDelegate string, or the consumed permit. Every member checks it before storing.
@@ -65,7 +79,15 @@ const RECENT_USE_MUST_KEEP_MS = RECENT_USE_KEEP_MS - 5 * 60_000;
 
 /** Fields no change may touch once a secret exists. */
 function immutableDiffers(a: SecretBody, b: SecretBody): boolean {
-  return a.secretId !== b.secretId || a.clusterId !== b.clusterId || a.secretType !== b.secretType || a.publicKeyCid !== b.publicKeyCid || a.createdAt !== b.createdAt || a.isSyncing !== b.isSyncing;
+  return (
+    a.secretId !== b.secretId ||
+    a.clusterId !== b.clusterId ||
+    a.secretType !== b.secretType ||
+    a.publicKeyCid !== b.publicKeyCid ||
+    a.createdAt !== b.createdAt ||
+    a.isSyncing !== b.isSyncing ||
+    (a.shareDigests ?? []).join() !== (b.shareDigests ?? []).join()
+  );
 }
 
 /**

@@ -33,14 +33,15 @@ import {
   fromHex,
   mlkemPublicKeyFromSeed,
   sealTo,
-  splitSecret,
+  splitSecretForSlots,
+  shareXOfSlot,
   toBase64,
   zeroize,
   constantTimeEqual,
   toHex,
   type RandomSource,
 } from '../../crypto/index.ts';
-import { RECENT_USE_KEEP_MS, SECRET_TYPE_MLKEM768, secretKey, shareAtRestAad, shareReleaseAad, shareStoreAad, type SecretBody } from './records.ts';
+import { RECENT_USE_KEEP_MS, SECRET_TYPE_MLKEM768, secretKey, shareAtRestAad, shareDigest, shareReleaseAad, shareStoreAad, type SecretBody } from './records.ts';
 import type { NodeKeyring, PendingShares, PendingShareStore, ShareStore, UsedStringStore } from './ports.ts';
 import type { CreatedSecret, PublicKeyView, ResolvedSecret, RetryOutcome, SecretFailure, SecretsService, SecretView } from './types.ts';
 import { web3SecretKey, web3SecretLabel, type Web3SecretBody } from '../web3/records.ts';
@@ -323,6 +324,8 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     const share = keyring.openSealed(fromBase64(b.box), shareStoreAad(clusterId, label, self.slot!));
     if (!share) throw new AppError('FORBIDDEN', 'share does not open for this member');
     try {
+      // Every share sits at its slot's coordinate: two members at one x would hold one share between them.
+      if (share[share.length - 1] !== shareXOfSlot(self.slot!)) throw new AppError('FORBIDDEN', "share is not at this member's x-coordinate");
       const existing = await deps.shares.get(label);
       if (existing) {
         const have = keyring.decryptAtRest(existing, shareAtRestAad(clusterId, label, self.slot!));
@@ -478,16 +481,24 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
    * Throws QuorumError below threshold. The members that missed theirs are left in `errors` (their
    * sealed boxes in `boxes`) for the durable retry list.
    */
-  async function dealKey(chainId: number, secretId: number): Promise<{ publicKey: Uint8Array; boxes: Map<number, Uint8Array>; stored: number[]; errors: Map<number, string> }> {
+  async function dealKey(
+    chainId: number,
+    secretId: number,
+  ): Promise<{ publicKey: Uint8Array; shareDigests: string[]; boxes: Map<number, Uint8Array>; stored: number[]; errors: Map<number, string> }> {
     const label = shareLabel(chainId, secretId);
     const seed = deps.random(SEED_BYTES);
     let publicKey: Uint8Array;
+    const shareDigests: string[] = [];
     const boxes = new Map<number, Uint8Array>();
     try {
       publicKey = mlkemPublicKeyFromSeed(seed);
-      const shares = await splitSecret(seed, descriptor.size, descriptor.threshold);
+      // At x = slot + 1: a member that loses its share can get it back (recovery.ts).
+      const shares = splitSecretForSlots(seed, memberList.map((m) => m.slot), descriptor.threshold);
       try {
-        for (const m of memberList) boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(clusterId, label, m.slot)));
+        for (const m of memberList) {
+          boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(clusterId, label, m.slot)));
+          shareDigests[m.slot] = shareDigest(clusterId, label, m.slot, shares[m.slot]!);
+        }
       } finally {
         zeroize(...shares);
       }
@@ -500,7 +511,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       log.warn({ chainId, secretId, stored: stored.length, failed }, 'secret shares below threshold; secret abandoned');
       throw new QuorumError(`Only ${stored.length} members stored their share; ${descriptor.threshold} are needed`, stored.map(addressOf), failed);
     }
-    return { publicKey, boxes, stored, errors };
+    return { publicKey, shareDigests, boxes, stored, errors };
   }
 
   /** Before the record: a crash in between leaves a retry for a secret nobody knows, never a secret with shares nobody retries. */
@@ -513,7 +524,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
 
   /** Deal a new key for `secretId`: shares to the members, then the record. */
   async function dealSecret(caller: VerifiedCaller, request: SignedRequest, secretId: number): Promise<CreatedSecret> {
-    const { publicKey, boxes, stored, errors } = await dealKey(WEB2_CHAIN_ID, secretId);
+    const { publicKey, shareDigests, boxes, stored, errors } = await dealKey(WEB2_CHAIN_ID, secretId);
     const now = clock();
     const body: SecretBody = {
       secretId,
@@ -525,6 +536,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       isSyncing: false,
       createdAt: now,
       updatedAt: now,
+      shareDigests,
       auth: { by: 'create', evidence: evidenceFor(caller, request) },
     };
     await keepUndelivered(WEB2_CHAIN_ID, secretId, boxes, errors, now);
@@ -548,9 +560,9 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       if (!run) {
         run = (async () => {
           reachableMemberSlots(membership);
-          const { publicKey, boxes, stored, errors } = await dealKey(chainId, secretId);
+          const { publicKey, shareDigests, boxes, stored, errors } = await dealKey(chainId, secretId);
           const now = clock();
-          const body: Web3SecretBody = { chainId, secretId, clusterId, secretType: SECRET_TYPE_MLKEM768, publicKeyCid: toBase64(publicKey), createdBlock, createdAt: now };
+          const body: Web3SecretBody = { chainId, secretId, clusterId, secretType: SECRET_TYPE_MLKEM768, publicKeyCid: toBase64(publicKey), createdBlock, createdAt: now, shareDigests };
           await keepUndelivered(chainId, secretId, boxes, errors, now);
           await deps.replicator.replicate({ kind: 'web3Secret', key, body });
           log.info({ chainId, secretId, status: errors.size === 0 ? 'complete' : 'propagating', stored: stored.length }, 'web3 secret keyed');

@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
-import { PUBLIC_KEY_B64_CHARS, SECRET_TYPE_MLKEM768 } from '../secrets/records.ts';
+import { PUBLIC_KEY_B64_CHARS, SECRET_TYPE_MLKEM768, shareDigestsSchema } from '../secrets/records.ts';
 import type { Web3Chains } from './ports.ts';
 
 /** The on-chain `publicKeyCid` the syncer writes for the cluster's secrets (the real key is in the record). */
@@ -41,6 +41,8 @@ export const web3SecretBodySchema = z.strictObject({
   createdBlock: z.number().int().nonnegative(),
   /** When the key was dealt, Unix ms. */
   createdAt: z.number().int().nonnegative(),
+  /** Each slot's share digest (`shareDigest`), for share recovery. */
+  shareDigests: shareDigestsSchema.optional(),
 });
 export type Web3SecretBody = z.infer<typeof web3SecretBodySchema>;
 

@@ -8,6 +8,7 @@ import { ERROR_CODES } from '../../errors/index.ts';
 import type { ChainConfig } from '../../config/schema.ts';
 import type { HealthSource } from '../../core/health/index.ts';
 import type { ChainStatusView } from '../../core/web3/ports.ts';
+import type { RecoveryProgress } from '../../core/secrets/recovery.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import type { ApiRouter } from '../app.ts';
 import { requireBearer } from './admin.ts';
@@ -34,6 +35,8 @@ export interface DiscoveryDeps {
   metrics: Pick<NodeMetrics, 'render' | 'contentType'>;
   /** What the node last saw of each chain (docs/web3.md); read, never fetched. @default none */
   chainStatus?: () => readonly ChainStatusView[];
+  /** A member's share recovery (docs/operations.md); absent on a gateway. @default none */
+  recovery?: () => RecoveryProgress;
 }
 
 /** Routes `GET /healthz`, `GET /readyz` and `GET /metrics`. */
@@ -74,6 +77,8 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
       },
       // For operators: head, cursor lag and reachability per chain, as last seen (no RPC per request).
       chainStatus: (deps.chainStatus?.() ?? []).map(({ chainId, name, head, headAt, cursor, lag, reachable, lastError }) => ({ chainId, name, head, headAt, cursor, lag, reachable, lastError })),
+      // For operators: this member's share recovery (`idle` unless its slot is being recovered).
+      ...(deps.recovery ? { recovery: deps.recovery() } : {}),
     };
   });
 

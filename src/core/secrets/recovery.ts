@@ -1,0 +1,369 @@
+/**
+ * Share recovery for a member that lost its data but kept its keys (docs/security.md, "Share
+ * recovery"; docs/operations.md, "Lose a disk"). Nobody combines a seed.
+ *
+ * Shares sit at x = slot + 1, so the lost share of slot i is f(i + 1). For one secret, the recovering
+ * member picks `threshold` helpers H and a fresh round id; helper j answers
+ *
+ *     c_j = λ_j(x_i) · y_j  ⊕  m_j,     m_j = ⊕_{k ∈ H, k ≠ j} pad(j, k)
+ *
+ * sealed to slot i's key, where λ_j is j's Lagrange coefficient at x_i over H and pad(j, k) = pad(k, j)
+ * comes from the ECDH secret of j's and k's node keys, the secret, the round and H. Every pad appears
+ * twice, so ⊕ c_j = Σ λ_j y_j = y_i: the member gets its own share and nothing else — any single c_j
+ * is masked by pads it cannot compute (with two honest helpers or more, i.e. unless threshold parties
+ * collude, who could rebuild the seed anyway). The rebuilt share is checked against the digest the
+ * secret's record holds for the slot before it is stored, so a helper that lies is caught, not stored.
+ *
+ * Helpers check that the request comes from slot i's own identity (the authenticated peer), that
+ * slot i's `memberStatus` is `recovering` in their replica (after the catch-up gate), and that the
+ * helper set is `threshold` distinct members without i and with themselves.
+ */
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
+import type { ReplicatedRecord } from '../replication/record.ts';
+import { membersOf, parseVersionVector } from '../replication/ports.ts';
+import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
+import { constantTimeEqual, fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
+import { secretKey, shareAtRestAad, shareDigest, type SecretBody } from './records.ts';
+import { web3SecretKey, type Web3SecretBody } from '../web3/records.ts';
+import type { NodeKeyring, ShareStore } from './ports.ts';
+import type { MemberStatusBody } from './member-records.ts';
+import { shareLabel } from './service.ts';
+
+/** Secrets recovered at once. */
+const RECOVERY_CONCURRENCY = 16;
+/** Helper sets tried for one secret before it is counted failed (each a fresh round). */
+const ATTEMPTS_PER_SECRET = 4;
+/** An incomplete run starts again this long after the last one started, ms. */
+const RERUN_AFTER_MS = 30_000;
+/** Bytes of a seed share's y part (a 64-byte ML-KEM seed). */
+const SHARE_Y_BYTES = 64;
+
+/** Associated data of a helper's sealed contribution. */
+export function recoverContributionAad(clusterId: string, label: number | string, target: number, round: string, helper: number): Uint8Array {
+  return utf8(`quorumkeep/share-recover/v1\n${clusterId}\n${label}\n${target}\n${round}\n${helper}`);
+}
+
+/** A secret as recovery names it. */
+interface SecretRef {
+  chainId: number;
+  secretId: number;
+  shareDigests: string[] | undefined;
+}
+
+/** What the recovering member reports (`/healthz`, `quorumkeep member status`). */
+export interface RecoveryProgress {
+  /** `idle` (not recovering), `running`, `done` (every share held), `incomplete` (some failed; retried). */
+  state: 'idle' | 'running' | 'done' | 'incomplete';
+  /** Secrets known to this member's replica. */
+  total: number;
+  /** Shares this member holds (kept or recovered). */
+  held: number;
+  /** Recovered in this run. */
+  recovered: number;
+  /** Could not be recovered in this run (no digest, random coordinate, or helpers unavailable). */
+  failed: number;
+  /** Unix ms of the run's start, or null. */
+  startedAt: number | null;
+}
+
+/** Dependencies of {@link createShareRecovery}. */
+export interface RecoveryDeps {
+  state: StateReader;
+  replicator: Replicator;
+  membership: MembershipView;
+  members: MemberRpc;
+  shares: ShareStore;
+  keyring: NodeKeyring;
+  versionVector(): VersionVector;
+  catchUp(requester: VersionVector, from: ClusterNodeEntry): Promise<void>;
+  clock: () => number;
+  logger: Logger;
+  /** Deadline of one helper call, ms. */
+  timeoutMs: number;
+}
+
+/** Share recovery: the helpers' `shard` op `recover`, and the recovering member's loop. */
+export interface ShareRecovery {
+  /** A helper's answer to `{ op: 'recover', chainId?, secretId, helpers, round, vv }`. */
+  handleRecover(body: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown>;
+  /** This member's progress. */
+  progress(): RecoveryProgress;
+  /** Start watching this member's status (recovers while it is `recovering`). */
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** Create share recovery for this node. */
+export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
+  const { membership, keyring } = deps;
+  const { descriptor, self } = membership;
+  const clusterId = descriptor.clusterId;
+  const memberList = membersOf(descriptor);
+  const log = deps.logger.child({ module: 'recovery' });
+
+  async function statusOf(slot: number): Promise<MemberStatusBody | undefined> {
+    return (await deps.state.get('memberStatus', String(slot)))?.body as MemberStatusBody | undefined;
+  }
+
+  async function recordOf(chainId: number, secretId: number): Promise<SecretRef | undefined> {
+    if (chainId === WEB2_CHAIN_ID) {
+      const b = (await deps.state.get('secret', secretKey(secretId)))?.body as SecretBody | undefined;
+      return b && { chainId, secretId, shareDigests: b.shareDigests };
+    }
+    const b = (await deps.state.get('web3Secret', web3SecretKey(chainId, secretId)))?.body as Web3SecretBody | undefined;
+    return b && { chainId, secretId, shareDigests: b.shareDigests };
+  }
+
+  /** The xor of this helper's pads with every other helper of the round. */
+  function maskFor(label: number | string, target: number, round: string, helpers: number[]): Uint8Array {
+    const mask = new Uint8Array(SHARE_Y_BYTES);
+    for (const k of helpers) {
+      if (k === self.slot) continue;
+      const shared = keyring.ecdhX(fromHex(memberList[k]!.signingPublicKey));
+      try {
+        const [lo, hi] = k < self.slot! ? [k, self.slot!] : [self.slot!, k];
+        const pad = pairwisePad(shared, `${clusterId}\n${label}\n${target}\n${round}\n${helpers.join(',')}\n${lo},${hi}`, SHARE_Y_BYTES);
+        for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= pad[i]!;
+        zeroize(pad);
+      } finally {
+        zeroize(shared);
+      }
+    }
+    return mask;
+  }
+
+  async function handleRecover(b: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown> {
+    const target = from.slot;
+    const secretId = Number(b.secretId);
+    const chainId = b.chainId === undefined ? WEB2_CHAIN_ID : Number(b.chainId);
+    const helpers = Array.isArray(b.helpers) ? (b.helpers as unknown[]) : [];
+    const round = b.round;
+    if (
+      !Number.isSafeInteger(secretId) ||
+      secretId <= 0 ||
+      !(chainId === WEB2_CHAIN_ID || (Number.isSafeInteger(chainId) && chainId > 0)) ||
+      typeof round !== 'string' ||
+      !/^[A-Za-z0-9-]{8,64}$/.test(round) ||
+      !helpers.every((h): h is number => Number.isInteger(h))
+    ) {
+      throw new AppError('BAD_REQUEST', 'malformed recovery request');
+    }
+    // Only the slot's own identity, for itself: what it gets back is its own share.
+    if (target === null) throw new AppError('FORBIDDEN', 'only a member recovers shares');
+    const set = helpers as number[];
+    if (set.length !== descriptor.threshold || new Set(set).size !== set.length || set.some((h) => h < 0 || h >= descriptor.size) || set.includes(target) || !set.includes(self.slot!)) {
+      throw new AppError('BAD_REQUEST', `helpers must be ${descriptor.threshold} distinct members, this one among them, the recovering one not`);
+    }
+    await deps.catchUp(parseVersionVector(b.vv), from);
+    if ((await statusOf(target))?.status !== 'recovering') throw new AppError('FORBIDDEN', `slot ${target} is not recovering`);
+    const secret = await recordOf(chainId, secretId);
+    if (!secret) throw new AppError('NOT_FOUND', 'no such secret');
+    const label = shareLabel(chainId, secretId);
+    const box = await deps.shares.get(label);
+    if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
+    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
+    if (!share) throw new AppError('CONFLICT', 'stored share does not open');
+    const mask = maskFor(label, target, round, [...set].sort((x, y) => x - y));
+    try {
+      if (share.length !== SHARE_Y_BYTES + 1 || share[SHARE_Y_BYTES] !== shareXOfSlot(self.slot!)) {
+        throw new AppError('CONFLICT', 'this share has a random x-coordinate (dealt before recovery support): it cannot be recovered from');
+      }
+      const sorted = [...set].sort((x, y) => x - y);
+      const lambda = lagrangeAt(sorted.map(shareXOfSlot), sorted.indexOf(self.slot!), shareXOfSlot(target));
+      for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= gfMul(lambda, share[i]!);
+      const sealed = sealTo(fromHex(from.signingPublicKey), mask, recoverContributionAad(clusterId, label, target, round, self.slot!));
+      log.info({ target, chainId, secretId }, 'recovery contribution sent');
+      return { box: toBase64(sealed) };
+    } finally {
+      zeroize(share, mask);
+    }
+  }
+
+  // --- The recovering member ---
+
+  let progress: RecoveryProgress = { state: 'idle', total: 0, held: 0, recovered: 0, failed: 0, startedAt: null };
+  let run: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  /** The helper sets to try, in order: reachable members but this one, rotated per attempt. */
+  function helperSets(): number[][] {
+    const others = memberList.map((m) => m.slot).filter((s) => s !== self.slot && membership.isReachable(s));
+    if (others.length < descriptor.threshold) return [];
+    const sets: number[][] = [];
+    for (let shift = 0; shift < Math.min(ATTEMPTS_PER_SECRET, others.length); shift++) {
+      sets.push(Array.from({ length: descriptor.threshold }, (_, i) => others[(i + shift) % others.length]!).sort((a, b) => a - b));
+    }
+    return sets;
+  }
+
+  /** Rebuild one share; true when stored. */
+  async function recoverOne(ref: SecretRef): Promise<boolean> {
+    const label = shareLabel(ref.chainId, ref.secretId);
+    const digest = ref.shareDigests?.[self.slot!];
+    if (!digest) {
+      log.warn({ chainId: ref.chainId, secretId: ref.secretId }, 'secret has no share digest (dealt before recovery support): not recoverable');
+      return false;
+    }
+    for (const helpers of helperSets()) {
+      const round = randomUUID();
+      const body = { op: 'recover', ...(ref.chainId === WEB2_CHAIN_ID ? {} : { chainId: ref.chainId }), secretId: ref.secretId, helpers, round, vv: deps.versionVector() };
+      const parts = await Promise.allSettled(
+        helpers.map(async (h) => {
+          const res = (await deps.members.call(h, 'shard', body, { signal: AbortSignal.timeout(deps.timeoutMs) })) as { box?: unknown };
+          if (typeof res?.box !== 'string') throw new Error('malformed contribution');
+          const opened = keyring.openSealed(fromBase64(res.box), recoverContributionAad(clusterId, label, self.slot!, round, h));
+          if (!opened || opened.length !== SHARE_Y_BYTES) throw new Error('contribution does not open');
+          return opened;
+        }),
+      );
+      const opened = parts.flatMap((p) => (p.status === 'fulfilled' ? [p.value] : []));
+      try {
+        if (opened.length < helpers.length) {
+          const reasons = parts.flatMap((p) => (p.status === 'rejected' ? [String((p.reason as Error)?.message ?? p.reason).slice(0, 120)] : []));
+          log.warn({ chainId: ref.chainId, secretId: ref.secretId, helpers, reasons }, 'recovery round incomplete');
+          continue;
+        }
+        const share = new Uint8Array(SHARE_Y_BYTES + 1);
+        for (const c of opened) for (let i = 0; i < SHARE_Y_BYTES; i++) share[i]! ^= c[i]!;
+        share[SHARE_Y_BYTES] = shareXOfSlot(self.slot!);
+        try {
+          if (!constantTimeEqual(shareDigest(clusterId, label, self.slot!, share), digest)) {
+            log.error({ chainId: ref.chainId, secretId: ref.secretId, helpers }, 'rebuilt share does not match its digest: a helper lied or holds a bad share');
+            continue;
+          }
+          await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)));
+          return true;
+        } finally {
+          zeroize(share);
+        }
+      } finally {
+        zeroize(...opened);
+      }
+    }
+    return false;
+  }
+
+  async function secrets(): Promise<SecretRef[]> {
+    const out: SecretRef[] = [];
+    const collect = async (kind: string, of: (r: ReplicatedRecord) => SecretRef) => {
+      for await (const r of deps.state.list(kind)) out.push(of(r));
+    };
+    await collect('secret', (r) => {
+      const b = r.body as SecretBody;
+      return { chainId: WEB2_CHAIN_ID, secretId: b.secretId, shareDigests: b.shareDigests };
+    });
+    await collect('web3Secret', (r) => {
+      const b = r.body as Web3SecretBody;
+      return { chainId: b.chainId, secretId: b.secretId, shareDigests: b.shareDigests };
+    });
+    return out;
+  }
+
+  async function recoverAll(): Promise<void> {
+    const all = await secrets();
+    progress = { state: 'running', total: all.length, held: 0, recovered: 0, failed: 0, startedAt: deps.clock() };
+    log.info({ total: all.length }, 'share recovery started');
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: RECOVERY_CONCURRENCY }, async () => {
+        while (next < all.length && !stopped) {
+          const ref = all[next++]!;
+          if (await deps.shares.get(shareLabel(ref.chainId, ref.secretId))) {
+            progress.held++;
+            continue;
+          }
+          if (await recoverOne(ref)) {
+            progress.recovered++;
+            progress.held++;
+          } else {
+            progress.failed++;
+          }
+        }
+      }),
+    );
+    if (stopped) return;
+    progress.state = progress.failed === 0 ? 'done' : 'incomplete';
+    log.info({ total: progress.total, recovered: progress.recovered, failed: progress.failed }, 'share recovery finished');
+    if (progress.failed === 0) {
+      await deps.replicator.replicate({ kind: 'memberStatus', key: String(self.slot), body: { slot: self.slot!, status: 'active', since: deps.clock() } satisfies MemberStatusBody });
+    }
+  }
+
+  /** One look at this member's status: recover while it says `recovering` (an incomplete run again after a pause). */
+  async function tick(): Promise<void> {
+    if ((await statusOf(self.slot!))?.status !== 'recovering') {
+      if (progress.state !== 'idle' && progress.state !== 'done') progress.state = 'idle';
+      return;
+    }
+    if (progress.state === 'incomplete' && deps.clock() - (progress.startedAt ?? 0) < RERUN_AFTER_MS) return;
+    await recoverAll();
+  }
+
+  return {
+    handleRecover,
+    progress: () => ({ ...progress }),
+    start() {
+      if (self.slot === null) return;
+      const kick = () => {
+        if (run || stopped) return;
+        run = tick()
+          .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'share recovery round failed'))
+          .finally(() => {
+            run = undefined;
+          });
+      };
+      timer = setInterval(kick, 2000);
+      timer.unref();
+      kick();
+    },
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await run;
+    },
+  };
+}
+
+/** One member slot as operators see it (`GET /admin/members`). */
+export interface MemberView {
+  slot: number;
+  nodeId: string;
+  nodeAddress: string;
+  /** `active` unless an operator started a recovery that has not finished. */
+  status: 'recovering' | 'active';
+  /** When the status was set, Unix ms, or null when never set. */
+  since: number | null;
+  reachable: boolean;
+}
+
+/** The operator's side of recovery: the members' statuses, and marking a slot `recovering`. */
+export interface MemberAdmin {
+  list(): Promise<MemberView[]>;
+  /** Mark `slot` (raw path string) recovering, replicated; 400 for a slot that is not a member's. */
+  markRecovering(slotRaw: string): Promise<MemberView>;
+}
+
+/** Create the operator's member admin (coordinators). */
+export function createMemberAdmin(deps: Pick<RecoveryDeps, 'state' | 'replicator' | 'membership' | 'clock' | 'logger'>): MemberAdmin {
+  const { descriptor } = deps.membership;
+  const log = deps.logger.child({ module: 'recovery' });
+  const viewOf = async (m: ClusterNodeEntry & { slot: number }): Promise<MemberView> => {
+    const status = (await deps.state.get('memberStatus', String(m.slot)))?.body as MemberStatusBody | undefined;
+    return { slot: m.slot, nodeId: m.id, nodeAddress: m.nodeAddress, status: status?.status ?? 'active', since: status?.since ?? null, reachable: deps.membership.isReachable(m.slot) };
+  };
+  return {
+    list: () => Promise.all(membersOf(descriptor).map(viewOf)),
+    async markRecovering(slotRaw) {
+      const slot = /^(0|[1-9]\d{0,2})$/.test(slotRaw) ? Number(slotRaw) : NaN;
+      const member = membersOf(descriptor).find((m) => m.slot === slot);
+      if (!member) throw new AppError('BAD_REQUEST', `Invalid slot "${slotRaw.slice(0, 8)}": expected a member slot from 0 to ${descriptor.size - 1}`);
+      await deps.replicator.replicate({ kind: 'memberStatus', key: String(slot), body: { slot, status: 'recovering', since: deps.clock() } satisfies MemberStatusBody });
+      log.warn({ slot }, 'member marked recovering');
+      return viewOf(member);
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * `quorumkeep member status|recover` (docs/operations.md, "Lose a disk"): the operator's side of
+ * share recovery, over a coordinator's admin API (`GET /admin/members`,
+ * `POST /admin/members/:slot/recover`, behind the admin bearer token).
+ */
+import { Option, type Command } from 'commander';
+import { z } from 'zod';
+
+/** Deadline of one admin call, ms. */
+const CALL_TIMEOUT_MS = 10_000;
+
+const memberSchema = z.object({
+  slot: z.number(),
+  nodeId: z.string(),
+  nodeAddress: z.string(),
+  status: z.enum(['recovering', 'active']),
+  since: z.number().nullable(),
+  reachable: z.boolean(),
+});
+type Member = z.infer<typeof memberSchema>;
+
+interface AdminOptions {
+  url: string;
+  token?: string;
+}
+
+/** Call the coordinator's admin API; throws with a one-line reason. */
+async function call(options: AdminOptions, method: 'GET' | 'POST', path: string): Promise<unknown> {
+  const token = options.token ?? '';
+  if (token === '') throw new Error('member: the admin token is needed (--token or QK_ADMIN_TOKEN)');
+  const url = `${options.url.replace(/\/+$/, '')}${path}`;
+  let response: Response;
+  try {
+    response = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+  } catch (err) {
+    throw new Error(`member: cannot reach ${url} (${err instanceof Error && err.name === 'TimeoutError' ? 'timed out' : ((err as Error).cause as NodeJS.ErrnoException | undefined)?.code ?? (err as Error).message})`);
+  }
+  const body = (await response.json().catch(() => ({}))) as { error?: string };
+  if (!response.ok) throw new Error(`member: ${url} answered HTTP ${response.status}${body.error ? `: ${body.error}` : ''}`);
+  return body;
+}
+
+function line(m: Member): string {
+  const since = m.since === null ? '' : `  since ${new Date(m.since).toISOString()}`;
+  return `  slot ${String(m.slot).padStart(2)}  ${m.nodeId}  ${m.nodeAddress}  ${m.status.toUpperCase()}  ${m.reachable ? 'reachable' : 'UNREACHABLE'}${since}`;
+}
+
+/** `--token`, or the environment's `QK_ADMIN_TOKEN` (read by commander). */
+const tokenOption = () => new Option('--token <token>', 'admin bearer token').env('QK_ADMIN_TOKEN');
+
+/** Add `member status` and `member recover` to the program (errors exit 2, through the CLI's handler). */
+export function addMemberCommands(program: Command, print: (text: string) => void): void {
+  const member = program.command('member').description("member slots: status, and recovering a member's shares after it lost its data");
+  member
+    .command('status')
+    .description('each slot: status (active or recovering) and reachability, as a coordinator sees them')
+    .requiredOption('--url <url>', 'coordinator base URL, e.g. http://127.0.0.1:3010')
+    .addOption(tokenOption())
+    .action(async (options: AdminOptions) => {
+      const body = z.object({ members: z.array(memberSchema) }).parse(await call(options, 'GET', '/admin/members'));
+      for (const m of body.members) print(line(m));
+      // Exit 1 while a slot is still recovering: scripts can wait on it.
+      process.exitCode = body.members.some((m) => m.status === 'recovering') ? 1 : 0;
+    });
+  member
+    .command('recover')
+    .description('mark a slot recovering: its node, started on its own keys with an empty data dir, rebuilds its shares from threshold helpers')
+    .requiredOption('--slot <n>', 'member slot')
+    .requiredOption('--url <url>', 'coordinator base URL')
+    .addOption(tokenOption())
+    .action(async (options: AdminOptions & { slot: string }) => {
+      const body = z.object({ member: memberSchema }).parse(await call(options, 'POST', `/admin/members/${encodeURIComponent(options.slot)}/recover`));
+      print(line(body.member));
+      print('The member marks itself active when it holds every share again: watch `quorumkeep member status` (exit 0 when no slot is recovering).');
+    });
+}
