@@ -30,6 +30,7 @@ import {
 } from '../src/crypto/index.ts';
 import { median, ms, percentile, runConcurrent, table } from './bench-lib.ts';
 import { benchWeb3 } from './bench-web3.ts';
+import { benchRecovery } from './bench-recovery.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
 import type { Plan } from '../src/core/usage/types.ts';
 import { createLogger } from '../src/log/index.ts';
@@ -926,6 +927,8 @@ async function main(): Promise<void> {
   if (process.argv[2] === 'usage') return benchUsage();
   // `npm run bench -- web3`: only Web3 next to Web2 payload latency, and RPC calls per request (anvil).
   if (process.argv[2] === 'web3') return benchWeb3();
+  // `npm run bench -- recovery`: only a member's share recovery (10,000 secrets; its own cluster).
+  if (process.argv[2] === 'recovery') return benchRecovery();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   // One principal encrypts thousands of messages a second here: a plan far above that (usage is
   // still counted and flushed, so its cost is in the figures).

@@ -249,9 +249,14 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         cacheShare(label, box);
         return box;
       },
-      async put(label, box) {
-        await durablePut(shares, labelKey(label), Buffer.from(box).toString('base64'));
+      async put(label, box, options) {
+        if (options?.durable === false) await shares.put(labelKey(label), Buffer.from(box).toString('base64'));
+        else await durablePut(shares, labelKey(label), Buffer.from(box).toString('base64'));
         cacheShare(label, box);
+      },
+      async flush() {
+        // A synced write flushes LevelDB's log, and with it every write before it.
+        await durablePut(meta, 'sharesFlushedAt', Date.now());
       },
     },
     pendingShares: {

@@ -9,8 +9,10 @@
  */
 export interface ShareStore {
   get(label: number | string): Promise<Uint8Array | undefined>;
-  /** Durable. */
-  put(label: number | string, box: Uint8Array): Promise<void>;
+  /** Durable, unless `durable: false` (then durable at the next {@link ShareStore.flush}). */
+  put(label: number | string, box: Uint8Array, options?: { durable?: boolean }): Promise<void>;
+  /** Make every earlier put durable. */
+  flush(): Promise<void>;
 }
 
 /** Shares a coordinator still has to deliver: each sealed to its member's key, never in clear. */

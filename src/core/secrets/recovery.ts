@@ -33,7 +33,7 @@ import type { MemberStatusBody } from './member-records.ts';
 import { shareLabel } from './service.ts';
 
 /** Secrets recovered at once. */
-const RECOVERY_CONCURRENCY = 16;
+const RECOVERY_CONCURRENCY = 64;
 /** Helper sets tried for one secret before it is counted failed (each a fresh round). */
 const ATTEMPTS_PER_SECRET = 4;
 /** An incomplete run starts again this long after the last one started, ms. */
@@ -235,7 +235,8 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
             log.error({ chainId: ref.chainId, secretId: ref.secretId, helpers }, 'rebuilt share does not match its digest: a helper lied or holds a bad share');
             continue;
           }
-          await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)));
+          // Not synced one by one: a share lost to a crash before the flush is simply recovered again.
+          await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)), { durable: false });
           return true;
         } finally {
           zeroize(share);
@@ -285,6 +286,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
         }
       }),
     );
+    await deps.shares.flush();
     if (stopped) return;
     progress.state = progress.failed === 0 ? 'done' : 'incomplete';
     log.info({ total: progress.total, recovered: progress.recovered, failed: progress.failed }, 'share recovery finished');
@@ -316,7 +318,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
             run = undefined;
           });
       };
-      timer = setInterval(kick, 2000);
+      timer = setInterval(kick, 500);
       timer.unref();
       kick();
     },

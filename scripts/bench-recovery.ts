@@ -1,0 +1,76 @@
+/**
+ * `npm run bench -- recovery` (issue 15): how long a member that lost its data takes to rebuild its
+ * share of every secret from threshold helpers (target: 10,000 secrets in ≤ 60 s on this machine),
+ * next to how long the same member takes merely to catch the secrets' records up after the wipe —
+ * the floor any recovery sits on, measured in the same run. 5 members, threshold 3, one process.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startLocalCluster, waitFor } from '../src/testing/index.ts';
+import { principalWithSession } from '../test/utils/session.ts';
+import { runConcurrent, table } from './bench-lib.ts';
+
+const SECRETS = Number(process.env.BENCH_RECOVERY_SECRETS ?? 10_000);
+const CREATE_CONCURRENCY = 16;
+const LOST = 3;
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+export async function benchRecovery(): Promise<void> {
+  const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
+  const cluster = await startLocalCluster({
+    size: 5,
+    threshold: 3,
+    coordinators: 1,
+    nodeConfig: {
+      chains: [],
+      http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
+      usage: { enabled: false, plans: [{ id: 'bench', cycle: 'monthly', encryption: unlimited, decryption: unlimited }] },
+    },
+  });
+  try {
+    const [A] = cluster.coordinators as [string];
+    const admin = { authorization: `Bearer ${cluster.adminToken}` };
+    const owner = await principalWithSession(cluster, A, 'bench');
+    const base = Date.now() - 5 * 60_000;
+    const created = await runConcurrent(SECRETS, CREATE_CONCURRENCY, async (i) => {
+      // One create string each: a timestamp per secret, within the freshness window.
+      const res = await post(`${A}/web2/secret`, owner.signed(0, undefined, base + i));
+      if (res.status !== 201) throw new Error(`secret ${i}: ${res.status} ${JSON.stringify(res.body)}`);
+    });
+    await cluster.waitForConvergence({ timeoutMs: 120_000 });
+
+    // The disk is lost; the keys are not. First the floor: catching the records up.
+    await cluster.stopMember(LOST);
+    await rm(join(cluster.members[LOST]!.config.dataDir, 'db'), { recursive: true, force: true });
+    const t0 = performance.now();
+    const member = await cluster.restartMember(LOST);
+    const target = cluster.members[0]!.versionVector();
+    await waitFor(() => Object.entries(target).every(([origin, seq]) => (member.versionVector()[origin] ?? 0) >= seq), { timeoutMs: 600_000, intervalMs: 20, description: 'catch-up' });
+    const catchUpMs = performance.now() - t0;
+
+    const t1 = performance.now();
+    const marked = await post(`${A}/admin/members/${LOST}/recover`, {}, admin);
+    if (marked.status !== 200) throw new Error(`recover: ${marked.status} ${JSON.stringify(marked.body)}`);
+    await waitFor(
+      async () => {
+        const res = await fetch(`${A}/admin/members`, { headers: admin });
+        const body = (await res.json()) as { members: Array<{ slot: number; status: string }> };
+        return body.members.find((m) => m.slot === LOST)?.status === 'active';
+      },
+      { timeoutMs: 900_000, intervalMs: 100, description: 'recovery' },
+    );
+    const recoveryMs = performance.now() - t1;
+
+    table(`Share recovery of one member (${SECRETS} secrets, 5 members, threshold 3; target ≤ 60 s)`, [
+      ['secrets created (setup)', `${((created.wallMs / 1000)).toFixed(1)} s  (${((SECRETS / created.wallMs) * 1000).toFixed(0)} /s, ${CREATE_CONCURRENCY} at once)`],
+      ['catch-up of the records after the wipe (the floor)', `${(catchUpMs / 1000).toFixed(1)} s`],
+      ['recovery: marked recovering → every share rebuilt, checked, stored', `${(recoveryMs / 1000).toFixed(1)} s  (${((SECRETS / recoveryMs) * 1000).toFixed(0)} shares/s; ${(recoveryMs / catchUpMs).toFixed(1)}× the catch-up)`],
+    ]);
+  } finally {
+    await cluster.stop();
+  }
+}
