@@ -6,6 +6,7 @@ import { captureLogger } from '../../utils/log.ts';
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { createHttpApp, listenHttp, type HttpApp, type HttpAppOptions, type HttpServerHandle } from '../../../src/http/index.ts';
+import type { MemberAdmin } from '../../../src/core/secrets/recovery.ts';
 import { createMetrics, type NodeMetrics } from '../../../src/metrics/index.ts';
 import { DEFAULT_CHAINS } from '../../../src/config/schema.ts';
 import type { ClusterHealth, HealthSource, Readiness } from '../../../src/core/health/index.ts';
@@ -388,6 +389,12 @@ export interface TestServer {
   server: HttpServerHandle;
 }
 
+/** A member admin answering one active slot (the real one is tested in test/integration/share-recovery.test.ts). */
+function stubMembers(): MemberAdmin {
+  const view = { slot: 0, nodeId: 'node-0', nodeAddress: '0x' + '00'.repeat(20), status: 'active' as const, since: null, reachable: true };
+  return { list: async () => [view], markRecovering: async () => ({ ...view, status: 'recovering' as const, since: 1 }) };
+}
+
 /** Start the real app on 127.0.0.1:0. Close it with `server.close()` (see {@link useServers}). */
 export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): Promise<TestServer> {
   const log = captureLogger();
@@ -407,7 +414,7 @@ export async function startTestServer(overrides: Partial<HttpAppOptions> = {}): 
   let monotonic = 0;
   const app = createHttpApp(
     { corsOrigins: ['https://app.example'], bodyLimitBytes: 1024, trustProxy: false, chains: DEFAULT_CHAINS, adminToken: ADMIN_TOKEN, ...overrides },
-    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, files: stubFiles(), usage, now: () => monotonic },
+    { logger, metrics, clock, health, probe, accounts, sessions, secrets, payloads, permits, files: stubFiles(), usage, members: stubMembers(), now: () => monotonic },
   );
   const server = await listenHttp(app, { host: '127.0.0.1', port: 0, requestTimeoutMs: 10_000 }, { logger });
   return {
