@@ -419,6 +419,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               keyring: nodeKeyring(keys.signing, keys.storage),
               versionVector,
               catchUp,
+              syncAll: () => late.cluster!.syncAll(),
               clock,
               logger,
               timeoutMs: config.secrets.shardTimeoutMs,

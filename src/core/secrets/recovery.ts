@@ -79,6 +79,8 @@ export interface RecoveryDeps {
   keyring: NodeKeyring;
   versionVector(): VersionVector;
   catchUp(requester: VersionVector, from: ClusterNodeEntry): Promise<void>;
+  /** One catch-up round with every reachable peer. */
+  syncAll(): Promise<unknown>;
   clock: () => number;
   logger: Logger;
   /** Deadline of one helper call, ms. */
@@ -265,6 +267,9 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   }
 
   async function recoverAll(): Promise<void> {
+    // The secrets to recover are those of the replica: bring it up to date with every peer first,
+    // or a member that started empty a moment ago would call itself done after the first few.
+    await deps.syncAll();
     const all = await secrets();
     progress = { state: 'running', total: all.length, held: 0, recovered: 0, failed: 0, startedAt: deps.clock() };
     log.info({ total: all.length }, 'share recovery started');
@@ -288,11 +293,21 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     );
     await deps.shares.flush();
     if (stopped) return;
+    // Secrets created meanwhile: their shares came from their dealer, or come in the next run.
+    const missing = (await secrets()).length > all.length ? await countMissing() : 0;
+    progress.failed += missing;
     progress.state = progress.failed === 0 ? 'done' : 'incomplete';
     log.info({ total: progress.total, recovered: progress.recovered, failed: progress.failed }, 'share recovery finished');
     if (progress.failed === 0) {
       await deps.replicator.replicate({ kind: 'memberStatus', key: String(self.slot), body: { slot: self.slot!, status: 'active', since: deps.clock() } satisfies MemberStatusBody });
     }
+  }
+
+  /** Secrets of the replica this member holds no share of. */
+  async function countMissing(): Promise<number> {
+    let missing = 0;
+    for (const ref of await secrets()) if (!(await deps.shares.get(shareLabel(ref.chainId, ref.secretId)))) missing++;
+    return missing;
   }
 
   /** One look at this member's status: recover while it says `recovering` (an incomplete run again after a pause). */
