@@ -2,7 +2,8 @@
  * The `quorumkeep` CLI: parse arguments → load config → create node → handle signals (STYLE.md, Layout).
  *
  * Exit codes: 0 success (and `status`: cluster ok); 1 `status`: cluster degraded, or a failed shutdown;
- * 2 bad usage, bad config, a failed start, or `status`: coordinator unreachable or answer malformed;
+ * 2 bad usage, bad config, a failed start, a refused backup or restore (or a damaged archive), or
+ * `status`: coordinator unreachable or answer malformed;
  * 130 a second Ctrl-C during shutdown. Failures print one line, `quorumkeep: <message>`, to stderr.
  */
 import { resolve } from 'node:path';
@@ -19,6 +20,10 @@ import {
   type ClusterInitHost,
 } from './node/cluster-init.ts';
 import { setNodeAddress } from './node/cluster-set-address.ts';
+import type * as BackupModuleType from './backup/index.ts';
+
+/** The backup module, loaded when a backup command runs. */
+type BackupModule = typeof BackupModuleType;
 import { addMemberCommands } from './node/member-cli.ts';
 
 /** A failure the CLI reports as one line with a chosen exit code. */
@@ -238,6 +243,84 @@ async function showStatus(options: { url: string; json?: boolean }): Promise<voi
   process.exitCode = health.status === 'ok' ? EXIT_OK : EXIT_DEGRADED;
 }
 
+/** `backup` options. */
+interface BackupCliOptions extends OverrideOptions {
+  out: string;
+  includeKeys?: boolean;
+  url?: string;
+}
+
+/** `restore` options. */
+interface RestoreCliOptions extends OverrideOptions {
+  in: string;
+  force?: boolean;
+  allowSlot0?: boolean;
+  dryRun?: boolean;
+}
+
+/** Run a backup-module operation; its refusals (and a damaged archive) are one line with exit 2. */
+async function backupModule<T>(command: string, run: (backup: BackupModule) => Promise<T>): Promise<T> {
+  // Loaded only now, like in `start`: the other commands do not need LevelDB.
+  const backup = await import('./backup/index.ts');
+  try {
+    return await run(backup);
+  } catch (err) {
+    if (err instanceof backup.BackupError || err instanceof backup.ArchiveError) throw new CliError(`${command}: ${err.message}`, EXIT_FAILURE);
+    throw err;
+  }
+}
+
+/** `log 1000, state 200, …`, largest first. */
+function countsLine(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
+}
+
+async function takeBackup(options: BackupCliOptions): Promise<void> {
+  const { config, descriptor } = loadNodeSetup({ file: options.config, env, flags: overrideFlags(options) });
+  const report = await backupModule('backup', (b) =>
+    b.runBackup({ config, descriptor, out: resolve(options.out), includeKeys: options.includeKeys ?? false, ...(options.url !== undefined ? { url: options.url } : {}) }),
+  );
+  const { header, summary } = report;
+  printLine(`backup of ${header.nodeId} (cluster ${header.clusterId}, slot ${header.slot ?? 'gateway'}) ${header.source === 'node' ? 'streamed by the running node' : 'read from its stopped store'}`);
+  printLine(`  snapshot at ${new Date(header.createdAt).toISOString()}: ${summary.entries} store entries (${countsLine(summary.counts)})`);
+  printLine(`  own seq ${String(summary.facts['ownSeq'] ?? 0)}`);
+  printLine(
+    header.includesKeys
+      ? `  keys: INCLUDED (${summary.files} files) — this archive is as sensitive as the node itself: it opens the node's shares`
+      : '  keys: not included (shares stay encrypted under the storage key, which is not in the archive)',
+  );
+  printLine(`wrote ${report.out} (${report.bytes} bytes, mode 0600, sha256 ${report.sha256})`);
+}
+
+async function verifyBackup(options: { in: string }): Promise<void> {
+  const path = resolve(options.in);
+  const { header, summary } = await backupModule('verify-backup', (b) => b.verifyArchiveFile(path));
+  printLine(`${path}: intact (format ${header.format}, SHA-256 verified)`);
+  printLine(`  ${header.nodeId} (${header.nodeAddress}) of cluster ${header.clusterId}, slot ${header.slot ?? 'gateway'}`);
+  printLine(`  snapshot at ${new Date(header.createdAt).toISOString()} (${header.source}): ${summary.entries} store entries (${countsLine(summary.counts)})`);
+  printLine(`  own seq ${String(summary.facts['ownSeq'] ?? 0)}; keys ${header.includesKeys ? `INCLUDED (${summary.files} files)` : 'not included'}`);
+}
+
+async function restoreBackup(options: RestoreCliOptions): Promise<void> {
+  const { config, descriptor } = loadNodeSetup({ file: options.config, env, flags: overrideFlags(options) });
+  const report = await backupModule('restore', (b) =>
+    b.runRestore({ config, descriptor, input: resolve(options.in), force: options.force ?? false, allowSlot0: options.allowSlot0 ?? false, dryRun: options.dryRun ?? false }),
+  );
+  const { header } = report;
+  const when = new Date(header.createdAt).toISOString();
+  if (options.dryRun) {
+    printLine(`dry run: ${options.in} restores ${header.nodeId} (cluster ${header.clusterId}): ${report.entries} store entries from the snapshot at ${when}; nothing written`);
+    return;
+  }
+  printLine(`restored ${header.nodeId} (cluster ${header.clusterId}) into ${report.dataDir}: ${report.entries} store entries from the snapshot at ${when}${report.replacedStore ? ' (the previous store was replaced)' : ''}`);
+  printLine(`  keys: ${report.keysWritten ? 'written from the archive' : 'found in the keys directory, checked'}`);
+  printLine(`next: start the node with this config (and the same --data-dir/--set, if any): before it writes, it catches its own records up`);
+  printLine(`      from its peers; its log says "restore catch-up complete" once done (docs/operations.md)`);
+}
+
 async function runLocal(options: {
   dir: string;
   size: number;
@@ -307,6 +390,21 @@ function buildProgram(): Command {
     .requiredOption('--url <url>', 'coordinator base URL, e.g. http://127.0.0.1:3010')
     .option('--json', 'print the raw /healthz answer')
     .action(showStatus);
+
+  withOverrideOptions(program.command('backup').description("write a consistent snapshot of a node's store to a file (the running node streams it; a stopped node's store is read)"))
+    .requiredOption('--out <file>', 'archive to write (atomically, mode 0600)')
+    .option('--include-keys', "also store the node's keys directory: the archive is then as sensitive as the node")
+    .option('--url <url>', "the node's operator base URL (default: from operator.host and operator.port)")
+    .action(takeBackup);
+
+  withOverrideOptions(program.command('restore').description("restore a backup into the node's (new, empty) data directory; the node catches up from its peers when started"))
+    .requiredOption('--in <file>', 'archive to restore')
+    .option('--force', 'replace the store of a data directory that is not empty')
+    .option('--allow-slot0', 'restore slot 0 (see docs/operations.md: its counters and claims exist nowhere else)')
+    .option('--dry-run', 'check the archive against the config, the cluster file and the keys; write nothing')
+    .action(restoreBackup);
+
+  program.command('verify-backup').description('check that a backup archive is whole and show what it holds').requiredOption('--in <file>', 'archive to check').action(verifyBackup);
 
   program
     .command('local')

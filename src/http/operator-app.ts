@@ -5,6 +5,9 @@
  * coordinator's; `/metrics` is served without a token, because this port is meant for a private
  * interface (docs/deployment.md). Like the API app it never listens: `src/node` binds it.
  *
+ * With an admin token configured it also serves `GET /admin/backup` (./routes/backup.ts): a
+ * consistent snapshot of the node's store for `quorumkeep backup`, behind that bearer token.
+ *
  * Middleware: the error responses (JSON for 404 and 405), security headers, the router. No access
  * log: a scraper polls every few seconds, and those lines would drown the node's own.
  */
@@ -13,6 +16,7 @@ import type { HealthSource } from '../core/health/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import { combineRouters, createBaseApp, securityHeaders, type HttpApp } from './app.ts';
+import { createBackupRouter, type BackupSource } from './routes/backup.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
 import type { RecoveryProgress } from '../core/secrets/recovery.ts';
 
@@ -20,6 +24,8 @@ import type { RecoveryProgress } from '../core/secrets/recovery.ts';
 export interface OperatorAppOptions {
   /** Enabled EVM chains, reported by `/healthz` as on the API. */
   chains: readonly ChainConfig[];
+  /** Bearer token of `GET /admin/backup`; empty: not served (404). @default "" */
+  adminToken?: string;
 }
 
 /** Dependencies of {@link createOperatorApp}. */
@@ -32,12 +38,18 @@ export interface OperatorAppDeps {
   metrics: Pick<NodeMetrics, 'render' | 'contentType'>;
   /** A member's share recovery, for `/healthz` `recovery`. @default none */
   recovery?: () => RecoveryProgress;
+  /** Snapshots for `GET /admin/backup`; without it (or without a token) the route is not served. */
+  backup?: BackupSource;
 }
 
-/** Create the operator port's app: health, readiness and metrics only. Returns the app; never listens. */
+/** Create the operator port's app: health, readiness, metrics (and backups with a token). Returns the app; never listens. */
 export function createOperatorApp(options: OperatorAppOptions, deps: OperatorAppDeps): HttpApp {
   const log = deps.logger.child({ module: 'operator-http' });
-  const routes = combineRouters([createDiscoveryRouter({ chains: options.chains, metrics: 'public' }, deps)]);
+  const token = options.adminToken ?? '';
+  const routes = combineRouters([
+    createDiscoveryRouter({ chains: options.chains, metrics: 'public' }, deps),
+    token !== '' && deps.backup ? createBackupRouter({ token }, { backup: deps.backup, logger: deps.logger }) : undefined,
+  ]);
   const app = createBaseApp(log, { trustProxy: false });
   app.use(securityHeaders);
   app.use(routes.routes());

@@ -65,6 +65,7 @@ import { web3SecretKind } from '../core/web3/records.ts';
 import { memberStatusKind } from '../core/secrets/member-records.ts';
 import { createMemberAdmin, createShareRecovery, type ShareRecovery } from '../core/secrets/recovery.ts';
 import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
+import { createNodeBackup } from '../backup/index.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 
@@ -454,7 +455,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       );
       late.cluster = cluster;
+      // Backups (src/backup): a node restored from one holds its own writes until it has caught its own records up.
+      const backup = await createNodeBackup({ store, engine, descriptor, self: self!, storageKey: keys.storage, clock, logger });
       await cluster.start();
+      await backup.restore.run(cluster, () => stopping !== undefined);
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
       recovery?.start();
@@ -464,7 +468,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       usage.start();
       running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, recovery, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage] };
       if (config.operator.enabled) {
-        const app = createOperatorApp({ chains: config.chains }, { logger, clock, health, metrics, ...(recovery ? { recovery: () => recovery.progress() } : {}) });
+        const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, ...(recovery ? { recovery: () => recovery.progress() } : {}) });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
       }
       if (config.http.enabled) {

@@ -93,7 +93,20 @@ export interface NodeStore {
   getMeta(key: string): Promise<unknown>;
   /** Write a metadata value durably. */
   putMeta(key: string, value: unknown): Promise<void>;
+  /**
+   * Every raw entry of the store (all sublevels, keys as stored: `!<sublevel>!<key>`), from one
+   * LevelDB iterator created by this call: it reads from the implicit snapshot LevelDB takes when an
+   * iterator is created, so the entries are one consistent point in time however long the reading
+   * takes and whatever is written meanwhile (backups, src/backup).
+   */
+  snapshot(): AsyncGenerator<StoreEntry>;
   close(): Promise<void>;
+}
+
+/** One raw key/value of the store, as LevelDB holds it. */
+export interface StoreEntry {
+  key: Uint8Array;
+  value: Uint8Array;
 }
 
 /** Options for {@link openStore}. */
@@ -304,6 +317,17 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     },
     getMeta: (k) => meta.get(k),
     putMeta: (k, v) => durablePut(meta, k, v),
+    snapshot() {
+      // Created now, not at the first read: the snapshot is the moment of this call.
+      const iterator = db.iterator<Uint8Array, Uint8Array>({ keyEncoding: 'view', valueEncoding: 'view' });
+      return (async function* () {
+        try {
+          for await (const [key, value] of iterator) yield { key, value };
+        } finally {
+          await iterator.close();
+        }
+      })();
+    },
     async close() {
       if (db.status === 'open' || db.status === 'opening') await db.close();
     },

@@ -104,6 +104,13 @@ export interface ReplicationEngine extends Replicator, StateReader {
   logRecord(origin: string, seq: number): Promise<ReplicatedRecord | undefined>;
   /** Wait for queued applies to finish (shutdown). */
   drain(): Promise<void>;
+  /**
+   * Hold this node's own writes until `until` resolves: they wait, unnumbered; if it rejects, they and
+   * every later one fail with its reason. A node restored from a backup holds them while it catches
+   * its own origin up from its peers, so it never reissues a seq it used after the backup
+   * (src/backup/catch-up.ts).
+   */
+  holdOwnWrites(until: Promise<void>): void;
 }
 
 const MAX_KEY_LENGTH = 512;
@@ -202,6 +209,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     if (recentSigs.size > RECENT_SIGS) recentSigs.delete(recentSigs.keys().next().value!);
   };
   let ownSeq = 0;
+  /** Set while own writes are held ({@link ReplicationEngine.holdOwnWrites}). */
+  let ownWritesHeld: Promise<void> | undefined;
   const queue: Pending[] = [];
   let working: Promise<void> | undefined;
 
@@ -363,6 +372,9 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     for (const c of conflicts) await resolveEquivocation(c.stored, c.incoming);
     vv = { ...vv, ...vvChange };
     for (const r of fresh) if (r.seq > (maxStored.get(r.origin) ?? 0)) maxStored.set(r.origin, r.seq);
+    // Our own records can come back from peers (a node restored from a backup): a seq any of them
+    // holds is used, whatever this node's log said at open.
+    for (const r of fresh) if (r.origin === self.nodeAddress && r.seq > ownSeq) ownSeq = r.seq;
     for (let i = 0; i < batch.length; i++) {
       const res = results[i]!;
       if (res.applied) deps.metrics.recordsApplied.inc({ source: batch[i]!.source }, res.applied);
@@ -444,7 +456,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   }
 
   /** Queue this node's own writes; they are signed, numbered and committed in the next batch. */
-  function enqueueOwn(intents: WriteIntent[]): Promise<ReplicatedRecord[]> {
+  async function enqueueOwn(intents: WriteIntent[]): Promise<ReplicatedRecord[]> {
+    if (ownWritesHeld) await ownWritesHeld;
     return new Promise((resolve, reject) => {
       const p: Pending = { records: [], own: intents, source: 'local', resolve: () => resolve(p.records), reject };
       queue.push(p);
@@ -654,6 +667,15 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     },
     async drain() {
       while (working) await working;
+    },
+    holdOwnWrites(until) {
+      // Released when `until` resolves; a rejected hold stays, so every later own write fails too.
+      const held: Promise<void> = until.then(() => {
+        if (ownWritesHeld === held) ownWritesHeld = undefined;
+      });
+      // Each waiter gets a rejection through its own await; none is left unhandled.
+      held.catch(() => undefined);
+      ownWritesHeld = held;
     },
   };
 }

@@ -1,0 +1,158 @@
+/**
+ * Issue 15, backups — acceptance with real processes and the real CLI: a backup of a member under
+ * write load, restore into a new data dir, catch-up: no acknowledged record lost, none twice, and the
+ * restored member's share still opens a secret made before the backup.
+ *
+ * Member 4 writes records of its own (probes through its own API) before and after the backup, so the
+ * restored store lacks records of its own origin that its peers hold: it must catch them up before it
+ * writes again, or it would reuse their seqs (docs/operations.md, "What the node does at start").
+ */
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from 'quorumkeep/testing';
+import { getJson, postJson } from '../utils/http.ts';
+import { runCli, startProcessCluster, type ProcessCluster } from '../utils/process-cluster.ts';
+import { outboxPrincipalWithSession } from '../utils/process-web2.ts';
+import { cleanupStack, tempDir } from '../utils/temp.ts';
+
+const stack = cleanupStack();
+afterEach(() => stack.run());
+
+const RESTORED = 4;
+
+interface Ack {
+  key: string;
+  origin: string;
+  seq: number;
+}
+
+/** Probe writes through node `i` until stopped; every acknowledged one is recorded. */
+function writer(pc: ProcessCluster, i: number, tag: string) {
+  const acked: Ack[] = [];
+  let stopped = false;
+  let n = 0;
+  const done = (async () => {
+    while (!stopped) {
+      const key = `${tag}-${n++}`;
+      const res = await postJson<{ origin: string; seq: number }>(`${pc.urls[i]}/admin/probe`, { key }, { authorization: `Bearer ${pc.adminTokens[i]}` }).catch(() => undefined);
+      if (res?.status === 201) acked.push({ key, origin: res.body.origin, seq: res.body.seq });
+      // A stopped node refuses at once; do not spin on it.
+      else if (!res) await new Promise((r) => setImmediate(r));
+    }
+  })();
+  return {
+    acked,
+    async stop() {
+      stopped = true;
+      await done;
+    },
+  };
+}
+
+async function healthOf(pc: ProcessCluster, i: number) {
+  return (await getJson<{ cluster: { reachable: number; equivocating: unknown[] } }>(`${pc.urls[i]}/healthz`)).body.cluster;
+}
+
+describe('backup and restore of a member (real CLI, child processes)', () => {
+  it('a backup under write load, restored into a new data dir, catches up: every acknowledged record once, and its share still opens', async () => {
+    const dir = await tempDir(stack, 'qk-backup-e2e-');
+    const pc = await startProcessCluster(dir, { size: 5, threshold: 3 });
+    stack.push(() => pc.stopAll());
+    await waitFor(async () => (await healthOf(pc, 0)).reachable === 5, { timeoutMs: 20_000, description: 'every member reachable' });
+    const A = pc.urls[0]!;
+
+    // A secret and a payload made before the backup.
+    const alice = await outboxPrincipalWithSession(pc, A, 'alice');
+    const created = await postJson<{ secretId: number }>(`${A}/web2/secret`, alice.signed(0));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const secretId = created.body.secretId;
+    const plaintext = 'made before the backup';
+    const encrypted = await postJson<{ cifer: string; encryptedMessage: string }>(`${A}/encrypt-payload`, alice.signed(secretId, plaintext));
+    expect(encrypted.status, JSON.stringify(encrypted.body)).toBe(200);
+
+    // Writes through coordinator 0 and through member 4 itself, all along.
+    const viaZero = writer(pc, 0, 'zero');
+    let viaFour = writer(pc, RESTORED, 'four');
+    const fourBefore = viaFour;
+    stack.push(() => viaZero.stop());
+    stack.push(() => fourBefore.stop());
+    await waitFor(() => viaZero.acked.length >= 30 && viaFour.acked.length >= 30, { timeoutMs: 20_000, description: 'writes under way' });
+
+    // The backup, through the real CLI, while both writers run.
+    const archive = join(dir, 'node-4.qkbackup');
+    const ownAckedBeforeBackup = viaFour.acked.length;
+    const backup = await runCli(['backup', '--config', pc.configPath(RESTORED), '--out', archive]);
+    expect(backup.code, backup.stderr).toBe(0);
+    expect(backup.stdout).toMatch(/streamed by the running node/);
+    expect(backup.stdout).toMatch(/keys: not included/);
+    expect((await stat(archive)).mode & 0o777).toBe(0o600);
+    const verify = await runCli(['verify-backup', '--in', archive]);
+    expect(verify.code, verify.stderr).toBe(0);
+    // The storage key is not in the archive.
+    const storageKey = (await readFile(join(pc.dataDir(RESTORED), 'keys', 'storage.key'), 'utf8')).trim();
+    const bytes = await readFile(archive);
+    expect(bytes.includes(Buffer.from(storageKey, 'hex')) || bytes.includes(Buffer.from(storageKey))).toBe(false);
+
+    // More writes, member 4's own among them, that the archive does not have.
+    const ownAtBackup = viaFour.acked.length;
+    await waitFor(() => viaFour.acked.length >= ownAtBackup + 30 && viaZero.acked.length >= 90, { timeoutMs: 20_000, description: 'writes after the backup' });
+    await viaFour.stop();
+    expect(await pc.stop(RESTORED)).toBe(0);
+    expect(viaFour.acked.length).toBeGreaterThan(ownAckedBeforeBackup);
+    const ownMaxSeqBeforeRestore = Math.max(...viaFour.acked.map((a) => a.seq));
+
+    // Restore into a new data dir; the keys stay where they are.
+    const configPath = pc.configPath(RESTORED);
+    const config = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
+    await writeFile(configPath, JSON.stringify({ ...config, dataDir: join(dir, 'node-4-restored'), keysDir: join(pc.dataDir(RESTORED), 'keys') }, null, 2));
+    const restore = await runCli(['restore', '--config', configPath, '--in', archive]);
+    expect(restore.code, restore.stderr).toBe(0);
+    expect(restore.stdout).toMatch(/restored node-4/);
+    const again = await runCli(['restore', '--config', configPath, '--in', archive]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/is not empty/);
+
+    // Start it: it catches its own records up before it writes, then writes with fresh seqs.
+    await pc.start(RESTORED);
+    viaFour = writer(pc, RESTORED, 'four-after');
+    const fourAfter = viaFour;
+    stack.push(() => fourAfter.stop());
+    await waitFor(() => fourAfter.acked.length >= 20, { timeoutMs: 20_000, description: 'writes through the restored member' });
+    await fourAfter.stop();
+    await viaZero.stop();
+    expect(Math.min(...fourAfter.acked.map((a) => a.seq))).toBeGreaterThan(ownMaxSeqBeforeRestore);
+
+    const acked = [...viaZero.acked, ...fourBefore.acked, ...fourAfter.acked];
+    // No (origin, seq) was given to two records.
+    expect(new Set(acked.map((a) => `${a.origin}!${a.seq}`)).size).toBe(acked.length);
+    const last = viaZero.acked.at(-1)!;
+    const auth = (i: number) => ({ authorization: `Bearer ${pc.adminTokens[i]}` });
+    await waitFor(async () => (await getJson(`${pc.urls[RESTORED]}/admin/probe/${last.key}`, auth(RESTORED))).status === 200, {
+      timeoutMs: 20_000,
+      description: 'the restored member to catch up',
+    });
+    for (const [i, url] of pc.urls.entries()) {
+      const wrong: string[] = [];
+      for (let at = 0; at < acked.length; at += 50) {
+        const answers = await Promise.all(
+          acked.slice(at, at + 50).map(async (a) => {
+            const res = await getJson<{ origin: string; seq: number }>(`${url}/admin/probe/${a.key}`, auth(i));
+            return res.status === 200 && res.body.origin === a.origin && res.body.seq === a.seq ? undefined : `${a.key}: ${res.status} ${JSON.stringify(res.body)}`;
+          }),
+        );
+        wrong.push(...answers.filter((w): w is string => w !== undefined));
+      }
+      expect(wrong, `node-${i} lost or changed acknowledged records\n${pc.output(RESTORED)}`).toEqual([]);
+      expect((await healthOf(pc, i)).equivocating, `node-${i} saw an equivocation`).toEqual([]);
+    }
+
+    // The restored member's share still opens: with members 2 and 3 down, a decrypt needs it.
+    await pc.stop(2);
+    await pc.stop(3);
+    await waitFor(async () => (await healthOf(pc, 0)).reachable === 3, { timeoutMs: 10_000, description: 'members 2 and 3 gone' });
+    const decrypted = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { cifer: encrypted.body.cifer, ...alice.signed(secretId, encrypted.body.encryptedMessage) });
+    expect(decrypted.status, JSON.stringify(decrypted.body)).toBe(200);
+    expect(decrypted.body.decryptedMessage).toBe(plaintext);
+  }, 90_000);
+});
