@@ -7,7 +7,7 @@
  * Layout under `out`:
  * ```
  * cluster.json          the cluster file (written last: its presence marks a complete init)
- * node-<i>.json         node i's config (0600: coordinators' configs hold the admin token)
+ * node-<i>.json         node i's config (0600: it holds the node's admin token)
  * node-<i>/keys/        node i's keys (0700 folder, 0600 files)
  * ```
  * Paths inside the configs are relative to `out`, so the folder can be moved as a whole.
@@ -299,8 +299,9 @@ function nodeConfigOf(node: ClusterInitNode): z.input<typeof nodeConfigSchema> {
   if (node.listenMultiaddr !== node.multiaddr) config.listen = [node.listenMultiaddr];
   if (node.httpPort !== undefined) config.http = { enabled: true, host: node.listenHost, port: node.httpPort, publicUrl: node.httpUrl };
   if (node.operatorPort !== undefined) config.operator = { enabled: true, host: node.listenHost, port: node.operatorPort };
-  // Operator endpoints are on for a generated cluster; the token lives only in this 0600 file (`config print` redacts it).
-  if (node.httpPort !== undefined) config.admin = { token: toHex(systemRandom(32)) };
+  // Operator endpoints are on for a generated cluster (the API's `/admin`, and on every node's operator
+  // port `GET /admin/backup`); the token lives only in this 0600 file (`config print` redacts it).
+  if (node.httpPort !== undefined || node.operatorPort !== undefined) config.admin = { token: toHex(systemRandom(32)) };
   return config;
 }
 

@@ -70,7 +70,7 @@ describe('cluster init with one address per node', () => {
     });
     expect(await rawConfig(join(dir, 'node-0.json'))).not.toHaveProperty('listen');
     const member = await rawConfig(join(dir, 'node-3.json'));
-    expect(member).toEqual({ clusterFile: 'cluster.json', nodeId: 'node-3', dataDir: 'node-3', operator: { enabled: true, host: '10.0.0.4', port: 3110 } });
+    expect(member).toEqual({ clusterFile: 'cluster.json', nodeId: 'node-3', dataDir: 'node-3', operator: { enabled: true, host: '10.0.0.4', port: 3110 }, admin: { token: expect.stringMatching(/^[0-9a-f]{64}$/) } });
 
     for (const node of summary.nodes) {
       const { config } = loadNodeSetup({ file: node.configFile, env: {} });

@@ -65,13 +65,13 @@ describe('initCluster', () => {
       if (coordinator) {
         expect(config.http.port).toBe(5110 + node.slot);
         expect(config.http.publicUrl).toBe(node.httpUrl);
-        expect(config.admin.token).toMatch(/^[0-9a-f]{64}$/);
-        tokens.add(config.admin.token);
-      } else {
-        expect(config.admin.token).toBe('');
       }
+      // Every node has its own admin token: the API's /admin on coordinators, and on every node's
+      // operator port GET /admin/backup.
+      expect(config.admin.token).toMatch(/^[0-9a-f]{64}$/);
+      tokens.add(config.admin.token);
     }
-    expect(tokens.size).toBe(2);
+    expect(tokens.size).toBe(summary.nodes.length);
   });
 
   it('defaults: ports 4010/3010, two coordinators, a qk- cluster id', async () => {
