@@ -14,3 +14,4 @@ export * from './gf256.ts';
 export * from './eip191.ts';
 export * from './lru.ts';
 export * from './spool-cipher.ts';
+export * from './chunk-crypto.ts';

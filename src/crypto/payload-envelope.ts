@@ -49,8 +49,26 @@ export function sealPayloadWithSharedSecret(sharedSecret: Uint8Array, kemCiphert
   if (!(kemCiphertext instanceof Uint8Array) || kemCiphertext.length !== MLKEM768_CIPHERTEXT_BYTES) {
     throw new TypeError(`ML-KEM-768 ciphertext must be ${MLKEM768_CIPHERTEXT_BYTES} bytes`);
   }
-  const { ciphertext, tag } = withPayloadKey(sharedSecret, (key, nonce) => aes256GcmEncrypt(key, nonce, plaintext));
+  const { ciphertext, tag } = encryptWithSharedSecret(sharedSecret, plaintext);
   return { cifer: concatBytes(kemCiphertext, tag), encryptedMessage: ciphertext };
+}
+
+/**
+ * The AEAD half of an envelope: `plaintext` under the key and nonce derived from `sharedSecret`, as
+ * the GCM ciphertext and the tag that goes after the KEM ciphertext in `cifer`. For a caller that
+ * encapsulates on one thread and encrypts on another (./chunk-crypto.ts); the caller zeroes
+ * `sharedSecret`.
+ */
+export function encryptWithSharedSecret(sharedSecret: Uint8Array, plaintext: Uint8Array): { ciphertext: Uint8Array; tag: Uint8Array } {
+  return withPayloadKey(sharedSecret, (key, nonce) => aes256GcmEncrypt(key, nonce, plaintext));
+}
+
+/**
+ * The inverse of {@link encryptWithSharedSecret}: the plaintext, or undefined when `tag` fails. The
+ * caller zeroes `sharedSecret`.
+ */
+export function decryptWithSharedSecret(sharedSecret: Uint8Array, ciphertext: Uint8Array, tag: Uint8Array): Uint8Array | undefined {
+  return withPayloadKey(sharedSecret, (key, nonce) => aes256GcmDecrypt(key, nonce, ciphertext, tag));
 }
 
 /**
@@ -73,8 +91,7 @@ export function sealPayload(publicKey: Uint8Array, plaintext: Uint8Array): Seale
  */
 export function openPayloadWithSharedSecret(sharedSecret: Uint8Array, cifer: Uint8Array, encryptedMessage: Uint8Array): Uint8Array | undefined {
   if (!(cifer instanceof Uint8Array) || cifer.length !== CIFER_BYTES || !(encryptedMessage instanceof Uint8Array)) return undefined;
-  const tag = cifer.subarray(MLKEM768_CIPHERTEXT_BYTES);
-  return withPayloadKey(sharedSecret, (key, nonce) => aes256GcmDecrypt(key, nonce, encryptedMessage, tag));
+  return decryptWithSharedSecret(sharedSecret, encryptedMessage, cifer.subarray(MLKEM768_CIPHERTEXT_BYTES));
 }
 
 /**
@@ -120,6 +137,12 @@ export function openPayloadWithCheckedSeed(seed: Uint8Array, expectedPublicKey: 
 export interface PayloadOpener {
   /** The plaintext, or undefined when `cifer` has the wrong length or the tag fails. */
   open(cifer: Uint8Array, encryptedMessage: Uint8Array): Uint8Array | undefined;
+  /**
+   * The shared secret of `cifer` (the caller zeroes it), for {@link decryptWithSharedSecret} on
+   * another thread with the tag `cifer.subarray(MLKEM768_CIPHERTEXT_BYTES)`; undefined when `cifer`
+   * has the wrong length. Never fails on tampering (ML-KEM rejects implicitly): the tag does.
+   */
+  decapsulate(cifer: Uint8Array): Uint8Array | undefined;
 }
 
 /**
@@ -139,6 +162,10 @@ export function createPayloadOpener(seed: Uint8Array, expectedPublicKey: Uint8Ar
       } finally {
         zeroize(sharedSecret);
       }
+    },
+    decapsulate(cifer) {
+      if (!(cifer instanceof Uint8Array) || cifer.length !== CIFER_BYTES) return undefined;
+      return key.decapsulate(cifer.subarray(0, MLKEM768_CIPHERTEXT_BYTES));
     },
   };
 }

@@ -5,14 +5,15 @@
  * associated data binds the spool id, the chunk index and a "last chunk" flag, so a chunk moved to
  * another place or spool, a reordering and a truncation after any chunk all fail the tag.
  *
- * Each operation comes twice: synchronous (node:crypto, on the calling thread) and asynchronous
- * (WebCrypto, whose AES-GCM jobs run on libuv's threadpool): a file job on a 1 GiB upload seals and
- * opens every byte at least once, and on the threadpool that work runs beside the event loop, which
- * meanwhile parses the upload, hashes and does the payload encryption. Both produce the same bytes.
+ * Each operation comes twice: synchronous (node:crypto, on the calling thread, a fresh buffer out)
+ * and into a caller's buffer through a {@link ChunkCrypto} (./chunk-crypto.ts: on its worker thread,
+ * beside the event loop, allocating nothing there): a file job on a 1 GiB upload seals and opens
+ * every byte at least once. Both produce the same bytes.
  */
-import { createCipheriv, createDecipheriv, createHash, webcrypto, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, type KeyObject } from 'node:crypto';
 import { systemRandom, utf8, zeroize, type RandomSource } from './bytes.ts';
 import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, secretKeyOf } from './at-rest.ts';
+import type { ChunkCrypto, ChunkHash } from './chunk-crypto.ts';
 
 /** Length of a spool id, in bytes (random; also names the spool file). */
 export const SPOOL_ID_BYTES = 16;
@@ -31,12 +32,16 @@ export interface SpoolCipher {
   /** The plaintext of chunk `index`, or undefined when its tag fails (tampered, moved, wrong `last`). */
   open(index: number, sealed: Uint8Array, last: boolean): Buffer | undefined;
   /**
-   * {@link seal} on the threadpool. `plaintext` must not change until the promise settles (it is
-   * read on another thread).
+   * {@link seal} into `output` (at least 16 bytes longer than `plaintext`) through `engine`, after
+   * hashing `plaintext` into `hash`; resolves to the record's length. Neither buffer may change
+   * until the promise settles (another thread may use them).
    */
-  sealAsync(index: number, plaintext: Uint8Array, last: boolean): Promise<Buffer>;
-  /** {@link open} on the threadpool; `sealed` must not change until the promise settles. */
-  openAsync(index: number, sealed: Uint8Array, last: boolean): Promise<Buffer | undefined>;
+  sealInto(engine: ChunkCrypto, index: number, plaintext: Uint8Array, last: boolean, output: Uint8Array, hash?: ChunkHash): Promise<number>;
+  /**
+   * {@link open} into `output` through `engine`: the plaintext's length, or undefined when the tag
+   * fails (nothing of it is then in `output`). Neither buffer may change until the promise settles.
+   */
+  openInto(engine: ChunkCrypto, index: number, sealed: Uint8Array, last: boolean, output: Uint8Array): Promise<number | undefined>;
   /**
    * A copy of the key (the caller seals it at rest and zeroes the copy): for a sealed file that must
    * outlive the process, such as a decrypt job's result.
@@ -76,19 +81,10 @@ export function openSpoolCipher(keyBytes: Uint8Array, spoolId: Uint8Array): Spoo
   if (spoolId.length !== SPOOL_ID_BYTES) throw new RangeError(`spool id must be ${SPOOL_ID_BYTES} bytes`);
   // The KeyObject copy lives in OpenSSL memory and is freed with the object (see secretKeyOf).
   let key: KeyObject | undefined = secretKeyOf(keyBytes);
-  // The same key for WebCrypto (it shares the KeyObject's native handle), made when first used.
-  let cryptoKey: webcrypto.CryptoKey | undefined;
   const live = (): KeyObject => {
     if (!key) throw new Error('spool cipher disposed');
     return key;
   };
-  const liveCryptoKey = (): webcrypto.CryptoKey => (cryptoKey ??= live().toCryptoKey('AES-GCM', false, ['encrypt', 'decrypt']));
-  const gcmParams = (index: number, last: boolean): webcrypto.AesGcmParams => ({
-    name: 'AES-GCM',
-    iv: nonceOf(index),
-    additionalData: aadOf(spoolId, index, last),
-    tagLength: AES_GCM_TAG_BYTES * 8,
-  });
   return {
     spoolId,
     seal(index, plaintext, last) {
@@ -114,20 +110,11 @@ export function openSpoolCipher(keyBytes: Uint8Array, spoolId: Uint8Array): Spoo
         return undefined;
       }
     },
-    async sealAsync(index, plaintext, last) {
-      // WebCrypto's output is ciphertext ‖ tag: the sealed record as it is.
-      return Buffer.from(await webcrypto.subtle.encrypt(gcmParams(index, last), liveCryptoKey(), plaintext));
+    async sealInto(engine, index, plaintext, last, output, hash) {
+      return engine.seal(live(), nonceOf(index), aadOf(spoolId, index, last), plaintext, output, hash);
     },
-    async openAsync(index, sealed, last) {
-      if (sealed.length < AES_GCM_TAG_BYTES) return undefined;
-      const params = gcmParams(index, last);
-      const cryptoKeyNow = liveCryptoKey();
-      try {
-        // The unauthenticated output of a failed check never leaves the WebCrypto job.
-        return Buffer.from(await webcrypto.subtle.decrypt(params, cryptoKeyNow, sealed));
-      } catch {
-        return undefined;
-      }
+    async openInto(engine, index, sealed, last, output) {
+      return engine.open(live(), nonceOf(index), aadOf(spoolId, index, last), sealed, output);
     },
     exportKey() {
       live();
@@ -136,7 +123,6 @@ export function openSpoolCipher(keyBytes: Uint8Array, spoolId: Uint8Array): Spoo
     dispose() {
       zeroize(keyBytes);
       key = undefined;
-      cryptoKey = undefined;
     },
   };
 }

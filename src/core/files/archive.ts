@@ -24,7 +24,19 @@ import type { RangeSource } from './cifer-archive.ts';
 /** One entry of an archive: its name and the function that produces its bytes when its turn comes. */
 export interface ZipEntrySource {
   name: string;
-  produce(): Promise<Uint8Array>;
+  produce(): Promise<Uint8Array | ProducedEntry>;
+}
+
+/** An entry's bytes with what its producer already knows of them. */
+export interface ProducedEntry {
+  data: Uint8Array;
+  /** CRC-32 of `data`, when computed already (e.g. where it was encrypted). */
+  crc32?: number;
+  /**
+   * Called once the writer no longer reads `data` (written, or the archive abandoned), so the
+   * producer may reuse its buffer. Such an entry is written at once, never held in a batch.
+   */
+  written?: () => void;
 }
 
 /** Options of {@link writeZipFile}. */
@@ -242,6 +254,8 @@ export async function writeZipFile(path: string, entries: readonly ZipEntrySourc
   // The write in flight (awaited before the next is queued) and the write-back in flight.
   let writing: Promise<void> = Promise.resolve();
   let writeback: Writeback | undefined;
+  /** Producers waiting to hear that the batch's bytes are no longer read. */
+  let batchWritten: Array<() => void> = [];
   try {
     handle = await open(partial, 'wx', 0o600);
     const file = handle;
@@ -255,10 +269,15 @@ export async function writeZipFile(path: string, entries: readonly ZipEntrySourc
     const send = async (): Promise<void> => {
       const buffers = batch;
       const at = offset - batchBytes;
+      const done = batchWritten;
       batch = [];
       batchBytes = 0;
+      batchWritten = [];
       await writing;
-      writing = writeAll(file, buffers, at);
+      const write = writeAll(file, buffers, at);
+      writing = write;
+      // Told whatever the outcome: a failed write reads nothing more either.
+      if (done.length > 0) void write.finally(() => done.forEach((written) => written())).catch(() => undefined);
       // Failures surface where `writing` is awaited; this only keeps them from being "unhandled".
       writing.catch(() => undefined);
       writeback!.wrote(offset, writing);
@@ -266,16 +285,18 @@ export async function writeZipFile(path: string, entries: readonly ZipEntrySourc
     for (const entry of entries) {
       const name = Buffer.from(entry.name, 'utf8');
       if (name.length > MAX_U16) throw new RangeError(`entry name too long: ${entry.name}`);
-      const data = await entry.produce();
+      const produced = await entry.produce();
+      const { data, crc32: knownCrc, written: onWritten } = produced instanceof Uint8Array ? { data: produced } : produced;
+      if (onWritten) batchWritten.push(onWritten);
       // Entries are chunks: a stored entry of 4 GiB or more would need ZIP64 sizes, which we never write.
       if (data.length >= MAX_U32) throw new RangeError(`entry too large: ${entry.name}`);
-      const crc = crc32(data);
+      const crc = knownCrc ?? crc32(data);
       const header = localHeader(name, crc, data.length, dos);
       written.push({ name, crc, size: data.length, offset });
       batch.push(header, data);
       batchBytes += header.length + data.length;
       offset += header.length + data.length;
-      if (batchBytes >= WRITE_BATCH_BYTES || batch.length >= WRITE_BATCH_BUFFERS) await send();
+      if (onWritten || batchBytes >= WRITE_BATCH_BYTES || batch.length >= WRITE_BATCH_BUFFERS) await send();
     }
     const directory = Buffer.concat(written.map((entry) => centralHeader(entry, dos, unixSeconds)));
     const end = endOfCentralDirectory(written.length, offset, directory.length);
@@ -294,6 +315,7 @@ export async function writeZipFile(path: string, entries: readonly ZipEntrySourc
   } catch (err) {
     // Nothing of ours may still write into the file once it is removed.
     await writing.catch(() => undefined);
+    for (const written of batchWritten) written();
     await writeback?.done().catch(() => undefined);
     await handle?.close().catch(() => undefined);
     await removeFile(partial);
@@ -344,6 +366,8 @@ const RANGE_READ_BYTES = 8 * 1024 * 1024;
 
 /** A file opened for random access (see {@link openFileRange}). */
 export interface FileRange extends RangeSource {
+  /** Bytes `[start, start + target.length)` read straight into `target`. */
+  readInto(start: number, target: Uint8Array): Promise<void>;
   /** Close the file. Idempotent. */
   close(): Promise<void>;
 }
@@ -376,6 +400,13 @@ export async function openFileRange(path: string): Promise<FileRange> {
         }
         at += filled;
         yield piece;
+      }
+    },
+    async readInto(start, target) {
+      for (let filled = 0; filled < target.length; ) {
+        const { bytesRead } = await handle.read(target, filled, target.length - filled, start + filled);
+        if (bytesRead === 0) throw new Error(`unexpected end of ${path}`);
+        filled += bytesRead;
       }
     },
     close: () => (closed ??= handle.close()),

@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import yauzl from 'yauzl';
 import { z } from 'zod';
 import { AppError } from '../../errors/index.ts';
-import { AES_GCM_TAG_BYTES, CIFER_BYTES, fromBase64 } from '../../crypto/index.ts';
+import { AES_GCM_TAG_BYTES, CIFER_BYTES, copyBytes, fromBase64 } from '../../crypto/index.ts';
 
 /** Random access to the bytes of an archive (a sealed spool's plaintext). */
 export interface RangeSource {
@@ -22,6 +22,11 @@ export interface RangeSource {
   readonly bytes: number;
   /** Bytes `[start, end)`. */
   readRange(start: number, end: number): AsyncIterable<Buffer>;
+  /**
+   * Bytes `[start, start + target.length)` copied into `target`: how {@link CiferArchive.chunkInto}
+   * reads a stored chunk without a buffer of its own. Without it, chunks are read through yauzl.
+   */
+  readInto?(start: number, target: Uint8Array): Promise<void>;
 }
 
 /** Bounds on what an archive may hold (so a hostile archive costs little memory). */
@@ -55,6 +60,12 @@ export interface CiferArchive {
   readonly metadata: CiferMetadata;
   /** The encrypted message of chunk `index` (its envelope's `cifer` is `metadata.cifers[index]`). */
   chunk(index: number): Promise<Buffer>;
+  /**
+   * {@link chunk} into `target` (at least `metadata.chunkSize + 16` bytes): its length. A stored
+   * entry is read straight from the source into `target` (its local header checked as yauzl does);
+   * any other goes through {@link chunk}.
+   */
+  chunkInto(index: number, target: Uint8Array): Promise<number>;
   /** The decoded 1104-byte cifer of chunk `index`. */
   cifer(index: number): Uint8Array;
   /** Release the archive (its file handle, when opened from a path). Idempotent. */
@@ -86,6 +97,26 @@ function decodeCifer(metadata: CiferMetadata, index: number): Uint8Array {
   }
   if (bytes.length !== CIFER_BYTES) throw invalid(`cifers[${index}] is not ${CIFER_BYTES} bytes`);
   return bytes;
+}
+
+const LOCAL_HEADER_SIGNATURE = 0x04034b50;
+const LOCAL_HEADER_BYTES = 30;
+
+/**
+ * Where a stored, unencrypted entry's bytes start in `source`, read from its local header as yauzl
+ * reads it (signature, then name and extra field lengths); undefined for an entry yauzl must
+ * inflate. Throws `invalid` on what yauzl would refuse.
+ */
+async function storedDataStart(source: RangeSource & { readInto(start: number, target: Uint8Array): Promise<void> }, entry: yauzl.Entry, index: number): Promise<number | undefined> {
+  if (entry.compressionMethod !== 0 || (entry.generalPurposeBitFlag & 0x1) !== 0 || entry.compressedSize !== entry.uncompressedSize) return undefined;
+  const at = entry.relativeOffsetOfLocalHeader;
+  if (at + LOCAL_HEADER_BYTES > source.bytes) throw invalid(`chunk_${index}.enc is unreadable`);
+  const header = Buffer.alloc(LOCAL_HEADER_BYTES);
+  await source.readInto(at, header);
+  if (header.readUInt32LE(0) !== LOCAL_HEADER_SIGNATURE) throw invalid(`chunk_${index}.enc is unreadable`);
+  const start = at + LOCAL_HEADER_BYTES + header.readUInt16LE(26) + header.readUInt16LE(28);
+  if (start + entry.compressedSize > source.bytes) throw invalid(`chunk_${index}.enc is unreadable`);
+  return start;
 }
 
 async function readEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Buffer> {
@@ -145,17 +176,37 @@ export async function openCiferArchive(source: RangeSource | { path: string }, l
     entries.clear();
     for (let i = 0; i < metadata.chunkCount; i++) decodeCifer(metadata, i);
     let closed = false;
+    const chunk = async (index: number): Promise<Buffer> => {
+      const entry = chunks[index];
+      if (!entry) throw new RangeError(`no chunk ${index}`);
+      try {
+        return await readEntry(zip, entry);
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        throw invalid(`chunk_${index}.enc is unreadable`);
+      }
+    };
+    const direct = !('path' in source) && source.readInto ? (source as RangeSource & { readInto(start: number, target: Uint8Array): Promise<void> }) : undefined;
     return {
       metadata,
-      async chunk(index) {
+      chunk,
+      async chunkInto(index, target) {
         const entry = chunks[index];
         if (!entry) throw new RangeError(`no chunk ${index}`);
+        const start = direct ? await storedDataStart(direct, entry, index) : undefined;
+        if (start === undefined) {
+          const bytes = await chunk(index);
+          if (bytes.length > target.length) throw invalid(`chunk_${index}.enc is larger than a chunk`);
+          return copyBytes(bytes, target);
+        }
+        if (entry.compressedSize > target.length) throw invalid(`chunk_${index}.enc is larger than a chunk`);
         try {
-          return await readEntry(zip, entry);
+          await direct!.readInto(start, target.subarray(0, entry.compressedSize));
         } catch (err) {
           if (err instanceof AppError) throw err;
           throw invalid(`chunk_${index}.enc is unreadable`);
         }
+        return entry.compressedSize;
       },
       cifer: (index) => decodeCifer(metadata, index),
       close() {

@@ -27,18 +27,21 @@ import { finished } from 'node:stream/promises';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import {
+  AES_GCM_TAG_BYTES,
   SPOOL_CHUNK_OVERHEAD_BYTES,
+  createChunkCrypto,
   createPayloadOpener,
-  createSha256Stream,
   createSpoolCipher,
   fromBase64,
   fromHex,
+  openChunkPayload,
   openSpoolCipher,
-  sealPayload,
+  sealChunkPayload,
   toBase64,
   toHex,
   utf8,
   zeroize,
+  type ChunkCrypto,
   type PayloadOpener,
 } from '../../crypto/index.ts';
 import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
@@ -46,7 +49,8 @@ import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability
 import type { NodeKeyring } from '../secrets/ports.ts';
 import type { UsageAdmission, UsageReservation } from '../usage/types.ts';
 import type { ResolvedSecret } from '../secrets/types.ts';
-import { createSealedSpool, readSealedFile, sweepSpools, type SealedSpool } from './spool.ts';
+import { chunkBuffer, createSealedSpool, readSealedFile, sweepSpools, type SealedSpool } from './spool.ts';
+import { createBufferPool, type BufferPool } from './buffer-pool.ts';
 import { ensureDir, fileSize, fileSizes, openFileRange, openResultFile, removeFile, writeZipFile, type FileRange, type ZipEntrySource } from './archive.ts';
 import { openCiferArchive, type CiferArchive, type CiferArchiveLimits, type RangeSource } from './cifer-archive.ts';
 import type { DecryptUpload, EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobType, JobView, ListedJob } from './types.ts';
@@ -87,6 +91,25 @@ const ARCHIVE_MAX_METADATA_BYTES = 32 * 1024 * 1024;
 const ARCHIVE_MAX_CHUNK_BYTES = 16 * 1024 * 1024;
 /** Domain label of the associated data that binds a decrypt result's sealed key to its job. */
 const RESULT_KEY_AAD_LABEL = 'quorumkeep/file-result-key/v1/';
+/**
+ * Chunks of an encrypt job whose seal is requested before the archive writer asks for them: the
+ * engine seals the next while the current one goes to the ZIP (one at a time, the engine's thread
+ * waited on the event loop between chunks; see src/core/files/spool.ts, SPOOL_READ_AHEAD_RECORDS).
+ */
+const ENCRYPT_SEALS_IN_FLIGHT = 2;
+/**
+ * Output buffers of an encrypt job: those being sealed, one being written (the ZIP writer gives
+ * each back once written), and one more so the AES does not wait on a slow write.
+ */
+const ENCRYPT_OUTPUT_BUFFERS = ENCRYPT_SEALS_IN_FLIGHT + 2;
+/**
+ * Archive chunks of a decrypt job in flight (each a sealed and a plaintext buffer): read ahead,
+ * being opened, being written into the result. With one or two the engine's thread waited on the
+ * event loop between chunks (see src/core/files/spool.ts, SPOOL_READ_AHEAD_RECORDS).
+ */
+const DECRYPT_CHUNK_SLOTS = 4;
+/** Of those, chunks whose open is queued on the engine at once (the rest are being read). */
+const DECRYPT_OPENS_IN_FLIGHT = 2;
 /** Job ids are UUIDs; anything else is unknown without a lookup. */
 const JOB_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -122,6 +145,11 @@ export interface FilesDeps {
   newId?: () => string;
   /** Job metrics (src/metrics); none when absent. */
   metrics?: FileJobMetrics;
+  /**
+   * The chunk crypto of every job (AES of spools and chunks, hashing): buffers in shared memory, the
+   * work on a worker thread. @default one of its own on a worker thread, stopped with the service
+   */
+  chunkCrypto?: ChunkCrypto;
   /**
    * Plan limits (docs/architecture.md, Usage and plan limits): every job is admitted for its plaintext
    * bytes (encrypt: the upload; decrypt: metadata's `originalSize`) before its work starts, kept when
@@ -195,6 +223,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   /** Spools not yet removed (an upload being read, or waiting for its job). */
   const openSpools = new Set<SealedSpool>();
   const metrics = deps.metrics;
+  const engine = deps.chunkCrypto ?? createChunkCrypto();
   const stopping = new AbortController();
   let sweeper: NodeJS.Timeout | undefined;
   let sweeping: Promise<number> | undefined;
@@ -284,6 +313,9 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   /** Encrypt the spool into the job's ZIP. */
   async function runEncrypt(job: JobRecord, spool: SealedSpool, publicKey: Uint8Array, usage: UsageReservation | undefined): Promise<void> {
     let chunks: AsyncIterableIterator<Buffer> | undefined;
+    let outputs: BufferPool | undefined;
+    /** Each chunk's seal, by index: requested ahead of the archive writer (settled before the buffers go). */
+    const seals: Array<Promise<{ cifer: Uint8Array; crc32: number; output: Buffer; length: number }>> = [];
     const startedAt = performance.now();
     let state: 'pending' | 'processing' = 'pending';
     let outcome: 'completed' | 'failed' = 'failed';
@@ -295,29 +327,60 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       metrics?.jobs.inc({ type: job.type, state });
       const chunkCount = Math.max(1, Math.ceil(job.originalSize / options.chunkBytes));
       const cifers: string[] = [];
-      const reader = spool.read();
+      // Each plaintext chunk is a view into the spool reader's buffers, valid until
+      // ENCRYPT_SEALS_IN_FLIGHT more are read: chunk `i + ENCRYPT_SEALS_IN_FLIGHT` is read only once
+      // chunk `i`'s seal has settled and its plaintext is zeroed.
+      const reader = spool.chunks(ENCRYPT_SEALS_IN_FLIGHT);
       chunks = reader;
+      const pool = createBufferPool(ENCRYPT_OUTPUT_BUFFERS, () => chunkBuffer(engine, options.chunkBytes));
+      outputs = pool;
+      /** Reads chunk after chunk, in order, each read once the one before was handed to the engine. */
+      let lastRead: Promise<unknown> = Promise.resolve();
+      const startSeal = (i: number): void => {
+        const started = lastRead.then(async () => {
+          stopping.signal.throwIfAborted();
+          const next = await reader.next();
+          if (next.done) throw new AppError('DECRYPTION_FAILED', 'Spool ended early');
+          const output = await pool.take();
+          return { plaintext: next.value, output, sealing: sealChunkPayload(engine, publicKey, next.value, output) };
+        });
+        lastRead = started.catch(() => undefined);
+        const sealed = started.then(async ({ plaintext, output, sealing }) => {
+          try {
+            return { ...(await sealing), output, length: plaintext.length };
+          } catch (err) {
+            pool.give(output);
+            throw err;
+          } finally {
+            zeroize(plaintext);
+          }
+        });
+        // Its failure is reported where the archive writer asks for it; a job that stops first never asks.
+        sealed.catch(() => undefined);
+        seals[i] = sealed;
+      };
+      for (let i = 0; i < Math.min(chunkCount, ENCRYPT_SEALS_IN_FLIGHT); i++) startSeal(i);
       const entries: ZipEntrySource[] = [];
       for (let i = 0; i < chunkCount; i++) {
         entries.push({
           name: `chunk_${i}.enc`,
           async produce() {
             stopping.signal.throwIfAborted();
-            const next = await reader.next();
-            if (next.done) throw new AppError('DECRYPTION_FAILED', 'Spool ended early');
-            const { cifer, encryptedMessage } = sealPayload(publicKey, next.value);
-            next.value.fill(0);
-            cifers.push(toBase64(cifer));
+            const sealed = await seals[i]!;
+            // Its plaintext is zeroed: the reader may reuse its buffer for the chunk this one makes room for.
+            if (i + ENCRYPT_SEALS_IN_FLIGHT < chunkCount) startSeal(i + ENCRYPT_SEALS_IN_FLIGHT);
+            cifers.push(toBase64(sealed.cifer));
             // 100 only once the archive is complete.
             job.progress = Math.min(99, Math.floor(((i + 1) * 100) / chunkCount));
-            return encryptedMessage;
+            return { data: sealed.output.subarray(0, sealed.length), crc32: sealed.crc32, written: () => pool.give(sealed.output) };
           },
         });
       }
       entries.push({
         name: 'metadata.json',
         async produce() {
-          // Reading to the end makes the spool check its total length.
+          // Reading to the end makes the spool check its total length (after the last chunk's read).
+          await lastRead;
           if (!(await reader.next()).done) throw new AppError('DECRYPTION_FAILED', 'Spool holds more chunks than expected');
           const metadata = {
             secretId: job.secretId,
@@ -350,8 +413,11 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       usage?.release();
       metrics?.jobs.dec({ type: job.type, state });
       metrics?.duration.observe({ type: job.type, outcome }, (performance.now() - startedAt) / 1000);
+      // Seals still in flight settle before their buffers are zeroed and the reader closed.
+      await Promise.allSettled(seals);
       // Closes the spool's read handle when the archive stopped early.
       await chunks?.return?.(undefined).catch(() => undefined);
+      outputs?.dispose();
       await spool.dispose().catch((err: unknown) => log.error({ jobId: job.id, err }, 'could not remove a spool'));
     }
   }
@@ -432,7 +498,13 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     let outcome: 'completed' | 'failed' = 'failed';
     const cipher = createSpoolCipher();
     let writer: SealedSpool | undefined;
-    let plaintext: Uint8Array | undefined;
+    // Chunk `i` is read from the archive into `slots[i % slots.length].sealed` and opened into its
+    // `output`: buffers for the whole job. Reads and opens in flight, by slot (settled before the
+    // buffers are zeroed and the archive closed).
+    let slots: Array<{ sealed: Buffer; output: Buffer }> = [];
+    const reads: Array<Promise<number>> = [];
+    const opens: Array<Promise<number | undefined>> = [];
+    const hash = engine.startHash();
     try {
       const key = cipher.exportKey();
       try {
@@ -446,25 +518,56 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       state = 'processing';
       metrics?.jobs.inc({ type: job.type, state });
       // Not hashed by the spool: the job hashes the plaintext itself, below.
-      writer = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: job.originalSize, fsync: true, sha256: false }, { cipher });
+      writer = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: job.originalSize, fsync: true, sha256: false }, { cipher, engine });
       const { metadata } = archive;
-      const hash = createSha256Stream();
-      for (let i = 0; i < metadata.chunkCount; i++) {
+      const count = metadata.chunkCount;
+      const result = writer;
+      slots = Array.from({ length: Math.min(count, DECRYPT_CHUNK_SLOTS) }, () => ({
+        sealed: chunkBuffer(engine, metadata.chunkSize + AES_GCM_TAG_BYTES),
+        output: chunkBuffer(engine, metadata.chunkSize),
+      }));
+      let lastRead: Promise<unknown> = Promise.resolve();
+      const startRead = (i: number): void => {
+        // One after another, in order: an uploaded archive is read through its spool's one reader,
+        // which reads ahead for a sequential reader and starts over for any other.
+        const reading = lastRead.then(() => archive.chunkInto(i, slots[i % slots.length]!.sealed));
+        lastRead = reading.catch(() => undefined);
+        // Its failure is reported where it is awaited; a job that stops first never asks.
+        reading.catch(() => undefined);
+        reads[i % slots.length] = reading;
+      };
+      /** Chunk `i` opened: checked, copied into the result spool, zeroed; its slot reads the chunk `slots.length` on. */
+      const writeChunk = async (i: number): Promise<void> => {
+        const { output } = slots[i % slots.length]!;
+        const opened = await opens[i % slots.length];
+        if (opened === undefined) throw new AppError('DECRYPTION_FAILED', `Decryption failed: chunk_${i}.enc does not open with its cifer`);
+        const expected = i < count - 1 ? metadata.chunkSize : metadata.originalSize - (count - 1) * metadata.chunkSize;
+        if (opened !== expected) throw new AppError('DECRYPTION_FAILED', `Decryption failed: chunk_${i}.enc has ${opened} bytes, not ${expected}`);
+        // Copied into the result spool's own chunk buffer before this resolves.
+        await writeTo(result, output.subarray(0, opened));
+        zeroize(output.subarray(0, opened));
+        job.progress = Math.min(99, Math.floor(((i + 1) * 100) / count));
+        if (i + slots.length < count) startRead(i + slots.length);
+      };
+      for (let i = 0; i < slots.length; i++) startRead(i);
+      for (let i = 0; i < count; i++) {
         stopping.signal.throwIfAborted();
-        const sealed = await archive.chunk(i);
-        plaintext = opener.open(archive.cifer(i), sealed);
-        if (!plaintext) throw new AppError('DECRYPTION_FAILED', `Decryption failed: chunk_${i}.enc does not open with its cifer`);
-        const expected = i < metadata.chunkCount - 1 ? metadata.chunkSize : metadata.originalSize - (metadata.chunkCount - 1) * metadata.chunkSize;
-        if (plaintext.length !== expected) throw new AppError('DECRYPTION_FAILED', `Decryption failed: chunk_${i}.enc has ${plaintext.length} bytes, not ${expected}`);
-        hash.update(plaintext);
-        await writeTo(writer, plaintext);
-        zeroize(plaintext);
-        plaintext = undefined;
-        job.progress = Math.min(99, Math.floor(((i + 1) * 100) / metadata.chunkCount));
+        const sealedBytes = await reads[i % slots.length]!;
+        const slot = slots[i % slots.length]!;
+        // Requested now, in chunk order: hashed (where it is opened, once its tag holds) in order.
+        const opening = openChunkPayload(engine, opener, archive.cifer(i), slot.sealed.subarray(0, sealedBytes), slot.output, hash);
+        opening.catch(() => undefined);
+        opens[i % slots.length] = opening;
+        // The engine opens chunk `i` while the one before is written.
+        if (i >= DECRYPT_OPENS_IN_FLIGHT - 1) await writeChunk(i - DECRYPT_OPENS_IN_FLIGHT + 1);
+      }
+      for (let i = Math.max(0, count - DECRYPT_OPENS_IN_FLIGHT + 1); i < count; i++) {
+        stopping.signal.throwIfAborted();
+        await writeChunk(i);
       }
       writer.end();
       await finished(writer);
-      if (toHex(hash.digest()) !== originalHash) throw new AppError('DECRYPTION_FAILED', 'Integrity check failed: the decrypted file does not match originalHash');
+      if (toHex(await engine.digest(hash)) !== originalHash) throw new AppError('DECRYPTION_FAILED', 'Integrity check failed: the decrypted file does not match originalHash');
       // Complete and durable (fsync'd) before it is announced.
       await rename(writer.path, sealedResultPath(job.id));
       const size = job.originalSize + Math.max(1, Math.ceil(job.originalSize / options.chunkBytes)) * SPOOL_CHUNK_OVERHEAD_BYTES;
@@ -483,7 +586,10 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     } finally {
       // A job that did not complete counts nothing (a second settle is a no-op).
       usage?.release();
-      zeroize(plaintext);
+      // Reads and opens still in flight finish before their buffers are zeroed and the archive closes.
+      await Promise.allSettled([...reads, ...opens]);
+      for (const slot of slots) zeroize(slot.output);
+      engine.dropHash(hash);
       metrics?.jobs.dec({ type: job.type, state });
       metrics?.duration.observe({ type: job.type, outcome }, (performance.now() - startedAt) / 1000);
       archive.close();
@@ -506,7 +612,8 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     const { chunkBytes } = job.result;
     async function* plaintext(): AsyncGenerator<Buffer> {
       try {
-        for await (const chunk of readSealedFile(sealedResultPath(job.id), cipher, chunkBytes, job.originalSize)) {
+        // Each chunk a copy the response owns (it may still be sending it when the next is read).
+        for await (const chunk of readSealedFile(sealedResultPath(job.id), cipher, chunkBytes, job.originalSize, { engine })) {
           yield chunk;
         }
       } finally {
@@ -547,7 +654,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
 
     async createSpool(kind) {
       // Only an encrypt job reads the upload's SHA-256 (its originalHash).
-      const spool = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: service.maxUploadBytes(kind), sha256: kind === 'encrypt' });
+      const spool = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: service.maxUploadBytes(kind), sha256: kind === 'encrypt' }, { engine });
       openSpools.add(spool);
       // Counted once: when the upload has been read, or when it was cut short.
       let counted = false;
@@ -603,7 +710,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         const { caller, secret } = await decryptCaller(upload.request, upload.receivedAt);
         assertJobSlot();
         if (!spool.writableFinished) throw new AppError('BAD_REQUEST', 'Upload incomplete');
-        const source: RangeSource = { bytes: spool.bytes, readRange: (start, end) => spool.readRange(start, end) };
+        const source: RangeSource = { bytes: spool.bytes, readRange: (start, end) => spool.readRange(start, end), readInto: (start, target) => spool.readRangeInto(start, target) };
         archive = await openCiferArchive(source, archiveLimits);
         return await acceptDecrypt(caller, secret, upload.request, archive, () => spool.dispose());
       } catch (err) {
@@ -749,6 +856,8 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
         stopping.abort();
         await Promise.all([...live.values()].map((e) => e.done));
         await sweeping;
+        // Only the one it made: an engine passed in is its owner's to stop.
+        if (!deps.chunkCrypto) await engine.close();
       })();
       return stopped;
     },

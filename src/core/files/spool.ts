@@ -11,10 +11,13 @@
  * empty spool authenticates. The last chunk is flagged in its associated data: dropping it, or
  * cutting the file anywhere, fails the tag of what is then read as the last record.
  *
- * Throughput (a 1 GiB upload goes through here twice): chunks are sealed and opened with the
- * cipher's threadpool variants, so the AES runs beside the event loop; the writer fills the next
- * chunk while the previous one is sealed and written (two chunk buffers), and readers fetch and open
- * the next record while the current one is used. Memory stays a few chunks, whatever the size.
+ * Throughput (a 1 GiB upload goes through here twice): chunks are sealed and opened (and an
+ * upload hashed) by a chunk crypto (src/crypto/chunk-crypto.ts; the files service's runs on a worker
+ * thread) into buffers allocated once per spool and reader, so a chunk costs the event loop no new
+ * buffer; the writer fills the next chunk while the previous ones are sealed and written, and
+ * readers fetch and open the next records while the current one is used, a few chunks each way
+ * ({@link SPOOL_WRITE_BUFFERS}, {@link SPOOL_READ_AHEAD_RECORDS}) so the engine always has work
+ * queued. Memory stays a few chunks, whatever the size.
  *
  * With ./archive.ts (the result ZIPs), the only module of the files capability that touches node:fs.
  */
@@ -24,13 +27,16 @@ import { Writable } from 'node:stream';
 import { AppError } from '../../errors/index.ts';
 import {
   SPOOL_CHUNK_OVERHEAD_BYTES,
-  createSha256Stream,
+  allocateShared,
+  copyBytes,
+  createChunkCrypto,
   createSpoolCipher,
   systemRandom,
   toHex,
   zeroize,
+  type ChunkCrypto,
+  type ChunkHash,
   type RandomSource,
-  type Sha256Stream,
   type SpoolCipher,
 } from '../../crypto/index.ts';
 import { DEFAULT_WRITEBACK_BYTES, Writeback, writeAll } from './archive.ts';
@@ -75,6 +81,16 @@ export interface SealedSpoolDeps {
    * decrypt result); the spool owns it and disposes of it. @default a fresh one from `random`
    */
   cipher?: SpoolCipher;
+  /**
+   * Seals, opens and hashes the chunks (shared by the spools of a node; not closed here).
+   * @default an inline one (`createChunkCrypto({ thread: false })`)
+   */
+  engine?: ChunkCrypto;
+}
+
+/** A chunk buffer `engine` can use (shared memory for a threaded one), zero-filled. */
+export function chunkBuffer(engine: ChunkCrypto, bytes: number): Buffer {
+  return engine.threaded ? allocateShared(bytes) : Buffer.alloc(bytes);
 }
 
 /**
@@ -95,10 +111,17 @@ export interface SealedSpool extends Writable {
   /**
    * The plaintext, chunk by chunk, decrypted and authenticated in order. Throws (AppError
    * `DECRYPTION_FAILED`) on any tampered, reordered, missing or truncated chunk, and when the spool
-   * has not finished or was destroyed. Holds the current chunk and the next one (read ahead) in
-   * memory; may be called again.
+   * has not finished or was destroyed. Holds the current chunk and the next
+   * {@link SPOOL_READ_AHEAD_RECORDS} (read ahead) in memory; may be called again.
    */
   read(): AsyncIterableIterator<Buffer>;
+  /**
+   * {@link read} without a copy: each chunk is a view into the reader's own buffers (shared memory
+   * with a threaded engine, so it may go straight to the engine), valid only until `held` more
+   * chunks are asked for (by default: until the next), and zeroed when the reader is done. For a
+   * caller that uses each chunk at once, or a few at a time.
+   */
+  chunks(held?: number): AsyncIterableIterator<Buffer>;
   /**
    * Plaintext bytes `[start, end)` of a finished spool (random access, e.g. a ZIP's central directory
    * first), each chunk they touch authenticated; the last chunk opened is kept (and zeroed when
@@ -106,6 +129,8 @@ export interface SealedSpool extends Writable {
    * RangeError outside `[0, bytes]`.
    */
   readRange(start: number, end: number): AsyncIterableIterator<Buffer>;
+  /** Plaintext bytes `[start, start + target.length)` copied into `target` (as {@link readRange}). */
+  readRangeInto(start: number, target: Uint8Array): Promise<void>;
   /** Destroy the spool and resolve once its file is removed and its key zeroed. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -119,6 +144,7 @@ export async function createSealedSpool(dir: string, options: SealedSpoolOptions
   if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new RangeError('chunkBytes must be a positive integer');
   const maxBytes = options.maxBytes ?? Infinity;
   const cipher = deps.cipher ?? createSpoolCipher(deps.random ?? systemRandom);
+  const engine = deps.engine ?? createChunkCrypto({ thread: false });
   const path = join(dir, `qk-spool-${toHex(cipher.spoolId)}.sealed`);
   let handle: FileHandle;
   try {
@@ -128,7 +154,7 @@ export async function createSealedSpool(dir: string, options: SealedSpoolOptions
     throw err;
   }
   const writebackBytes = options.fsync ? (options.writebackBytes ?? DEFAULT_WRITEBACK_BYTES) : 0;
-  return new SealedSpoolWriter(path, handle, cipher, chunkBytes, maxBytes, options.fsync ?? false, writebackBytes, options.sha256 ?? true);
+  return new SealedSpoolWriter(path, handle, cipher, engine, chunkBytes, maxBytes, options.fsync ?? false, writebackBytes, options.sha256 ?? true);
 }
 
 /**
@@ -141,112 +167,167 @@ export function sealedPlaintextBytes(fileBytes: number, chunkBytes: number): num
 }
 
 /**
- * The records of a sealed file, opened: record `i` on request, with record `i + 1` read and opened
- * in the background meanwhile (a sequential reader never waits for the disk or the AES of the next
- * chunk). Two record buffers, reused; each plaintext is a fresh buffer the caller owns.
+ * Records a reader fetches and opens ahead of the one asked for. One is not enough with a threaded
+ * engine: every record then costs a round trip to the worker through an event loop that is busy
+ * with other work, and the worker sat idle between requests (a quarter busy on the decrypt-file
+ * bench); with a few queued it goes from one record to the next.
+ */
+export const SPOOL_READ_AHEAD_RECORDS = 3;
+
+/**
+ * Chunk buffers of a spool being written: the chunk being filled, and up to this many less one
+ * being sealed and written meanwhile (see {@link SPOOL_READ_AHEAD_RECORDS} for why more than one).
+ */
+export const SPOOL_WRITE_BUFFERS = 4;
+
+/**
+ * The records of a sealed file, opened: record `i` on request, with records `i + 1` … `i +`
+ * {@link SPOOL_READ_AHEAD_RECORDS} read and opened in the background meanwhile (a sequential reader
+ * never waits for the disk or the AES of the next chunks). A ring of record and plaintext buffers,
+ * one slot per record in flight or held, allocated on first use and reused: a plaintext handed out
+ * is a view, valid until `held` more records are requested; every buffer is zeroed on close.
  */
 class SealedRecordReader {
   private readonly handle: FileHandle;
   private readonly cipher: SpoolCipher;
+  private readonly engine: ChunkCrypto;
   private readonly recordBytes: number;
   private readonly size: number;
   /** Records in the file: at least one (an empty input is one sealed empty chunk). */
   readonly count: number;
-  private readonly buffers: [Buffer, Buffer];
-  /** The record being fetched ahead, and its plaintext to come (undefined: its tag failed). */
-  private ahead: { index: number; plaintext: Promise<Buffer | undefined> } | undefined;
+  /** Record `i` is read into `slots[i % slots.length]` and opened into its plaintext buffer. */
+  private readonly slots: Array<{ record: Buffer; plaintext: Buffer } | undefined>;
+  /** Records being fetched ahead, by index, and their plaintext to come (undefined: its tag failed). */
+  private readonly ahead = new Map<number, Promise<Buffer | undefined>>();
 
-  private constructor(handle: FileHandle, cipher: SpoolCipher, chunkBytes: number, size: number) {
+  private constructor(handle: FileHandle, cipher: SpoolCipher, engine: ChunkCrypto, chunkBytes: number, size: number, held: number) {
     this.handle = handle;
     this.cipher = cipher;
+    this.engine = engine;
     this.recordBytes = chunkBytes + SPOOL_CHUNK_OVERHEAD_BYTES;
     this.size = size;
     this.count = Math.max(1, Math.ceil(size / this.recordBytes));
-    const bufferBytes = Math.min(this.recordBytes, size);
-    this.buffers = [Buffer.alloc(bufferBytes), Buffer.alloc(bufferBytes)];
+    // The records ahead and the views held never share a slot: they are consecutive records.
+    this.slots = new Array<undefined>(Math.min(this.count, SPOOL_READ_AHEAD_RECORDS + held)).fill(undefined);
   }
 
-  static async open(path: string, cipher: SpoolCipher, chunkBytes: number): Promise<SealedRecordReader> {
+  static async open(path: string, cipher: SpoolCipher, engine: ChunkCrypto, chunkBytes: number, held = 1): Promise<SealedRecordReader> {
+    if (!Number.isSafeInteger(held) || held < 1) throw new RangeError('held must be a positive integer');
     const handle = await open(path, 'r');
     try {
-      return new SealedRecordReader(handle, cipher, chunkBytes, (await handle.stat()).size);
+      return new SealedRecordReader(handle, cipher, engine, chunkBytes, (await handle.stat()).size, held);
     } catch (err) {
       await handle.close();
       throw err;
     }
   }
 
-  /** The plaintext of record `index`, authenticated (AppError `DECRYPTION_FAILED` when not). */
+  /**
+   * The plaintext of record `index`, authenticated (AppError `DECRYPTION_FAILED` when not): a view
+   * into this reader's buffers, valid until `held` more calls (for sequential records).
+   */
   async plaintext(index: number): Promise<Buffer> {
-    let pending: Promise<Buffer | undefined>;
-    if (this.ahead?.index === index) pending = this.ahead.plaintext;
-    else {
-      // Its buffer may be the one a fetch ahead still fills: let that finish first.
-      await this.ahead?.plaintext.catch(() => undefined);
-      this.discardAhead();
-      pending = this.fetch(index);
-    }
-    this.ahead = undefined;
+    let pending = this.ahead.get(index);
+    this.ahead.delete(index);
+    // Fetches of other records may still fill the slots this one and its followers use: let them
+    // finish first (a sequential reader has none).
+    await this.discardAhead((other) => other < index || pending === undefined);
+    pending ??= this.fetch(index);
     const plaintext = await pending;
     if (plaintext === undefined) throw new AppError('DECRYPTION_FAILED', `Spool chunk ${index} failed authentication`);
-    if (index + 1 < this.count) {
-      const next = this.fetch(index + 1);
+    // The slot of the record `held` back (a view no longer valid) takes the last one ahead.
+    for (let next = index + 1; next <= index + SPOOL_READ_AHEAD_RECORDS && next < this.count; next++) {
+      if (this.ahead.has(next)) continue;
+      const fetching = this.fetch(next);
       // A failure is reported to whoever asks for that record; nobody may, so keep it handled.
-      next.catch(() => undefined);
-      this.ahead = { index: index + 1, plaintext: next };
+      fetching.catch(() => undefined);
+      this.ahead.set(next, fetching);
     }
     return plaintext;
   }
 
-  /** Stop fetching ahead and close the file. */
+  /** Stop fetching ahead, zero every buffer and close the file. */
   async close(): Promise<void> {
-    await this.ahead?.plaintext.catch(() => undefined);
-    this.discardAhead();
+    await this.discardAhead(() => true);
+    for (const slot of this.slots) zeroize(slot?.record, slot?.plaintext);
     await this.handle.close();
   }
 
-  private discardAhead(): void {
-    const ahead = this.ahead;
-    this.ahead = undefined;
-    // Plaintext fetched ahead and never handed out is zeroed.
-    void ahead?.plaintext.then((plaintext) => plaintext?.fill(0), () => undefined);
+  /** Wait for the fetches ahead that `which` picks, forget them and zero what they opened (never handed out). */
+  private async discardAhead(which: (index: number) => boolean): Promise<void> {
+    for (const [index, fetching] of [...this.ahead]) {
+      if (!which(index)) continue;
+      this.ahead.delete(index);
+      zeroize(await fetching.catch(() => undefined));
+    }
   }
 
   private async fetch(index: number): Promise<Buffer | undefined> {
     if (index < 0 || index >= this.count) throw new RangeError(`no spool record ${index}`);
     const offset = index * this.recordBytes;
     const length = Math.max(0, Math.min(this.recordBytes, this.size - offset));
-    const buffer = this.buffers[index % 2]!;
+    const slotIndex = index % this.slots.length;
+    let slot = this.slots[slotIndex];
+    if (!slot) {
+      const bufferBytes = Math.min(this.recordBytes, this.size);
+      slot = { record: chunkBuffer(this.engine, bufferBytes), plaintext: chunkBuffer(this.engine, Math.max(0, bufferBytes - SPOOL_CHUNK_OVERHEAD_BYTES)) };
+      this.slots[slotIndex] = slot;
+    }
+    const buffer = slot.record;
     let read = 0;
     while (read < length) {
       const { bytesRead } = await this.handle.read(buffer, read, length - read, offset + read);
       if (bytesRead === 0) break;
       read += bytesRead;
     }
-    return this.cipher.openAsync(index, buffer.subarray(0, read), index === this.count - 1);
+    const opened = await this.cipher.openInto(this.engine, index, buffer.subarray(0, read), index === this.count - 1, slot.plaintext);
+    return opened === undefined ? undefined : slot.plaintext.subarray(0, opened);
   }
+}
+
+/** A new buffer holding `bytes` (a memmove; `Buffer.from` copies shared memory byte by byte). */
+function copyOf(bytes: Uint8Array): Buffer {
+  const copy = Buffer.allocUnsafeSlow(bytes.length);
+  copyBytes(bytes, copy);
+  return copy;
+}
+
+/** Options of {@link readSealedFile}. */
+export interface ReadSealedFileOptions {
+  /** Opens the records. @default an inline one */
+  engine?: ChunkCrypto;
+  /** Asked before each chunk: a destroyed spool stops. @default always alive */
+  alive?: () => boolean;
+  /**
+   * Yield views into the reader's buffers (valid until `held` more chunks are asked for, zeroed at
+   * the end) rather than fresh copies the caller owns. @default false
+   */
+  inPlace?: boolean;
+  /** With `inPlace`: how many chunks a view outlives. @default 1 */
+  held?: number;
 }
 
 /**
  * The plaintext of the sealed file at `path`, chunk by chunk, authenticated in order (see
- * {@link SealedSpool.read}); `alive()` is asked before each chunk (a destroyed spool stops). Throws
- * AppError `DECRYPTION_FAILED` on any tampering, and when the total is not `expectedBytes`.
+ * {@link SealedSpool.read} and {@link SealedSpool.chunks}). Throws AppError `DECRYPTION_FAILED` on
+ * any tampering, and when the total is not `expectedBytes`.
  */
 export async function* readSealedFile(
   path: string,
   cipher: SpoolCipher,
   chunkBytes: number,
   expectedBytes: number,
-  alive: () => boolean = () => true,
+  options: ReadSealedFileOptions = {},
 ): AsyncGenerator<Buffer> {
-  const records = await SealedRecordReader.open(path, cipher, chunkBytes);
+  const alive = options.alive ?? (() => true);
+  const records = await SealedRecordReader.open(path, cipher, options.engine ?? createChunkCrypto({ thread: false }), chunkBytes, options.inPlace ? (options.held ?? 1) : 1);
   try {
     let plainTotal = 0;
     for (let index = 0; index < records.count; index++) {
       if (!alive()) throw new AppError('DECRYPTION_FAILED', 'Spool was destroyed');
       const plaintext = await records.plaintext(index);
       plainTotal += plaintext.length;
-      yield plaintext;
+      yield options.inPlace ? plaintext : copyOf(plaintext);
     }
     if (plainTotal !== expectedBytes) throw new AppError('DECRYPTION_FAILED', 'Spool length does not match what was written');
   } finally {
@@ -258,16 +339,20 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
   readonly path: string;
   private handle: FileHandle | undefined;
   private readonly cipher: SpoolCipher;
+  private readonly engine: ChunkCrypto;
   private readonly chunkBytes: number;
   private readonly maxBytes: number;
-  private readonly hash: Sha256Stream | undefined;
-  /** The chunk being filled: sealed only when more data arrives (not last) or at the end (last). */
-  private pending: Buffer;
+  /** The upload's SHA-256, fed as each chunk is sealed (in order, where the AES runs). */
+  private hash: ChunkHash | undefined;
+  /**
+   * Chunk `i` is filled in `slots[i % slots.length].plain`, sealed into its `sealed` and written
+   * from there; `done` settles once the slot's last chunk is sealed and written (the slot is then
+   * free). Buffers are allocated on first use (a small upload takes one slot). Seals are requested
+   * in chunk order, so the hash sees the chunks in order.
+   */
+  private readonly slots: Array<{ plain: Buffer; sealed: Buffer; done: Promise<void> }> = [];
+  /** Plaintext bytes in the chunk being filled (`slots[nextIndex % slots.length].plain`): sealed only when more data arrives (not last) or at the end (last). */
   private pendingLength = 0;
-  /** The other chunk buffer: free, or being sealed and written by {@link inFlight}. */
-  private spare: Buffer;
-  /** The seal and write of the previous chunk (at most one at a time); rejects with its failure. */
-  private inFlight: Promise<void> = Promise.resolve();
   /** File offset of the next record. */
   private offset = 0;
   private nextIndex = 0;
@@ -287,6 +372,7 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     path: string,
     handle: FileHandle,
     cipher: SpoolCipher,
+    engine: ChunkCrypto,
     chunkBytes: number,
     maxBytes: number,
     fsync: boolean,
@@ -298,14 +384,13 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     this.path = path;
     this.handle = handle;
     this.cipher = cipher;
+    this.engine = engine;
     this.chunkBytes = chunkBytes;
     this.maxBytes = maxBytes;
     this.fsync = fsync;
     // A file to be fsync'd is written back as it grows, so the final fsync has little left to do.
     this.writeback = writebackBytes > 0 ? new Writeback(handle, writebackBytes) : undefined;
-    this.hash = sha256 ? createSha256Stream() : undefined;
-    this.pending = Buffer.alloc(chunkBytes);
-    this.spare = Buffer.alloc(chunkBytes);
+    this.hash = sha256 ? engine.startHash() : undefined;
     this.gone = new Promise((resolve) => this.once('close', () => resolve()));
   }
 
@@ -335,7 +420,9 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
         this.handle = undefined;
         if (this.fsync) await handle?.sync();
         await handle?.close();
-        this.digest = this.hash?.digest();
+        const hash = this.hash;
+        this.hash = undefined;
+        if (hash) this.digest = await this.engine.digest(hash);
         callback();
       })
       .catch((err: unknown) => this.destroy(err instanceof Error ? err : new Error(String(err))));
@@ -346,16 +433,17 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     this.handle = undefined;
     const records = this.records;
     this.records = undefined;
-    this.cached?.plaintext.fill(0);
+    zeroize(this.cached?.plaintext);
     this.cached = undefined;
     void (async () => {
       // Nothing may still use the key, the buffers or the file once they are gone.
       await this.inFlight.catch(() => undefined);
       await this.writeback?.done().catch(() => undefined);
       await (await records?.catch(() => undefined))?.close().catch(() => undefined);
+      if (this.hash) this.engine.dropHash(this.hash);
+      this.hash = undefined;
       this.cipher.dispose();
-      zeroize(this.pending);
-      zeroize(this.spare);
+      for (const slot of this.slots) zeroize(slot.plain, slot.sealed);
       this.pendingLength = 0;
       await handle?.close().catch(() => undefined);
       await unlink(this.path).catch((err: NodeJS.ErrnoException) => {
@@ -375,25 +463,46 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
   async *read(): AsyncIterableIterator<Buffer> {
     if (this.destroyed) throw new AppError('DECRYPTION_FAILED', 'Spool was destroyed');
     if (!this.writableFinished) throw new AppError('DECRYPTION_FAILED', 'Spool is not finished');
-    yield* readSealedFile(this.path, this.cipher, this.chunkBytes, this.total, () => !this.destroyed);
+    yield* readSealedFile(this.path, this.cipher, this.chunkBytes, this.total, { engine: this.engine, alive: () => !this.destroyed });
   }
 
-  async *readRange(start: number, end: number): AsyncIterableIterator<Buffer> {
+  async *chunks(held = 1): AsyncIterableIterator<Buffer> {
+    if (this.destroyed) throw new AppError('DECRYPTION_FAILED', 'Spool was destroyed');
+    if (!this.writableFinished) throw new AppError('DECRYPTION_FAILED', 'Spool is not finished');
+    yield* readSealedFile(this.path, this.cipher, this.chunkBytes, this.total, { engine: this.engine, alive: () => !this.destroyed, inPlace: true, held });
+  }
+
+  private checkRange(start: number, end: number): void {
     if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start || end > this.total) {
       throw new RangeError(`range [${start}, ${end}) is outside the spool's ${this.total} bytes`);
     }
     if (this.destroyed) throw new AppError('DECRYPTION_FAILED', 'Spool was destroyed');
     if (!this.writableFinished) throw new AppError('DECRYPTION_FAILED', 'Spool is not finished');
+  }
+
+  /** Views of the plaintext of `[start, end)`, chunk by chunk; each valid until the next is read. */
+  private async *views(start: number, end: number): AsyncGenerator<Uint8Array> {
+    this.checkRange(start, end);
     let at = start;
     while (at < end) {
       const index = Math.floor(at / this.chunkBytes);
       const plaintext = await this.openChunk(index);
       const from = at - index * this.chunkBytes;
       const to = Math.min(plaintext.length, end - index * this.chunkBytes);
-      // A copy: the cached chunk is zeroed when it is replaced.
-      yield Buffer.from(plaintext.subarray(from, to));
+      if (to <= from) throw new AppError('DECRYPTION_FAILED', 'Spool is shorter than written');
+      yield plaintext.subarray(from, to);
       at += to - from;
     }
+  }
+
+  async readRangeInto(start: number, target: Uint8Array): Promise<void> {
+    let offset = 0;
+    for await (const view of this.views(start, start + target.length)) offset += copyBytes(view, target, offset);
+  }
+
+  async *readRange(start: number, end: number): AsyncIterableIterator<Buffer> {
+    // A copy: the cached chunk is a view into the reader's buffers, reused for the next chunks.
+    for await (const view of this.views(start, end)) yield copyOf(view);
   }
 
   /**
@@ -412,63 +521,79 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
   private async openChunkNow(index: number): Promise<Buffer> {
     if (this.cached?.index === index) return this.cached.plaintext;
     if (this.destroyed) throw new AppError('DECRYPTION_FAILED', 'Spool was destroyed');
-    this.records ??= SealedRecordReader.open(this.path, this.cipher, this.chunkBytes);
+    this.records ??= SealedRecordReader.open(this.path, this.cipher, this.engine, this.chunkBytes);
+    // The reader's view replaces the cached one (which may share its buffer); the reader zeroes both.
+    this.cached = undefined;
     const plaintext = await (await this.records).plaintext(index);
     if (this.destroyed) {
-      plaintext.fill(0);
+      zeroize(plaintext);
       throw new AppError('DECRYPTION_FAILED', 'Spool was destroyed');
     }
-    this.cached?.plaintext.fill(0);
     this.cached = { index, plaintext };
     return plaintext;
   }
 
-  /** Hash, count and buffer `data`, sealing each full chunk once more data follows it. */
+  /** Count and buffer `data`, sealing (and hashing) each full chunk once more data follows it. */
   private async absorb(data: Uint8Array): Promise<void> {
     if (this.total + data.length > this.maxBytes) {
       throw new AppError('PAYLOAD_TOO_LARGE', `File exceeds ${this.maxBytes} bytes`, { limitBytes: this.maxBytes });
     }
     this.total += data.length;
-    this.hash?.update(data);
     let offset = 0;
     while (offset < data.length) {
       if (this.pendingLength === this.chunkBytes) await this.sealPending(false);
+      const pending = await this.pendingSlot();
       const take = Math.min(this.chunkBytes - this.pendingLength, data.length - offset);
-      this.pending.set(data.subarray(offset, offset + take), this.pendingLength);
+      copyBytes(data.subarray(offset, offset + take), pending.plain, this.pendingLength);
       this.pendingLength += take;
       offset += take;
     }
   }
 
+  /** The slot of the chunk being filled, once free (its previous chunk sealed and written). */
+  private async pendingSlot(): Promise<{ plain: Buffer; sealed: Buffer; done: Promise<void> }> {
+    const at = this.nextIndex % SPOOL_WRITE_BUFFERS;
+    let slot = this.slots[at];
+    if (!slot) {
+      slot = { plain: chunkBuffer(this.engine, this.chunkBytes), sealed: chunkBuffer(this.engine, this.chunkBytes + SPOOL_CHUNK_OVERHEAD_BYTES), done: Promise.resolve() };
+      this.slots[at] = slot;
+    } else if (this.pendingLength === 0) await slot.done;
+    return slot;
+  }
+
+  /** Every seal and write started so far; rejects with the first failure. */
+  private get inFlight(): Promise<void> {
+    return Promise.all(this.slots.map((slot) => slot.done)).then(() => undefined);
+  }
+
   /**
-   * Hand the pending chunk to the threadpool to be sealed and appended, and go on filling the other
-   * buffer; waits only for the previous chunk's seal and write (so at most two chunks are held).
+   * Hand the pending chunk to the engine to be sealed and appended, without waiting: the next
+   * chunk fills another slot (waiting only when all are still being sealed or written), so the
+   * engine always has the next chunks queued.
    */
   private async sealPending(last: boolean): Promise<void> {
-    await this.inFlight;
+    const slot = await this.pendingSlot();
     const handle = this.handle;
     if (!handle) throw new Error('spool file is closed');
-    const buffer = this.pending;
-    const length = this.pendingLength;
     const index = this.nextIndex;
+    const length = this.pendingLength;
     const at = this.offset;
     this.nextIndex += 1;
     this.offset += length + SPOOL_CHUNK_OVERHEAD_BYTES;
-    this.pending = this.spare;
     this.pendingLength = 0;
-    this.spare = buffer;
-    this.inFlight = (async () => {
-      let sealed: Buffer;
+    // Requested here, synchronously: seals reach the engine in chunk order.
+    const sealedBytes = (async () => {
       try {
-        sealed = await this.cipher.sealAsync(index, buffer.subarray(0, length), last);
+        return await this.cipher.sealInto(this.engine, index, slot.plain.subarray(0, length), last, slot.sealed, this.hash);
       } finally {
-        buffer.fill(0, 0, length);
+        zeroize(slot.plain.subarray(0, length));
       }
-      await writeAll(handle, [sealed], at);
-      this.writeback?.wrote(at + sealed.length, Promise.resolve());
     })();
-    // Failures surface where `inFlight` is awaited; this only keeps them from being "unhandled".
-    this.inFlight.catch(() => undefined);
+    const write = sealedBytes.then((bytes) => writeAll(handle, [slot.sealed.subarray(0, bytes)], at));
+    slot.done = write;
+    this.writeback?.wrote(at + length + SPOOL_CHUNK_OVERHEAD_BYTES, write);
+    // Failures surface where `done` is awaited (the slot's reuse, the end); this only keeps them from being "unhandled".
+    write.catch(() => undefined);
   }
 }
 

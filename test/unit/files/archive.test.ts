@@ -118,6 +118,37 @@ describe('writeZipFile', () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it('takes a CRC it is given, writes a reused buffer before it is reused, and says when each is written', async () => {
+    const dir = await tempDir(stack);
+    const contents: Array<[string, Buffer]> = Array.from({ length: 12 }, (_, i) => [`chunk_${i}.enc`, patterned(20_000 + i, i)]);
+    // Two buffers for twelve small entries: each must be written (not batched) before it comes back.
+    const free: Buffer[] = [Buffer.alloc(30_000), Buffer.alloc(30_000)];
+    const waiting: Array<(buffer: Buffer) => void> = [];
+    let written = 0;
+    const entries: ZipEntrySource[] = contents.map(([name, bytes]) => ({
+      name,
+      async produce() {
+        const buffer: Buffer = free.pop() ?? (await new Promise<Buffer>((resolve) => waiting.push(resolve)));
+        bytes.copy(buffer);
+        return {
+          data: buffer.subarray(0, bytes.length),
+          crc32: crc32(bytes),
+          written: () => {
+            written += 1;
+            buffer.fill(0xff);
+            const next = waiting.shift();
+            if (next) next(buffer);
+            else free.push(buffer);
+          },
+        };
+      },
+    }));
+    await writeZipFile(join(dir, 'pooled.zip'), entries, MTIME);
+    await writeZipFile(join(dir, 'plain.zip'), entriesOf(contents), MTIME);
+    expect(written).toBe(contents.length);
+    expect((await readFile(join(dir, 'pooled.zip'))).equals(await readFile(join(dir, 'plain.zip')))).toBe(true);
+  });
+
   it('writes the same archive whether or not it asks for write-back on the way', async () => {
     const dir = await tempDir(stack);
     const contents: Array<[string, Buffer]> = Array.from({ length: 20 }, (_, i) => [`chunk_${i}.enc`, patterned(50_000 + i, i)]);

@@ -67,6 +67,37 @@ describe('openCiferArchive', () => {
     fromSpool.close();
   });
 
+  it('reads each chunk into a buffer, straight from the source or through yauzl, the same bytes', async () => {
+    const bytes = await archive();
+    const dir = await tempDir(stack);
+    const spool = await createSealedSpool(dir, { chunkBytes: 64 });
+    stack.push(() => spool.dispose());
+    await pipeline(Readable.from([bytes]), spool);
+    const direct = await openCiferArchive({ bytes: spool.bytes, readRange: (s, e) => spool.readRange(s, e), readInto: (s, t) => spool.readRangeInto(s, t) }, LIMITS);
+    const viaYauzl = await openBytes(bytes);
+    const target = Buffer.alloc(116);
+    for (const [i, expected] of [Buffer.alloc(116, 1), Buffer.alloc(116, 2), Buffer.alloc(66, 3)].entries()) {
+      for (const opened of [direct, viaYauzl]) {
+        target.fill(0xee);
+        const length = await opened.chunkInto(i, target);
+        expect(target.subarray(0, length).equals(expected)).toBe(true);
+      }
+    }
+    await expect(direct.chunkInto(0, Buffer.alloc(100))).rejects.toThrow(/chunk_0.enc is larger than a chunk/);
+    direct.close();
+    viaYauzl.close();
+  });
+
+  it('refuses a chunk whose local header is not one when read straight from the source', async () => {
+    const bytes = await archive();
+    // The first local header is at 0: break its signature.
+    bytes[0] = 0;
+    const source = { bytes: bytes.length, readRange: async function* (s: number, e: number) { yield bytes.subarray(s, e); }, readInto: async (s: number, t: Uint8Array) => void t.set(bytes.subarray(s, s + t.length)) };
+    const opened = await openCiferArchive(source, LIMITS);
+    await expect(opened.chunkInto(0, Buffer.alloc(116))).rejects.toThrow('Invalid ZIP format: chunk_0.enc is unreadable');
+    opened.close();
+  });
+
   it('names a missing metadata.json or chunk', async () => {
     expect(await refusal(await archive(metadata(), 'metadata.json'))).toBe('Invalid ZIP format: missing metadata.json');
     expect(await refusal(await archive(metadata(), 'chunk_1.enc'))).toBe('Invalid ZIP format: missing chunk_1.enc');
