@@ -142,9 +142,9 @@ describe('a helper that lies', () => {
     const { peer: liar } = await startImpostor(cluster, 2, {
       memberHandlers: {
         shard: async (body, from) => {
-          const b = body as { secretId: number; round: string };
+          const b = body as { items: Array<{ secretId: number }>; round: string };
           const junk = new Uint8Array(64).fill(0x5a);
-          return { box: toBase64(sealTo(fromHex(from.signingPublicKey), junk, recoverContributionAad(cluster.descriptor.clusterId, b.secretId, from.slot!, b.round, 2))) };
+          return { results: b.items.map((item) => ({ box: toBase64(sealTo(fromHex(from.signingPublicKey), junk, recoverContributionAad(cluster.descriptor.clusterId, item.secretId, from.slot!, b.round, 2))) })) };
         },
       },
     });
@@ -181,10 +181,16 @@ describe('helpers answer only the recovering slot itself', () => {
   afterAll(() => rogue?.stop());
 
   const ask = (slot: number, helpers: number[]) =>
-    rogue.callMember(slot, 'shard', { op: 'recover', secretId: secretIds[0], helpers, round: 'round-0001', vv: {} }, { signal: AbortSignal.timeout(5000) });
+    rogue.callMember(slot, 'shard', { op: 'recover', items: [{ secretId: secretIds[0] }], helpers, round: 'round-0001', vv: {} }, { signal: AbortSignal.timeout(5000) });
 
   it('a slot that is not recovering gets nothing', async () => {
     await expect(ask(0, [0, 2, 3])).rejects.toThrow(/slot 1 is not recovering/);
+  });
+
+  it('a malformed batch is refused: no items, or more than 64', async () => {
+    const body = (items: unknown[]) => ({ op: 'recover', items, helpers: [0, 2, 3], round: 'round-0001', vv: {} });
+    await expect(rogue.callMember(0, 'shard', body([]), { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/malformed recovery request/);
+    await expect(rogue.callMember(0, 'shard', body(Array.from({ length: 65 }, () => ({ secretId: 1 }))), { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/malformed recovery request/);
   });
 
   it('a helper set that is not threshold distinct members with the helper in it is refused', async () => {

@@ -32,8 +32,12 @@ import type { NodeKeyring, ShareStore } from './ports.ts';
 import type { MemberStatusBody } from './member-records.ts';
 import { shareLabel } from './service.ts';
 
-/** Secrets recovered at once. */
-const RECOVERY_CONCURRENCY = 64;
+/** Secrets per recovery round (one call per helper for all of them). */
+const BATCH_SIZE = 32;
+/** Largest batch a helper answers. */
+const MAX_BATCH = 64;
+/** Rounds in flight at once. */
+const BATCHES_AT_ONCE = 4;
 /** Helper sets tried for one secret before it is counted failed (each a fresh round). */
 const ATTEMPTS_PER_SECRET = 4;
 /** An incomplete run starts again this long after the last one started, ms. */
@@ -44,6 +48,12 @@ const SHARE_Y_BYTES = 64;
 /** Associated data of a helper's sealed contribution. */
 export function recoverContributionAad(clusterId: string, label: number | string, target: number, round: string, helper: number): Uint8Array {
   return utf8(`quorumkeep/share-recover/v1\n${clusterId}\n${label}\n${target}\n${round}\n${helper}`);
+}
+
+/** A secret as a recovery request names it. */
+interface SecretItem {
+  chainId: number;
+  secretId: number;
 }
 
 /** A secret as recovery names it. */
@@ -89,7 +99,10 @@ export interface RecoveryDeps {
 
 /** Share recovery: the helpers' `shard` op `recover`, and the recovering member's loop. */
 export interface ShareRecovery {
-  /** A helper's answer to `{ op: 'recover', chainId?, secretId, helpers, round, vv }`. */
+  /**
+   * A helper's answer to `{ op: 'recover', items: [{ chainId?, secretId }], helpers, round, vv }`:
+   * `{ results: [{ box } | { error }] }`, one per item, in order.
+   */
   handleRecover(body: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown>;
   /** This member's progress. */
   progress(): RecoveryProgress;
@@ -119,39 +132,74 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     return b && { chainId, secretId, shareDigests: b.shareDigests };
   }
 
+  /**
+   * The ECDH secret with each other member, computed once: node keys do not change while the process
+   * runs, and it is the same for every secret (each pad is derived from it per secret and round).
+   * Zeroed at stop.
+   */
+  const pairSecrets = new Map<number, Uint8Array>();
+  const pairSecret = (slot: number): Uint8Array => {
+    let shared = pairSecrets.get(slot);
+    if (!shared) {
+      shared = keyring.ecdhX(fromHex(memberList[slot]!.signingPublicKey));
+      pairSecrets.set(slot, shared);
+    }
+    return shared;
+  };
+
   /** The xor of this helper's pads with every other helper of the round. */
   function maskFor(label: number | string, target: number, round: string, helpers: number[]): Uint8Array {
     const mask = new Uint8Array(SHARE_Y_BYTES);
     for (const k of helpers) {
       if (k === self.slot) continue;
-      const shared = keyring.ecdhX(fromHex(memberList[k]!.signingPublicKey));
-      try {
-        const [lo, hi] = k < self.slot! ? [k, self.slot!] : [self.slot!, k];
-        const pad = pairwisePad(shared, `${clusterId}\n${label}\n${target}\n${round}\n${helpers.join(',')}\n${lo},${hi}`, SHARE_Y_BYTES);
-        for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= pad[i]!;
-        zeroize(pad);
-      } finally {
-        zeroize(shared);
-      }
+      const [lo, hi] = k < self.slot! ? [k, self.slot!] : [self.slot!, k];
+      const pad = pairwisePad(pairSecret(k), `${clusterId}\n${label}\n${target}\n${round}\n${helpers.join(',')}\n${lo},${hi}`, SHARE_Y_BYTES);
+      for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= pad[i]!;
+      zeroize(pad);
     }
     return mask;
   }
 
+  /** One secret's contribution, sealed to the recovering member; throws an AppError for this item. */
+  async function contribution(item: SecretItem, target: number, round: string, sorted: number[], to: ClusterNodeEntry): Promise<string> {
+    const { chainId, secretId } = item;
+    if (!(await recordOf(chainId, secretId))) throw new AppError('NOT_FOUND', 'no such secret');
+    const label = shareLabel(chainId, secretId);
+    const box = await deps.shares.get(label);
+    if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
+    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
+    if (!share) throw new AppError('CONFLICT', 'stored share does not open');
+    const mask = maskFor(label, target, round, sorted);
+    try {
+      if (share.length !== SHARE_Y_BYTES + 1 || share[SHARE_Y_BYTES] !== shareXOfSlot(self.slot!)) {
+        throw new AppError('CONFLICT', 'this share has a random x-coordinate (dealt before recovery support): it cannot be recovered from');
+      }
+      const lambda = lagrangeAt(sorted.map(shareXOfSlot), sorted.indexOf(self.slot!), shareXOfSlot(target));
+      for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= gfMul(lambda, share[i]!);
+      return toBase64(sealTo(fromHex(to.signingPublicKey), mask, recoverContributionAad(clusterId, label, target, round, self.slot!)));
+    } finally {
+      zeroize(share, mask);
+    }
+  }
+
   async function handleRecover(b: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown> {
     const target = from.slot;
-    const secretId = Number(b.secretId);
-    const chainId = b.chainId === undefined ? WEB2_CHAIN_ID : Number(b.chainId);
+    const rawItems = Array.isArray(b.items) ? (b.items as unknown[]) : [];
+    const items = rawItems.map((raw) => {
+      const r = (raw ?? {}) as Record<string, unknown>;
+      return { chainId: r.chainId === undefined ? WEB2_CHAIN_ID : Number(r.chainId), secretId: Number(r.secretId) };
+    });
     const helpers = Array.isArray(b.helpers) ? (b.helpers as unknown[]) : [];
     const round = b.round;
     if (
-      !Number.isSafeInteger(secretId) ||
-      secretId <= 0 ||
-      !(chainId === WEB2_CHAIN_ID || (Number.isSafeInteger(chainId) && chainId > 0)) ||
+      items.length === 0 ||
+      items.length > MAX_BATCH ||
+      items.some(({ chainId, secretId }) => !Number.isSafeInteger(secretId) || secretId <= 0 || !(chainId === WEB2_CHAIN_ID || (Number.isSafeInteger(chainId) && chainId > 0))) ||
       typeof round !== 'string' ||
       !/^[A-Za-z0-9-]{8,64}$/.test(round) ||
       !helpers.every((h): h is number => Number.isInteger(h))
     ) {
-      throw new AppError('BAD_REQUEST', 'malformed recovery request');
+      throw new AppError('BAD_REQUEST', `malformed recovery request (1 to ${MAX_BATCH} items, a round id, the helpers)`);
     }
     // Only the slot's own identity, for itself: what it gets back is its own share.
     if (target === null) throw new AppError('FORBIDDEN', 'only a member recovers shares');
@@ -161,27 +209,17 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     }
     await deps.catchUp(parseVersionVector(b.vv), from);
     if ((await statusOf(target))?.status !== 'recovering') throw new AppError('FORBIDDEN', `slot ${target} is not recovering`);
-    const secret = await recordOf(chainId, secretId);
-    if (!secret) throw new AppError('NOT_FOUND', 'no such secret');
-    const label = shareLabel(chainId, secretId);
-    const box = await deps.shares.get(label);
-    if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
-    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
-    if (!share) throw new AppError('CONFLICT', 'stored share does not open');
-    const mask = maskFor(label, target, round, [...set].sort((x, y) => x - y));
-    try {
-      if (share.length !== SHARE_Y_BYTES + 1 || share[SHARE_Y_BYTES] !== shareXOfSlot(self.slot!)) {
-        throw new AppError('CONFLICT', 'this share has a random x-coordinate (dealt before recovery support): it cannot be recovered from');
+    const sorted = [...set].sort((x, y) => x - y);
+    const results: Array<{ box: string } | { error: string }> = [];
+    for (const item of items) {
+      try {
+        results.push({ box: await contribution(item, target, round, sorted, from) });
+      } catch (err) {
+        results.push({ error: (err instanceof Error ? err.message : String(err)).slice(0, 160) });
       }
-      const sorted = [...set].sort((x, y) => x - y);
-      const lambda = lagrangeAt(sorted.map(shareXOfSlot), sorted.indexOf(self.slot!), shareXOfSlot(target));
-      for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= gfMul(lambda, share[i]!);
-      const sealed = sealTo(fromHex(from.signingPublicKey), mask, recoverContributionAad(clusterId, label, target, round, self.slot!));
-      log.info({ target, chainId, secretId }, 'recovery contribution sent');
-      return { box: toBase64(sealed) };
-    } finally {
-      zeroize(share, mask);
     }
+    log.info({ target, items: items.length, refused: results.filter((r) => 'error' in r).length }, 'recovery contributions sent');
+    return { results };
   }
 
   // --- The recovering member ---
@@ -202,52 +240,74 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     return sets;
   }
 
-  /** Rebuild one share; true when stored. */
-  async function recoverOne(ref: SecretRef): Promise<boolean> {
-    const label = shareLabel(ref.chainId, ref.secretId);
-    const digest = ref.shareDigests?.[self.slot!];
-    if (!digest) {
+  /**
+   * Rebuild the shares of a batch of secrets; returns how many were stored. Each helper set is one
+   * round (one call per helper for the whole batch); what a set could not rebuild goes to the next.
+   */
+  async function recoverBatch(batch: SecretRef[]): Promise<number> {
+    let pending = batch.filter((ref) => {
+      if (ref.shareDigests?.[self.slot!]) return true;
       log.warn({ chainId: ref.chainId, secretId: ref.secretId }, 'secret has no share digest (dealt before recovery support): not recoverable');
       return false;
-    }
+    });
+    let stored = 0;
     for (const helpers of helperSets()) {
+      if (pending.length === 0 || stopped) break;
       const round = randomUUID();
-      const body = { op: 'recover', ...(ref.chainId === WEB2_CHAIN_ID ? {} : { chainId: ref.chainId }), secretId: ref.secretId, helpers, round, vv: deps.versionVector() };
-      const parts = await Promise.allSettled(
+      const items = pending.map((ref) => (ref.chainId === WEB2_CHAIN_ID ? { secretId: ref.secretId } : { chainId: ref.chainId, secretId: ref.secretId }));
+      const answers = await Promise.allSettled(
         helpers.map(async (h) => {
-          const res = (await deps.members.call(h, 'shard', body, { signal: AbortSignal.timeout(deps.timeoutMs) })) as { box?: unknown };
-          if (typeof res?.box !== 'string') throw new Error('malformed contribution');
-          const opened = keyring.openSealed(fromBase64(res.box), recoverContributionAad(clusterId, label, self.slot!, round, h));
-          if (!opened || opened.length !== SHARE_Y_BYTES) throw new Error('contribution does not open');
-          return opened;
+          const res = (await deps.members.call(h, 'shard', { op: 'recover', items, helpers, round, vv: deps.versionVector() }, { signal: AbortSignal.timeout(deps.timeoutMs) })) as { results?: unknown };
+          if (!Array.isArray(res?.results) || res.results.length !== items.length) throw new Error('malformed contributions');
+          return res.results as Array<{ box?: unknown; error?: unknown }>;
         }),
       );
-      const opened = parts.flatMap((p) => (p.status === 'fulfilled' ? [p.value] : []));
-      try {
-        if (opened.length < helpers.length) {
-          const reasons = parts.flatMap((p) => (p.status === 'rejected' ? [String((p.reason as Error)?.message ?? p.reason).slice(0, 120)] : []));
-          log.warn({ chainId: ref.chainId, secretId: ref.secretId, helpers, reasons }, 'recovery round incomplete');
-          continue;
-        }
-        const share = new Uint8Array(SHARE_Y_BYTES + 1);
-        for (const c of opened) for (let i = 0; i < SHARE_Y_BYTES; i++) share[i]! ^= c[i]!;
-        share[SHARE_Y_BYTES] = shareXOfSlot(self.slot!);
-        try {
-          if (!constantTimeEqual(shareDigest(clusterId, label, self.slot!, share), digest)) {
-            log.error({ chainId: ref.chainId, secretId: ref.secretId, helpers }, 'rebuilt share does not match its digest: a helper lied or holds a bad share');
-            continue;
-          }
-          // Not synced one by one: a share lost to a crash before the flush is simply recovered again.
-          await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)), { durable: false });
-          return true;
-        } finally {
-          zeroize(share);
-        }
-      } finally {
-        zeroize(...opened);
+      const failedHelpers = answers.flatMap((a, i) => (a.status === 'rejected' ? [`${helpers[i]}: ${String((a.reason as Error)?.message ?? a.reason).slice(0, 120)}`] : []));
+      if (failedHelpers.length > 0) {
+        log.warn({ helpers, reasons: failedHelpers }, 'recovery round incomplete');
+        continue;
       }
+      const perHelper = answers.map((a) => (a as PromiseFulfilledResult<Array<{ box?: unknown; error?: unknown }>>).value);
+      const next: SecretRef[] = [];
+      for (const [index, ref] of pending.entries()) {
+        if (await rebuild(ref, helpers, round, perHelper.map((results) => results[index]!))) stored++;
+        else next.push(ref);
+      }
+      pending = next;
     }
-    return false;
+    return stored;
+  }
+
+  /** Combine one secret's contributions, check the digest, store; true when stored. */
+  async function rebuild(ref: SecretRef, helpers: number[], round: string, parts: Array<{ box?: unknown; error?: unknown }>): Promise<boolean> {
+    const label = shareLabel(ref.chainId, ref.secretId);
+    const opened: Uint8Array[] = [];
+    try {
+      for (const [i, part] of parts.entries()) {
+        const c = typeof part?.box === 'string' ? keyring.openSealed(fromBase64(part.box), recoverContributionAad(clusterId, label, self.slot!, round, helpers[i]!)) : undefined;
+        if (!c || c.length !== SHARE_Y_BYTES) {
+          log.warn({ chainId: ref.chainId, secretId: ref.secretId, helper: helpers[i], reason: typeof part?.error === 'string' ? part.error : 'does not open' }, 'recovery contribution missing');
+          return false;
+        }
+        opened.push(c);
+      }
+      const share = new Uint8Array(SHARE_Y_BYTES + 1);
+      for (const c of opened) for (let i = 0; i < SHARE_Y_BYTES; i++) share[i]! ^= c[i]!;
+      share[SHARE_Y_BYTES] = shareXOfSlot(self.slot!);
+      try {
+        if (!constantTimeEqual(shareDigest(clusterId, label, self.slot!, share), ref.shareDigests![self.slot!]!)) {
+          log.error({ chainId: ref.chainId, secretId: ref.secretId, helpers }, 'rebuilt share does not match its digest: a helper lied or holds a bad share');
+          return false;
+        }
+        // Not synced one by one: a share lost to a crash before the flush is simply recovered again.
+        await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)), { durable: false });
+        return true;
+      } finally {
+        zeroize(share);
+      }
+    } finally {
+      zeroize(...opened);
+    }
   }
 
   async function secrets(): Promise<SecretRef[]> {
@@ -273,29 +333,28 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     const all = await secrets();
     progress = { state: 'running', total: all.length, held: 0, recovered: 0, failed: 0, startedAt: deps.clock() };
     log.info({ total: all.length }, 'share recovery started');
+    const missing: SecretRef[] = [];
+    for (const ref of all) {
+      if (await deps.shares.get(shareLabel(ref.chainId, ref.secretId))) progress.held++;
+      else missing.push(ref);
+    }
     let next = 0;
     await Promise.all(
-      Array.from({ length: RECOVERY_CONCURRENCY }, async () => {
-        while (next < all.length && !stopped) {
-          const ref = all[next++]!;
-          if (await deps.shares.get(shareLabel(ref.chainId, ref.secretId))) {
-            progress.held++;
-            continue;
-          }
-          if (await recoverOne(ref)) {
-            progress.recovered++;
-            progress.held++;
-          } else {
-            progress.failed++;
-          }
+      Array.from({ length: BATCHES_AT_ONCE }, async () => {
+        while (next < missing.length && !stopped) {
+          const batch = missing.slice(next, next + BATCH_SIZE);
+          next += batch.length;
+          const stored = await recoverBatch(batch);
+          progress.recovered += stored;
+          progress.held += stored;
+          progress.failed += batch.length - stored;
         }
       }),
     );
     await deps.shares.flush();
     if (stopped) return;
     // Secrets created meanwhile: their shares came from their dealer, or come in the next run.
-    const missing = (await secrets()).length > all.length ? await countMissing() : 0;
-    progress.failed += missing;
+    progress.failed += (await secrets()).length > all.length ? await countMissing() : 0;
     progress.state = progress.failed === 0 ? 'done' : 'incomplete';
     log.info({ total: progress.total, recovered: progress.recovered, failed: progress.failed }, 'share recovery finished');
     if (progress.failed === 0) {
@@ -341,6 +400,8 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
       stopped = true;
       clearInterval(timer);
       await run;
+      for (const shared of pairSecrets.values()) zeroize(shared);
+      pairSecrets.clear();
     },
   };
 }
