@@ -154,5 +154,5 @@ describe('backup and restore of a member (real CLI, child processes)', () => {
     const decrypted = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { cifer: encrypted.body.cifer, ...alice.signed(secretId, encrypted.body.encryptedMessage) });
     expect(decrypted.status, JSON.stringify(decrypted.body)).toBe(200);
     expect(decrypted.body.decryptedMessage).toBe(plaintext);
-  }, 90_000);
+  }, 240_000);
 });

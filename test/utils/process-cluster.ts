@@ -98,7 +98,8 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
       procs[i] = child;
       child.stdout!.on('data', (d: Buffer) => (outputs[i] += d.toString()));
       child.stderr!.on('data', (d: Buffer) => (outputs[i] += d.toString()));
-      await waitFor(() => healthy(i), { timeoutMs: 20_000, description: `node-${i} to serve /healthz` });
+      // Generous: five node processes start at once, and other suites may run beside them on 2 cores.
+      await waitFor(() => healthy(i), { timeoutMs: 60_000, description: `node-${i} to serve /healthz` });
     },
     async kill9(i) {
       const child = procs[i];
