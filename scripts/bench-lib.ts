@@ -34,6 +34,12 @@ export async function runConcurrent(count: number, concurrency: number, fn: (i: 
   return { latencies, wallMs: performance.now() - t0 };
 }
 
+/** POST `body` as JSON; the status and the parsed JSON answer. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
 /** Print a two-column table. */
 export function table(title: string, rows: Array<[string, string]>): void {
   const w = Math.max(...rows.map(([k]) => k.length));

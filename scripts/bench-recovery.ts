@@ -8,16 +8,12 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startLocalCluster, waitFor } from '../src/testing/index.ts';
 import { principalWithSession } from '../test/utils/session.ts';
-import { runConcurrent, table } from './bench-lib.ts';
+import { post, runConcurrent, table } from './bench-lib.ts';
 
 const SECRETS = Number(process.env.BENCH_RECOVERY_SECRETS ?? 10_000);
 const CREATE_CONCURRENCY = 16;
 const LOST = 3;
 
-async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 export async function benchRecovery(): Promise<void> {
   const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };

@@ -11,7 +11,7 @@ import { startLocalCluster, waitFor } from '../src/testing/index.ts';
 import { fromHex, signPersonalMessage } from '../src/crypto/index.ts';
 import { createSecretOnChain, deployController, fund, readSecretState, startAnvil, whitelist, type DevAccount } from '../test/utils/anvil.ts';
 import { principalWithSession } from '../test/utils/session.ts';
-import { median, ms, percentile, table } from './bench-lib.ts';
+import { median, ms, percentile, post, table } from './bench-lib.ts';
 
 const CHAIN_ID = 8453;
 const BLOCK_TIME_MS = 2000;
@@ -51,10 +51,6 @@ async function countingProxy(target: string): Promise<{ url: string; counts: Map
   };
 }
 
-async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 /** Sequential latencies of `count` requests built by `body(i)`; throws on any answer but 200. */
 async function timed(url: string, count: number, body: (i: number) => unknown): Promise<number[]> {

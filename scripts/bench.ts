@@ -28,7 +28,7 @@ import {
   recoverPersonalSigner,
   sealPayload,
 } from '../src/crypto/index.ts';
-import { median, ms, percentile, runConcurrent, table } from './bench-lib.ts';
+import { median, ms, percentile, post, runConcurrent, table } from './bench-lib.ts';
 import { benchWeb3 } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
@@ -75,10 +75,6 @@ const SILENCES = Number(process.env.BENCH_SILENCES ?? 5);
 /** Writes measured while one member is silently cut off (and as many healthy, for comparison). */
 const SILENT_WRITES = Number(process.env.BENCH_SILENT_WRITES ?? 200);
 
-async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 /** Web2 accounts: register-key latency on 5 members; verify-credentials next to raw argon2id. */
 async function benchAccounts(cluster: LocalCluster): Promise<void> {

@@ -12,6 +12,9 @@ import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 
+/** A member slot as a key or path part: decimal, no leading zero, at most 3 digits. */
+export const MEMBER_SLOT_RE = /^(0|[1-9]\d{0,2})$/;
+
 export const memberStatusBodySchema = z.strictObject({
   slot: z.number().int().nonnegative().max(254),
   status: z.enum(['recovering', 'active']),
@@ -26,7 +29,7 @@ export function memberStatusKind(descriptor: ClusterDescriptor): RecordKindDefin
     name: 'memberStatus',
     body: memberStatusBodySchema,
     writers: ['coordinator', 'member'],
-    key: (k) => /^(0|[1-9]\d{0,2})$/.test(k),
+    key: (k) => MEMBER_SLOT_RE.test(k),
     validate: (b, context) => {
       if (context.key !== String(b.slot)) return 'key mismatch';
       if (b.slot >= descriptor.size) return 'not a member slot';

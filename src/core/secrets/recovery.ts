@@ -22,15 +22,14 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
-import type { ReplicatedRecord } from '../replication/record.ts';
 import { membersOf, parseVersionVector } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import { constantTimeEqual, fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
-import { secretKey, shareAtRestAad, shareDigest, type SecretBody } from './records.ts';
-import { web3SecretKey, type Web3SecretBody } from '../web3/records.ts';
+import { shareAtRestAad, shareDigest, type SecretBody } from './records.ts';
+import type { Web3SecretBody } from '../web3/records.ts';
 import type { NodeKeyring, ShareStore } from './ports.ts';
-import type { MemberStatusBody } from './member-records.ts';
-import { shareLabel } from './service.ts';
+import { MEMBER_SLOT_RE, type MemberStatusBody } from './member-records.ts';
+import { secretRecordOf, shareLabel } from './service.ts';
 
 /** Secrets per recovery round (one call per helper for all of them). */
 const BATCH_SIZE = 32;
@@ -123,15 +122,6 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     return (await deps.state.get('memberStatus', String(slot)))?.body as MemberStatusBody | undefined;
   }
 
-  async function recordOf(chainId: number, secretId: number): Promise<SecretRef | undefined> {
-    if (chainId === WEB2_CHAIN_ID) {
-      const b = (await deps.state.get('secret', secretKey(secretId)))?.body as SecretBody | undefined;
-      return b && { chainId, secretId, shareDigests: b.shareDigests };
-    }
-    const b = (await deps.state.get('web3Secret', web3SecretKey(chainId, secretId)))?.body as Web3SecretBody | undefined;
-    return b && { chainId, secretId, shareDigests: b.shareDigests };
-  }
-
   /**
    * The ECDH secret with each other member, computed once: node keys do not change while the process
    * runs, and it is the same for every secret (each pad is derived from it per secret and round).
@@ -163,7 +153,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   /** One secret's contribution, sealed to the recovering member; throws an AppError for this item. */
   async function contribution(item: SecretItem, target: number, round: string, sorted: number[], to: ClusterNodeEntry): Promise<string> {
     const { chainId, secretId } = item;
-    if (!(await recordOf(chainId, secretId))) throw new AppError('NOT_FOUND', 'no such secret');
+    if (!(await secretRecordOf(deps.state, chainId, secretId))) throw new AppError('NOT_FOUND', 'no such secret');
     const label = shareLabel(chainId, secretId);
     const box = await deps.shares.get(label);
     if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
@@ -312,17 +302,14 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
 
   async function secrets(): Promise<SecretRef[]> {
     const out: SecretRef[] = [];
-    const collect = async (kind: string, of: (r: ReplicatedRecord) => SecretRef) => {
-      for await (const r of deps.state.list(kind)) out.push(of(r));
-    };
-    await collect('secret', (r) => {
+    for await (const r of deps.state.list('secret')) {
       const b = r.body as SecretBody;
-      return { chainId: WEB2_CHAIN_ID, secretId: b.secretId, shareDigests: b.shareDigests };
-    });
-    await collect('web3Secret', (r) => {
+      out.push({ chainId: WEB2_CHAIN_ID, secretId: b.secretId, shareDigests: b.shareDigests });
+    }
+    for await (const r of deps.state.list('web3Secret')) {
       const b = r.body as Web3SecretBody;
-      return { chainId: b.chainId, secretId: b.secretId, shareDigests: b.shareDigests };
-    });
+      out.push({ chainId: b.chainId, secretId: b.secretId, shareDigests: b.shareDigests });
+    }
     return out;
   }
 
@@ -333,11 +320,8 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     const all = await secrets();
     progress = { state: 'running', total: all.length, held: 0, recovered: 0, failed: 0, startedAt: deps.clock() };
     log.info({ total: all.length }, 'share recovery started');
-    const missing: SecretRef[] = [];
-    for (const ref of all) {
-      if (await deps.shares.get(shareLabel(ref.chainId, ref.secretId))) progress.held++;
-      else missing.push(ref);
-    }
+    const missing = await withoutShare(all);
+    progress.held = all.length - missing.length;
     let next = 0;
     await Promise.all(
       Array.from({ length: BATCHES_AT_ONCE }, async () => {
@@ -354,7 +338,8 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     await deps.shares.flush();
     if (stopped) return;
     // Secrets created meanwhile: their shares came from their dealer, or come in the next run.
-    progress.failed += (await secrets()).length > all.length ? await countMissing() : 0;
+    const now = await secrets();
+    if (now.length > all.length) progress.failed += (await withoutShare(now)).length;
     progress.state = progress.failed === 0 ? 'done' : 'incomplete';
     log.info({ total: progress.total, recovered: progress.recovered, failed: progress.failed }, 'share recovery finished');
     if (progress.failed === 0) {
@@ -362,11 +347,11 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     }
   }
 
-  /** Secrets of the replica this member holds no share of. */
-  async function countMissing(): Promise<number> {
-    let missing = 0;
-    for (const ref of await secrets()) if (!(await deps.shares.get(shareLabel(ref.chainId, ref.secretId)))) missing++;
-    return missing;
+  /** The secrets of `refs` this member holds no share of. */
+  async function withoutShare(refs: SecretRef[]): Promise<SecretRef[]> {
+    const out: SecretRef[] = [];
+    for (const ref of refs) if (!(await deps.shares.get(shareLabel(ref.chainId, ref.secretId)))) out.push(ref);
+    return out;
   }
 
   /** One look at this member's status: recover while it says `recovering` (an incomplete run again after a pause). */
@@ -436,7 +421,7 @@ export function createMemberAdmin(deps: Pick<RecoveryDeps, 'state' | 'replicator
   return {
     list: () => Promise.all(membersOf(descriptor).map(viewOf)),
     async markRecovering(slotRaw) {
-      const slot = /^(0|[1-9]\d{0,2})$/.test(slotRaw) ? Number(slotRaw) : NaN;
+      const slot = MEMBER_SLOT_RE.test(slotRaw) ? Number(slotRaw) : NaN;
       const member = membersOf(descriptor).find((m) => m.slot === slot);
       if (!member) throw new AppError('BAD_REQUEST', `Invalid slot "${slotRaw.slice(0, 8)}": expected a member slot from 0 to ${descriptor.size - 1}`);
       await deps.replicator.replicate({ kind: 'memberStatus', key: String(slot), body: { slot, status: 'recovering', since: deps.clock() } satisfies MemberStatusBody });

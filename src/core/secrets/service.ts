@@ -50,7 +50,8 @@ import type { ChainHeads } from '../web3/ports.ts';
 
 /** Bytes of an ML-KEM-768 seed (d ‖ z). */
 const SEED_BYTES = 64;
-const SECRET_ID_RE = /^[1-9]\d{0,15}$/;
+/** A positive integer id as a path part or query value (a secretId, a chainId). */
+const POSITIVE_ID_RE = /^[1-9]\d{0,15}$/;
 /**
  * How long slot 0 reserves a create string's secretId for the coordinator creating it, ms: a retry of
  * the same string through another coordinator meanwhile gets 503, never a second key for one id.
@@ -142,7 +143,7 @@ export interface SecretsCapability extends SecretsService {
 
 /** Parse a positive integer secret id; 400 otherwise. */
 export function parseSecretId(raw: string): number {
-  if (!SECRET_ID_RE.test(raw) || !Number.isSafeInteger(Number(raw))) throw new AppError('BAD_REQUEST', `Invalid secretId "${raw.slice(0, 24)}": expected a positive integer`);
+  if (!POSITIVE_ID_RE.test(raw) || !Number.isSafeInteger(Number(raw))) throw new AppError('BAD_REQUEST', `Invalid secretId "${raw.slice(0, 24)}": expected a positive integer`);
   return Number(raw);
 }
 
@@ -165,6 +166,12 @@ export function resolvedOf(b: SecretBody): ResolvedSecret {
  */
 export function shareLabel(chainId: number, secretId: number): number | string {
   return chainId === WEB2_CHAIN_ID ? secretId : web3SecretLabel(chainId, secretId);
+}
+
+/** The record of a Web2 (`secret`) or Web3 (`web3Secret`) secret in `state`, or undefined. */
+export async function secretRecordOf(state: StateReader, chainId: number, secretId: number): Promise<SecretBody | Web3SecretBody | undefined> {
+  const r = chainId === WEB2_CHAIN_ID ? await state.get('secret', secretKey(secretId)) : await state.get('web3Secret', web3SecretKey(chainId, secretId));
+  return r?.body as SecretBody | Web3SecretBody | undefined;
 }
 
 /** 403 unless `principalId` may decrypt with the secret (the owner, or a delegate that is set). */
@@ -333,8 +340,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
         zeroize(have);
         // A retried create (same string, same id, new key) replaces shares of a secret that never
         // got its record; once the record exists its shares never change.
-        const recorded = chainId === WEB2_CHAIN_ID ? await getSecret(secretId) : await state.get('web3Secret', web3SecretKey(chainId, secretId));
-        if (!same && recorded) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
+        if (!same && (await secretRecordOf(state, chainId, secretId))) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
         if (same) return { stored: true };
       }
       await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)));
@@ -656,7 +662,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
 
     async retryFailure(secretIdRaw, chainIdRaw): Promise<RetryOutcome> {
       const secretId = parseSecretId(secretIdRaw);
-      if (chainIdRaw !== undefined && !/^[1-9]\d{0,15}$/.test(chainIdRaw)) throw new AppError('BAD_REQUEST', `Invalid chainId "${chainIdRaw.slice(0, 24)}": expected a positive integer`);
+      if (chainIdRaw !== undefined && !POSITIVE_ID_RE.test(chainIdRaw)) throw new AppError('BAD_REQUEST', `Invalid chainId "${chainIdRaw.slice(0, 24)}": expected a positive integer`);
       const p = await deps.pending.get(secretId, chainIdRaw === undefined ? undefined : Number(chainIdRaw));
       if (!p) throw new AppError('NOT_FOUND', `No undelivered shares for secret ${secretId}`);
       const next = await retryOnce(p);
