@@ -35,13 +35,22 @@ async function canBind(port: number, host: string): Promise<boolean> {
   });
 }
 
+/** Lowest port of the ranges {@link getFreePortRange} picks from. */
+const RANGE_LOW = 20_000;
+/**
+ * Where Linux starts handing out ephemeral ports (`ip_local_port_range`, 32768 by default): a range
+ * below it cannot be taken by the outgoing connections of a busy test run between the check and the
+ * nodes' bind.
+ */
+const EPHEMERAL_LOW = 32_768;
+
 /**
  * Find `count` consecutive free ports (for `quorumkeep cluster init --base-port`), trying random bases
- * in 20000–59999.
+ * in 20000–32767, below the ephemeral range.
  */
 export async function getFreePortRange(count: number, host = '127.0.0.1'): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    const base = RANGE_LOW + Math.floor(Math.random() * (EPHEMERAL_LOW - RANGE_LOW - count));
     let ok = true;
     for (let p = base; p < base + count && ok; p++) ok = await canBind(p, host);
     if (ok) return base;

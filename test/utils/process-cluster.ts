@@ -99,7 +99,13 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
       child.stdout!.on('data', (d: Buffer) => (outputs[i] += d.toString()));
       child.stderr!.on('data', (d: Buffer) => (outputs[i] += d.toString()));
       // Generous: five node processes start at once, and other suites may run beside them on 2 cores.
-      await waitFor(() => healthy(i), { timeoutMs: 60_000, description: `node-${i} to serve /healthz` });
+      // A node that exits instead fails the start at once, with what it printed.
+      const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`node-${i} exited with ${code} before serving /healthz:\n${outputs[i]!.slice(-2000)}`))));
+      const ready = waitFor(() => healthy(i), { timeoutMs: 60_000, description: `node-${i} to serve /healthz` });
+      // Whichever loses the race must not surface later as an unhandled rejection.
+      exited.catch(() => undefined);
+      ready.catch(() => undefined);
+      await Promise.race([ready, exited]);
     },
     async kill9(i) {
       const child = procs[i];
