@@ -45,18 +45,39 @@ export const clusterNodeEntrySchema = z.strictObject({
   httpUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
 });
 
-/** The cluster file, with every cross-field rule (slots, uniqueness, addresses) checked. */
+/** An identity replaced by `quorumkeep member replace` (see {@link RetiredIdentity}). */
+const retiredIdentitySchema = clusterNodeEntrySchema.extend({
+  epoch: z.number().int().min(1),
+  lastSeq: z.number().int().min(0),
+  retiredAt: z.number().int().min(0),
+});
+
+/** The cluster file, with every cross-field rule (slots, uniqueness, addresses, epochs) checked. */
 export const clusterFileSchema = z
   .strictObject({
     clusterId: z.string().regex(CLUSTER_ID_RE, 'must be 1-64 characters of A-Z a-z 0-9 . _ -'),
     size: z.number(),
     threshold: z.number(),
     nodes: z.array(clusterNodeEntrySchema).min(1),
+    epoch: z.number().int().min(0).optional(),
+    retired: z.array(retiredIdentitySchema).max(1024).optional(),
+    approvals: z.array(z.strictObject({ nodeAddress: z.string().regex(/^0x[0-9a-f]{40}$/), signature: z.string().regex(/^0x[0-9a-f]{130}$/) })).max(MAX_CLUSTER_SIZE).optional(),
   })
   .superRefine((file, ctx) => {
     const report = (path: PropertyKey[], message: string): void => ctx.addIssue({ code: 'custom', path, message });
     const shape = quorumShapeProblem(file.size, file.threshold);
     if (shape) return report([shape.key], shape.problem);
+
+    // Epochs (docs/operations.md, "Replace a member's identity"): each replacement retires one
+    // identity at the next epoch and carries the previous epoch's approvals; a retired identity is never reused.
+    const epoch = file.epoch ?? 0;
+    const retired = file.retired ?? [];
+    if (epoch === 0 && (retired.length > 0 || file.approvals !== undefined)) report(['epoch'], 'a file with retired identities or approvals has an epoch of 1 or more');
+    retired.forEach((r, i) => {
+      if (r.epoch > epoch || (i > 0 && r.epoch <= retired[i - 1]!.epoch)) report(['retired', i, 'epoch'], `must increase along the list and be at most the file's epoch ${epoch}`);
+      if (file.nodes.some((n) => n.nodeAddress === r.nodeAddress || n.peerId === r.peerId)) report(['retired', i], `${r.nodeAddress} is retired and cannot also be a node`);
+      if (retired.some((o, j) => j < i && (o.nodeAddress === r.nodeAddress || o.peerId === r.peerId))) report(['retired', i], `${r.nodeAddress} is retired twice`);
+    });
 
     // Member slots: exactly 0..size-1, each held once; gateways (slot null) hold none.
     const holders = new Map<number, string>();
@@ -112,6 +133,11 @@ export function parseClusterFile(json: unknown, sourceName: string): ClusterDesc
   const value = typeof json === 'string' ? parseJsonText(json, `cluster file ${sourceName}`) : json;
   const result = clusterFileSchema.safeParse(value, { error: configIssueMessage });
   if (!result.success) throw configErrorFromIssues('cluster file', result.error.issues, () => `in ${sourceName}`);
+  // A proposal (POST /admin/cluster/approve) has none yet; a file a node runs on must.
+  const epoch = result.data.epoch ?? 0;
+  if (epoch > 0 && (result.data.approvals ?? []).length === 0) {
+    throw new ConfigError(`cluster file: approvals: epoch ${epoch} needs the approvals of the previous epoch's members (quorumkeep member replace) (in ${sourceName})`);
+  }
   return result.data;
 }
 

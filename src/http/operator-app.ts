@@ -6,7 +6,8 @@
  * interface (docs/deployment.md). Like the API app it never listens: `src/node` binds it.
  *
  * With an admin token configured it also serves `GET /admin/backup` (./routes/backup.ts): a
- * consistent snapshot of the node's store for `quorumkeep backup`, behind that bearer token.
+ * consistent snapshot of the node's store for `quorumkeep backup`, behind that bearer token, and
+ * `GET /admin/cluster` / `POST /admin/cluster/approve` (./routes/membership.ts) for `quorumkeep member replace`.
  *
  * Middleware: the error responses (JSON for 404 and 405), security headers, the router. No access
  * log: a scraper polls every few seconds, and those lines would drown the node's own.
@@ -17,6 +18,8 @@ import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import { combineRouters, createBaseApp, securityHeaders, type HttpApp } from './app.ts';
 import { createBackupRouter, type BackupSource } from './routes/backup.ts';
+import { createMembershipRouter } from './routes/membership.ts';
+import type { EpochApprover } from '../core/membership/approve.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
 import type { RecoveryProgress } from '../core/secrets/recovery.ts';
 
@@ -40,6 +43,8 @@ export interface OperatorAppDeps {
   recovery?: () => RecoveryProgress;
   /** Snapshots for `GET /admin/backup`; without it (or without a token) the route is not served. */
   backup?: BackupSource;
+  /** Membership epochs for `GET /admin/cluster` and `POST /admin/cluster/approve`; without it (or a token) not served. */
+  membership?: EpochApprover;
 }
 
 /** Create the operator port's app: health, readiness, metrics (and backups with a token). Returns the app; never listens. */
@@ -49,6 +54,7 @@ export function createOperatorApp(options: OperatorAppOptions, deps: OperatorApp
   const routes = combineRouters([
     createDiscoveryRouter({ chains: options.chains, metrics: 'public' }, deps),
     token !== '' && deps.backup ? createBackupRouter({ token }, { backup: deps.backup, logger: deps.logger }) : undefined,
+    token !== '' && deps.membership ? createMembershipRouter({ token }, { approver: deps.membership, logger: deps.logger }) : undefined,
   ]);
   const app = createBaseApp(log, { trustProxy: false });
   app.use(securityHeaders);

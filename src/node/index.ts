@@ -66,6 +66,8 @@ import { memberStatusKind } from '../core/secrets/member-records.ts';
 import { createMemberAdmin, createShareRecovery, type ShareRecovery } from '../core/secrets/recovery.ts';
 import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 import { createNodeBackup } from '../backup/index.ts';
+import { membershipChangeProblem } from '../core/membership/epoch.ts';
+import { createEpochApprover } from '../core/membership/approve.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 
@@ -103,6 +105,8 @@ const OVERLOADED_RETRY_AFTER_S = 1;
 
 /** Deadline of one request on the operator port: its answers are small and local. */
 const OPERATOR_REQUEST_TIMEOUT_MS = 10_000;
+/** Store metadata key of the membership (cluster descriptor) this node last accepted. */
+const MEMBERSHIP_META = 'membership';
 
 /** argon2id work for accounts, all behind one concurrency limit and one bounded queue. */
 function accountCrypto(options: NodeConfig['accounts'], metrics: Pick<NodeMetrics, 'hashJobsShed'>): AccountCrypto {
@@ -190,6 +194,15 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     }
     const store = await openStore({ location: join(config.dataDir, 'db') });
     try {
+      // The membership this node accepted before decides whether it may run on this cluster file
+      // (src/core/membership/epoch.ts): the same identities, or one approved step further.
+      const accepted = (await store.getMeta(MEMBERSHIP_META)) as ClusterDescriptor | undefined;
+      const membershipProblem = membershipChangeProblem(accepted, descriptor);
+      if (membershipProblem) throw new Error(`cluster file ${config.clusterFile}: ${membershipProblem}`);
+      if (!accepted || (accepted.epoch ?? 0) !== (descriptor.epoch ?? 0)) {
+        await store.putMeta(MEMBERSHIP_META, descriptor);
+        if (accepted) log.warn({ epoch: descriptor.epoch, retired: descriptor.retired?.at(-1)?.nodeAddress }, 'membership epoch accepted: a replaced identity is retired');
+      }
       // The engine and the cluster need each other (and the engine calls accounts back): they reach
       // each other late, through this.
       // The enabled EVM chains (docs/web3.md): heads for Web3 signed strings, the controller's state
@@ -468,7 +481,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       usage.start();
       running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, recovery, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage] };
       if (config.operator.enabled) {
-        const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, ...(recovery ? { recovery: () => recovery.progress() } : {}) });
+        const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, membership: createEpochApprover({}, { descriptor, self: self!, versionVector: () => engine.versionVector(), signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)), clock }), ...(recovery ? { recovery: () => recovery.progress() } : {}) });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
       }
       if (config.http.enabled) {

@@ -1,10 +1,12 @@
 /**
- * `quorumkeep member status|recover` (docs/operations.md, "Lose a disk"): the operator's side of
+ * `quorumkeep member status|recover|replace` (docs/operations.md, "Lose a disk", "Replace a member's
+ * identity"; `replace` is ./member-replace.ts): the operator's side of
  * share recovery, over a coordinator's admin API (`GET /admin/members`,
  * `POST /admin/members/:slot/recover`, behind the admin bearer token).
  */
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
+import { replaceMember } from './member-replace.ts';
 
 /** Deadline of one admin call, ms. */
 const CALL_TIMEOUT_MS = 10_000;
@@ -50,7 +52,7 @@ const tokenOption = () => new Option('--token <token>', 'admin bearer token').en
 
 /** Add `member status` and `member recover` to the program (errors exit 2, through the CLI's handler). */
 export function addMemberCommands(program: Command, print: (text: string) => void): void {
-  const member = program.command('member').description("member slots: status, and recovering a member's shares after it lost its data");
+  const member = program.command('member').description("member slots: status, recovering a member's shares after it lost its data, replacing a lost identity");
   member
     .command('status')
     .description('each slot: status (active or recovering) and reachability, as a coordinator sees them')
@@ -72,5 +74,19 @@ export function addMemberCommands(program: Command, print: (text: string) => voi
       const body = z.object({ member: memberSchema }).parse(await call(options, 'POST', `/admin/members/${encodeURIComponent(options.slot)}/recover`));
       print(line(body.member));
       print('The member marks itself active when it holds every share again: watch `quorumkeep member status` (exit 0 when no slot is recovering).');
+    });
+  member
+    .command('replace')
+    .description("give a node whose keys are lost a new identity: the next membership epoch, approved by threshold members' keys")
+    .requiredOption('--cluster <file>', 'the cluster file in force')
+    .requiredOption('--node <id>', 'the node whose identity is replaced (cluster-file id)')
+    .requiredOption('--keys-dir <dir>', 'where the new keys are created (must hold none)')
+    .requiredOption('--approvers <file>', 'JSON list of approving members: [{ "url": operator URL, "token": admin token }]')
+    .requiredOption('--out <file>', "where the next epoch's cluster file is written")
+    .option('--multiaddr <ma>', 'new libp2p multiaddr of the node (default: unchanged)')
+    .option('--http-url <url>', 'new HTTP URL of the node (default: unchanged)')
+    .option('--wait <seconds>', 'keep asking members that have not caught up for this long', (v) => Number.parseInt(v, 10), 60)
+    .action(async (options: { cluster: string; node: string; keysDir: string; approvers: string; out: string; multiaddr?: string; httpUrl?: string; wait: number }) => {
+      await replaceMember(options, print);
     });
 }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
-import { isCoordinatorEntry, type ClusterDescriptor } from '../replication/ports.ts';
+import { isCoordinatorEntry, signerAt, type ClusterDescriptor } from '../replication/ports.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
 import { createEvidenceChecker, signedEvidenceSchema, type EvidenceChecker } from '../sessions/evidence.ts';
 import { fromHex, recoverAddress, sha256Hex, taggedHash, utf8 } from '../../crypto/index.ts';
@@ -62,7 +62,7 @@ const IMMUTABLE: ReadonlyArray<keyof PermitBody> = ['permitId', 'requestId', 'ac
 function requestProblem(descriptor: ClusterDescriptor, checkSignedEvidence: EvidenceChecker, b: PermitBody, atMs: number): string | undefined {
   if (sha256Hex(b.payload) !== b.payloadDigest) return 'payload digest mismatch';
   const by = b.requestedBy;
-  const node = by && descriptor.nodes.find((n) => n.nodeAddress === by.nodeAddress);
+  const node = by && signerAt(descriptor, by.nodeAddress, b.createdAt);
   if (!by || !node || !isCoordinatorEntry(node)) return 'permit not requested by a coordinator';
   if (recoverAddress(fromHex(by.signature.slice(2)), permitRequestDigest(descriptor.clusterId, b)) !== by.nodeAddress) return 'bad request signature';
   if (b.action === 'rotate') return b.auth ? 'rotate carries no session string' : undefined;

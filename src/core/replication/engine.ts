@@ -178,7 +178,10 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const graceMs = options.quorumGraceMs ?? 100;
   const maxBatch = options.maxBatchRecords ?? 2000;
   const maxSkewMs = options.maxClockSkewMs ?? 60_000;
-  const nodesByAddress = new Map<string, { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean }>();
+  // Current nodes, and retired identities (src/core/membership/epoch.ts) up to the last seq of their
+  // log: a node catching up still gets what they wrote, and a lost or stolen key writes nothing new.
+  const nodesByAddress = new Map<string, { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean; lastSeq?: number }>();
+  for (const n of descriptor.retired ?? []) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: fromHex(n.signingPublicKey), coordinator: isCoordinatorEntry(n), lastSeq: n.lastSeq });
   for (const n of descriptor.nodes) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: fromHex(n.signingPublicKey), coordinator: isCoordinatorEntry(n) });
   const otherMembers = membersOf(descriptor).filter((m) => m.id !== self.id);
   const hlc: HlcClock = createHlcClock(deps.clock, [0, 0], maxSkewMs);
@@ -271,6 +274,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     if (!Array.isArray(h) || h.length !== 2 || !Number.isSafeInteger(h[0]) || !Number.isSafeInteger(h[1]) || h[0] < 0 || h[1] < 0) return refuse('bad hlc');
     const node = nodesByAddress.get(origin);
     if (!node) return refuse('unknown origin');
+    if (node.lastSeq !== undefined && seq > node.lastSeq) return refuse('retired origin');
     const kind = kinds.get(r.kind);
     if (!kind) return refuse('unknown kind');
     if (!mayWrite(kind, node)) return refuse('origin may not write this kind');

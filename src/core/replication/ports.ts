@@ -25,12 +25,47 @@ export interface ClusterNodeEntry {
   httpUrl?: string;
 }
 
+/**
+ * An identity a node held until `quorumkeep member replace` gave it a new one (docs/operations.md,
+ * "Replace a member's identity"): its records up to `lastSeq` stay valid, nothing newer is accepted,
+ * and its libp2p peer id is no longer let in.
+ */
+export interface RetiredIdentity extends ClusterNodeEntry {
+  /** The cluster-file epoch that retired it. */
+  epoch: number;
+  /** Highest seq of its records that stays valid: the log it wrote before it was lost. */
+  lastSeq: number;
+  /** When it was retired, Unix ms: what it signed before then (quorum proofs, requests) still counts. */
+  retiredAt: number;
+}
+
+/** A member's signature over a cluster file's epoch digest (src/config/membership-epoch.ts). */
+export interface EpochApproval {
+  nodeAddress: string;
+  /** 0x + r ‖ s ‖ v, hex. */
+  signature: string;
+}
+
 /** The static cluster description (ARCHITECTURE.md, Processes and roles). */
 export interface ClusterDescriptor {
   clusterId: string;
   size: number;
   threshold: number;
   nodes: ClusterNodeEntry[];
+  /** Membership epoch: 0 (or absent) as `cluster init` wrote it, +1 per identity replacement. */
+  epoch?: number;
+  /** Identities replaced so far, oldest first. */
+  retired?: RetiredIdentity[];
+  /** `threshold` members of the previous epoch approving this one (present when `epoch` > 0). */
+  approvals?: EpochApproval[];
+}
+
+/**
+ * The node that signs as `nodeAddress` for something made at `atMs`: a current node, or an identity
+ * retired after `atMs` (its earlier quorum proofs and requests stay valid; docs/security.md).
+ */
+export function signerAt(c: ClusterDescriptor, nodeAddress: string, atMs: number): ClusterNodeEntry | undefined {
+  return c.nodes.find((n) => n.nodeAddress === nodeAddress) ?? c.retired?.find((r) => r.nodeAddress === nodeAddress && atMs < r.retiredAt);
 }
 
 /** Members only (entries with a slot), ordered by slot. */

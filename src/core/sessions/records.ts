@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
-import { membersOf, type ClusterDescriptor } from '../replication/ports.ts';
+import { signerAt, type ClusterDescriptor } from '../replication/ports.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import { fromHex, recoverAddress, taggedHash, toHex, utf8 } from '../../crypto/index.ts';
 
@@ -49,11 +49,11 @@ export type SessionBody = z.infer<typeof sessionBodySchema>;
 
 /** Reason a grant list is not a valid quorum proof for `g`, or undefined when it is. */
 export function checkQuorumProof(descriptor: ClusterDescriptor, g: SessionGrant, grants: ReadonlyArray<{ nodeAddress: string; signature: string }>): string | undefined {
-  const members = new Set(membersOf(descriptor).map((m) => m.nodeAddress));
   const digest = sessionGrantDigest(descriptor.clusterId, g);
   const valid = new Set<string>();
   for (const grant of grants) {
-    if (!members.has(grant.nodeAddress) || valid.has(grant.nodeAddress)) continue;
+    // A member now, or an identity retired after the session was issued (its grant was good then).
+    if (valid.has(grant.nodeAddress) || typeof signerAt(descriptor, grant.nodeAddress, g.issuedAt)?.slot !== 'number') continue;
     if (recoverAddress(fromHex(grant.signature.slice(2)), digest) === grant.nodeAddress) valid.add(grant.nodeAddress);
   }
   return valid.size >= descriptor.threshold ? undefined : `quorum proof has ${valid.size} valid grants, ${descriptor.threshold} needed`;
