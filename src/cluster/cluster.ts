@@ -156,6 +156,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     allowedPeers: new Set(descriptor.nodes.map((n) => n.peerId)),
     blockedPeers: deps.blockedPeers,
     ...(deps.silencedPeers ? { silencedPeers: deps.silencedPeers } : {}),
+    onStrangerRefused: () => deps.metrics.peersRefused.inc(),
   });
   const livenessIntervalMs = options.livenessIntervalMs ?? 300;
   const livenessTimeoutMs = options.livenessTimeoutMs ?? 1200;

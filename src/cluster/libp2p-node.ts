@@ -29,6 +29,8 @@ export interface Libp2pNodeOptions {
    * nothing (fault injection: a silent partition — packets dropped, nothing hung up).
    */
   silencedPeers?: ReadonlySet<string>;
+  /** Called for each connection refused because its peer is not in `allowedPeers`. @default none */
+  onStrangerRefused?: (peerId: string) => void;
 }
 
 /** Create (not start) the libp2p node. */
@@ -36,6 +38,13 @@ export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<Clus
   const deny = (peerId: PeerId): boolean => {
     const id = peerId.toString();
     return !options.allowedPeers.has(id) || options.blockedPeers.has(id) || options.silencedPeers?.has(id) === true;
+  };
+  const denyInbound = (peerId: PeerId): boolean => {
+    if (!options.allowedPeers.has(peerId.toString())) {
+      options.onStrangerRefused?.(peerId.toString());
+      return true;
+    }
+    return deny(peerId);
   };
   return createLibp2p({
     start: false,
@@ -48,7 +57,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<Clus
       // Cluster peers are on private and loopback addresses; the default gater would refuse those.
       denyDialMultiaddr: () => false,
       denyDialPeer: deny,
-      denyInboundEncryptedConnection: deny,
+      denyInboundEncryptedConnection: denyInbound,
       denyOutboundEncryptedConnection: deny,
     },
     connectionManager: {

@@ -21,6 +21,8 @@ export interface NodeMetrics {
   recordsRejected: Counter<'reason'>;
   /** Members currently reachable (self included when a member). */
   connectedMembers: Gauge;
+  /** Connections refused because the peer is not in the cluster file (a stranger, or a retired identity). */
+  peersRefused: Counter;
   /** Permits this node applied (pending → consumed in its replica), by action: once per permit per node. */
   permitsApplied: Counter<'action'>;
   /** `grant`/`shard` requests refused because this member could not catch up with the requester in time. */
@@ -119,6 +121,11 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
   const connectedMembers = new Gauge({
     name: 'quorumkeep_cluster_reachable_members',
     help: 'Members currently reachable from this node (self included when a member)',
+    registers: [registry],
+  });
+  const peersRefused = new Counter({
+    name: 'quorumkeep_peer_connections_refused_total',
+    help: 'libp2p connections refused because the peer is not in the cluster file (a stranger, or an identity retired by member replace)',
     registers: [registry],
   });
   const catchUpRefusals = new Counter({
@@ -256,6 +263,7 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     recordsApplied,
     recordsRejected,
     connectedMembers,
+    peersRefused,
     render: () => registry.metrics(),
     contentType: registry.contentType,
   };

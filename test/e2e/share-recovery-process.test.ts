@@ -10,8 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from 'quorumkeep/testing';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 import { runCli, startProcessCluster } from '../utils/process-cluster.ts';
-import { outboxPrincipalWithSession } from '../utils/process-web2.ts';
-import { getJson, postJson } from '../utils/http.ts';
+import { openSealed, outboxPrincipalWithSession, sealSecrets } from '../utils/process-web2.ts';
+import { getJson } from '../utils/http.ts';
 
 const stack = cleanupStack();
 afterEach(() => stack.run());
@@ -27,16 +27,8 @@ describe('a member process that lost its disk (real CLI, kill -9)', () => {
     const A = pc.urls[0]!;
     await waitFor(async () => (await getJson<{ cluster: { reachable: number } }>(`${A}/healthz`)).body.cluster.reachable === 5, { timeoutMs: 20_000 });
     const alice = await outboxPrincipalWithSession(pc, A, 'alice');
-    const sealed: Array<{ id: number; cifer: string; encryptedMessage: string }> = [];
-    for (let i = 0; i < SECRETS; i++) {
-      const created = await postJson<{ secretId: number; status: string }>(`${A}/web2/secret`, alice.signed(0, undefined, Date.now() + i));
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      // Every member holds its share before the disk goes.
-      expect(created.body.status).toBe('complete');
-      const enc = await postJson<{ cifer: string; encryptedMessage: string }>(`${A}/encrypt-payload`, alice.signed(created.body.secretId, `secret ${i}`));
-      expect(enc.status).toBe(200);
-      sealed.push({ id: created.body.secretId, ...enc.body });
-    }
+    // Every member holds its share before the disk goes.
+    const sealed = await sealSecrets(A, alice, SECRETS);
 
     await pc.kill9(LOST);
     const data = pc.dataDir(LOST);
@@ -53,10 +45,6 @@ describe('a member process that lost its disk (real CLI, kill -9)', () => {
 
     await pc.stop(2);
     await pc.stop(4);
-    for (const [i, s] of sealed.entries()) {
-      const dec = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { cifer: s.cifer, ...alice.signed(s.id, s.encryptedMessage) });
-      expect(dec.status, JSON.stringify(dec.body)).toBe(200);
-      expect(dec.body.decryptedMessage).toBe(`secret ${i}`);
-    }
+    expect(await openSealed(A, alice, sealed)).toEqual(sealed.map((s) => ({ status: 200, plaintext: s.plaintext })));
   }, 180_000);
 });

@@ -27,6 +27,8 @@ export interface ProcessCluster {
   urls: string[];
   /** Admin bearer token of each node (cluster init gives every coordinator its own). */
   adminTokens: string[];
+  /** Base URL of each node's operator port (health, metrics, backups, membership). */
+  operatorUrls: string[];
   start(i: number): Promise<void>;
   /** SIGKILL: no shutdown code runs. */
   kill9(i: number): Promise<void>;
@@ -90,6 +92,7 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
     dir,
     urls,
     adminTokens,
+    operatorUrls: configs.map((config) => `http://127.0.0.1:${(config as { operator: { port: number } }).operator.port}`),
     async start(i) {
       const child = spawn(process.execPath, ['src/main.ts', 'start', '--config', configPath(i), '--log-level', 'warn'], {
         cwd: REPO,

@@ -80,3 +80,35 @@ export async function outboxPrincipalWithSession(pc: ProcessCluster, url: string
   await openSession(url, p);
   return p;
 }
+
+/** A secret created through the API with one payload sealed under it. */
+export interface SealedSecret {
+  id: number;
+  cifer: string;
+  encryptedMessage: string;
+  plaintext: string;
+}
+
+/** Create `count` secrets for `p` on the coordinator at `url` (each held by every member) and seal one payload under each. */
+export async function sealSecrets(url: string, p: Principal, count: number): Promise<SealedSecret[]> {
+  const sealed: SealedSecret[] = [];
+  for (let i = 0; i < count; i++) {
+    const created = await postJson<{ secretId: number; status: string }>(`${url}/web2/secret`, p.signed(0, undefined, Date.now() + i));
+    if (created.status !== 201 || created.body.status !== 'complete') throw new Error(`create secret: ${created.status} ${JSON.stringify(created.body)}`);
+    const plaintext = `secret ${i}`;
+    const enc = await postJson<{ cifer: string; encryptedMessage: string }>(`${url}/encrypt-payload`, p.signed(created.body.secretId, plaintext));
+    if (enc.status !== 200) throw new Error(`encrypt: ${enc.status} ${JSON.stringify(enc.body)}`);
+    sealed.push({ id: created.body.secretId, plaintext, ...enc.body });
+  }
+  return sealed;
+}
+
+/** Decrypt each sealed payload on the coordinator at `url`: its HTTP status and plaintext, in order. */
+export async function openSealed(url: string, p: Principal, sealed: readonly SealedSecret[]): Promise<Array<{ status: number; plaintext: string | undefined }>> {
+  const out: Array<{ status: number; plaintext: string | undefined }> = [];
+  for (const s of sealed) {
+    const dec = await postJson<{ decryptedMessage?: string }>(`${url}/decrypt-payload`, { cifer: s.cifer, ...p.signed(s.id, s.encryptedMessage) });
+    out.push({ status: dec.status, plaintext: dec.body.decryptedMessage });
+  }
+  return out;
+}
