@@ -133,7 +133,8 @@ describe('GET /web2/confirm', () => {
     expectApiError(await decrypt(B, carol, secretId, sealed), 403, 'FORBIDDEN');
     // The first permit, confirmed again, re-applies nothing: the delegate stays removed.
     expectConsumed(await confirm(B, set), 'delegate', { secretId, delegatePrincipalId: carol.principalId });
-    await new Promise((r) => setTimeout(r, 200));
+    // Whatever that confirmation wrote has reached every member once they converge.
+    await cluster.waitForConvergence();
     await secretOnEveryMember(cluster, secretId, (b) => b.delegatePrincipalId === null);
   });
 
@@ -158,7 +159,8 @@ describe('GET /web2/confirm', () => {
     for (const r of results) expectConsumed(r, 'delegate', { secretId, delegatePrincipalId: carol.principalId });
     expect(Math.min(...heldAtAnswer)).toBeGreaterThanOrEqual(3);
     await onEveryMember(cluster, 'permit', link.permitId, (b) => b.status === 'consumed');
-    await new Promise((r) => setTimeout(r, 300));
+    // Every record any of the 20 clicks wrote has reached every member once they converge.
+    await cluster.waitForConvergence();
     expect(await appliedOnMembers(cluster)).toEqual(before.map((n) => n + 1));
     // One consumption was written, not one per coordinator: two records (the permit and the secret) in every log.
     expect(await Promise.all(cluster.members.map((m) => m.countRecords()))).toEqual(logged.map((n) => n + 2));

@@ -59,8 +59,8 @@ describe('confirmation while members are down', () => {
 
     await Promise.all([cluster.restartMember(3), cluster.restartMember(4)]);
     for (const slot of [3, 4]) await expectAppliedOnce(slot, link, secretId, bob.principalId);
-    // Redelivery and catch-up keep running; nothing is applied twice.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Redelivery and catch-up keep running; nothing is applied twice once every member has converged.
+    await cluster.waitForConvergence();
     for (const slot of [3, 4]) expect(await appliedPermits(cluster.members[slot]!)).toBe(1);
   });
 

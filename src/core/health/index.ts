@@ -74,6 +74,6 @@ export function clusterHealthOf(view: MembershipView, equivocators: ReadonlyArra
     slot0Reachable: view.isReachable(0),
     status: reachable >= d.threshold ? 'ok' : 'degraded',
     clusterMap,
-    equivocating: equivocators.map((e) => ({ nodeAddress: e.origin, nodeId: d.nodes.find((n) => n.nodeAddress === e.origin)?.id, seq: e.seq, since: new Date(e.at).toISOString() })),
+    equivocating: equivocators.map((e) => ({ nodeAddress: e.origin, nodeId: (d.nodes.find((n) => n.nodeAddress === e.origin) ?? d.retired?.find((r) => r.nodeAddress === e.origin))?.id, seq: e.seq, since: new Date(e.at).toISOString() })),
   };
 }
