@@ -1,5 +1,5 @@
 /**
- * The `quorumkeep` CLI: parse arguments → load config → create node → handle signals (STYLE.md, Layout).
+ * The `quorumkeep` CLI: parse arguments → load config → create node → handle signals (CONTRIBUTING.md, "Where things live").
  *
  * Exit codes: 0 success (and `status`: cluster ok); 1 `status`: cluster degraded, or a failed shutdown;
  * 2 bad usage, bad config, a failed start, a refused backup or restore (or a damaged archive), or
@@ -191,7 +191,7 @@ function printConfig(options: OverrideOptions): void {
   printLine(JSON.stringify(redactConfig(config), null, 2));
 }
 
-/** The part of `GET /healthz` (API.md) that `status` shows; other fields are ignored. */
+/** The part of `GET /healthz` (docs/http.md) that `status` shows; other fields are ignored. */
 const healthAnswerSchema = z.object({
   status: z.enum(['ok', 'degraded']),
   cluster: z.object({

@@ -1,7 +1,7 @@
 /**
  * The cluster: membership, the `apply`, `sync`, `create` and `ping` protocols, gossip, and the
  * maintenance loop that keeps a connection to every node of the cluster file and catches up on every
- * (re)connection and periodically (ARCHITECTURE.md, Network and Replicated state).
+ * (re)connection and periodically (docs/architecture.md, "Network", "Records" and "Sync (catch-up)").
  *
  * Implements the core's PeerTransport and MembershipView ports; nothing outside this folder sees a
  * libp2p type.
@@ -130,6 +130,8 @@ interface Peer {
 
 /** Cap on one coalesced apply message's wait; each caller's own deadline is enforced separately. */
 const APPLY_BATCH_DEADLINE_MS = 30_000;
+/** Longest a sync waits for the sync with another peer before it (see takeSyncTurn). */
+const SYNC_TURN_WAIT_MS = 1_000;
 
 /** Create the cluster (not started). */
 export async function createCluster(options: ClusterOptions, deps: ClusterDeps): Promise<Cluster> {
@@ -327,8 +329,33 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   // ---- sync (requester side) -----------------------------------------------------------------
 
+  /**
+   * Syncs with several peers at once would each bring every missing record, and a member far behind
+   * would receive (and decode) each several times: they take turns. Each waits for the one before it
+   * at most {@link SYNC_TURN_WAIT_MS}, so a slow or withholding peer cannot hold catch-up back.
+   */
+  let syncTurn: Promise<void> = Promise.resolve();
+  async function takeSyncTurn(): Promise<() => void> {
+    const previous = syncTurn;
+    let release!: () => void;
+    syncTurn = new Promise<void>((resolve) => (release = resolve));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([previous, new Promise<void>((resolve) => (timer = setTimeout(resolve, SYNC_TURN_WAIT_MS)))]);
+    clearTimeout(timer);
+    return release;
+  }
+
   async function runSync(p: Peer): Promise<SyncResult> {
     if (silenced(p)) throw new Error('peer silenced (fault injection)');
+    const release = await takeSyncTurn();
+    try {
+      return await runSyncTurn(p);
+    } finally {
+      release();
+    }
+  }
+
+  async function runSyncTurn(p: Peer): Promise<SyncResult> {
     const started = performance.now();
     const abort = new AbortController();
     p.syncAbort = abort;

@@ -1,5 +1,5 @@
 /**
- * Node keys (ARCHITECTURE.md, Keys and crypto): an Ed25519 libp2p identity, a secp256k1 signing key
+ * Node keys (docs/architecture.md, "Keys and crypto"): an Ed25519 libp2p identity, a secp256k1 signing key
  * (its address is the node's `nodeAddress`) and a 32-byte storage key that encrypts shards at rest.
  * Stored in the keys directory with mode 0600, created on first start when absent.
  */

@@ -1,7 +1,7 @@
 /**
  * libp2p wiring, in one place so that moving to the next libp2p major is a change of one file:
  * tcp, noise, yamux, identify, gossipsub, and a connection gater that admits only the cluster
- * file's peers (ARCHITECTURE.md, Network).
+ * file's peers (docs/architecture.md, "Network").
  */
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { tcp } from '@libp2p/tcp';

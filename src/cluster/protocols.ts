@@ -1,5 +1,5 @@
 /**
- * Versioned protocol ids and the gossip topic (ARCHITECTURE.md, Network).
+ * Versioned protocol ids and the gossip topic (docs/architecture.md, "Network").
  */
 
 /** Protocol ids; a breaking wire change gets a new version, never an edited one. */

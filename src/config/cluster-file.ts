@@ -1,6 +1,6 @@
 /**
- * The cluster file: the static membership every node of a cluster shares (ARCHITECTURE.md, Processes
- * and roles) — `clusterId`, `size`, `threshold` and one entry per node. `quorumkeep cluster init`
+ * The cluster file: the static membership every node of a cluster shares (docs/configuration.md, "The
+ * cluster file") — `clusterId`, `size`, `threshold` and one entry per node. `quorumkeep cluster init`
  * writes it; every node loads it at start, together with its own config ({@link loadNodeSetup}).
  */
 import { open, rename, rm, writeFile } from 'node:fs/promises';
@@ -17,7 +17,7 @@ export const MAX_CLUSTER_SIZE = 64;
 
 /**
  * Why `size`/`threshold` cannot form a cluster, or undefined when they can. The threshold must exceed
- * size/2 so that any two quorums share a member (ARCHITECTURE.md, Processes and roles).
+ * size/2 so that any two quorums share a member (docs/configuration.md, "The cluster file").
  */
 export function quorumShapeProblem(size: number, threshold: number): { key: 'size' | 'threshold'; problem: string } | undefined {
   if (!Number.isInteger(size) || size < 1 || size > MAX_CLUSTER_SIZE) {
@@ -130,14 +130,23 @@ export const clusterFileSchema = z
  * @param sourceName where the content came from, for messages (usually the file's path)
  */
 export function parseClusterFile(json: unknown, sourceName: string): ClusterDescriptor {
+  const descriptor = parseClusterProposal(json, sourceName);
+  // A proposal (POST /admin/cluster/approve) has none yet; a file a node runs on must.
+  const epoch = descriptor.epoch ?? 0;
+  if (epoch > 0 && (descriptor.approvals ?? []).length === 0) {
+    throw new ConfigError(`cluster file: approvals: epoch ${epoch} needs the approvals of the previous epoch's members (quorumkeep member replace) (in ${sourceName})`);
+  }
+  return descriptor;
+}
+
+/**
+ * Validate a proposed next epoch (`quorumkeep member replace`, `POST /admin/cluster/approve`): every
+ * rule of {@link parseClusterFile} but the approvals, which it has not collected yet.
+ */
+export function parseClusterProposal(json: unknown, sourceName: string): ClusterDescriptor {
   const value = typeof json === 'string' ? parseJsonText(json, `cluster file ${sourceName}`) : json;
   const result = clusterFileSchema.safeParse(value, { error: configIssueMessage });
   if (!result.success) throw configErrorFromIssues('cluster file', result.error.issues, () => `in ${sourceName}`);
-  // A proposal (POST /admin/cluster/approve) has none yet; a file a node runs on must.
-  const epoch = result.data.epoch ?? 0;
-  if (epoch > 0 && (result.data.approvals ?? []).length === 0) {
-    throw new ConfigError(`cluster file: approvals: epoch ${epoch} needs the approvals of the previous epoch's members (quorumkeep member replace) (in ${sourceName})`);
-  }
   return result.data;
 }
 

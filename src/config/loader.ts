@@ -1,5 +1,5 @@
 /**
- * Config loading (STYLE.md rule 8; ARCHITECTURE.md, Operations): defaults ← file ← env (`QK_*`) ←
+ * Config loading (CONTRIBUTING.md rule 8; docs/configuration.md, "How the config is assembled"): defaults ← file ← env (`QK_*`) ←
  * flags, validated in one pass by {@link nodeConfigSchema}, paths made absolute, then deep-frozen.
  *
  * Every failure is a {@link ConfigError} whose message is one line naming the bad key and where its

@@ -1,5 +1,5 @@
 /**
- * The printable view of a config (STYLE.md rule 8): secrets replaced, everything else as loaded.
+ * The printable view of a config (CONTRIBUTING.md rule 8): secrets replaced, everything else as loaded.
  */
 import { SECRET_CONFIG_PATHS, type NodeConfig } from './schema.ts';
 

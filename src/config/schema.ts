@@ -1,5 +1,5 @@
 /**
- * Node configuration: every option, its type and default, validated in one pass (STYLE.md rule 8).
+ * Node configuration: every option, its type and default, validated in one pass (CONTRIBUTING.md rule 8).
  * Unknown keys are errors (`strict`), so a typo never silently falls back to a default.
  */
 import { z } from 'zod';
@@ -20,7 +20,7 @@ function urlWithScheme(schemes: readonly string[]) {
 }
 
 /**
- * An EVM chain the node serves Web3 secrets on (ARCHITECTURE.md, Chains; docs/web3.md § "Chain
+ * An EVM chain the node serves Web3 secrets on (docs/web3.md § "Chain
  * client"). Every member reads the chain itself; one member per chain and cluster is the `syncer`.
  */
 export const chainSchema = z.strictObject({
@@ -216,7 +216,7 @@ export const adminSchema = z.strictObject({
 
 export const accountsSchema = z.strictObject({
   /**
-   * OTP lifetime, ms (API.md: 10 minutes); also the window of the guess budget (5 wrong guesses per
+   * OTP lifetime, ms (docs/http.md, Web2 accounts: 10 minutes); also the window of the guess budget (5 wrong guesses per
    * account and purpose in any such window, however many codes were sent). @default 600000
    */
   otpTtlMs: z.number().int().positive().default(600_000),
@@ -248,7 +248,7 @@ export const sessionsSchema = z.strictObject({
 });
 
 export const permitsSchema = z.strictObject({
-  /** Permit lifetime, ms (PERMITS.md: 15 minutes). @default 900000 */
+  /** Permit lifetime, ms (docs/permits.md, "Idempotency and expiry": 15 minutes). @default 900000 */
   ttlMs: z.number().int().positive().default(900_000),
   /**
    * How GET /web2/confirm behaves in a browser: `link` consumes the permit on the GET (the emailed
@@ -258,7 +258,7 @@ export const permitsSchema = z.strictObject({
   confirmMode: z.enum(['link', 'button']).default('link'),
   /**
    * Accept the legacy transfer/delegate request (4-part data, payload as an object, no requestId) for
-   * migration; its requestId is derived from the signed data. Off: it is a 400 (PERMITS.md). @default false
+   * migration; its requestId is derived from the signed data. Off: it is a 400 (docs/permits.md). @default false
    */
   acceptLegacy: z.boolean().default(false),
   /** While a consumed permit has not reached every member, how often it is delivered again, ms. @default 2000 */
@@ -268,7 +268,7 @@ export const permitsSchema = z.strictObject({
 export const filesSchema = z.strictObject({
   /** Folder of upload spools and job results (sealed spools, `.cifer` ZIPs). @default "<dataDir>/files" */
   dir: z.string().default(''),
-  /** Largest file accepted by POST /encrypt-file, bytes (API.md: 1 GiB). @default 1073741824 */
+  /** Largest file accepted by POST /encrypt-file, bytes (docs/http.md, Files and jobs: 1 GiB). @default 1073741824 */
   maxFileBytes: z.number().int().positive().default(1024 * 1024 * 1024),
   /** Plaintext bytes per encrypted chunk (`chunkSize` of a `.cifer`), 1 byte to 64 MiB. @default 1048576 */
   chunkBytes: z.number().int().positive().max(64 * 1024 * 1024).default(1024 * 1024),

@@ -1,5 +1,5 @@
 /**
- * The mail port capabilities use (STYLE.md, Layout: `mail/` implements ports that `core` declares).
+ * The mail port capabilities use (CONTRIBUTING.md, "Where things live": `mail/` implements ports that `core` declares).
  */
 
 /** One message to send; both parts come from the mail module's templates. */

@@ -2,7 +2,7 @@
  * AES-256-GCM, the one AEAD of quorumkeep (payload envelopes, sealed boxes, shares at rest), and the
  * at-rest box: a member keeps its Shamir share encrypted under its 32-byte node storage key, bound to
  * the secretId and slot as associated data, so a share copied to another record or slot never opens
- * (ARCHITECTURE.md, Keys and crypto).
+ * (docs/architecture.md, Keys and crypto).
  */
 import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
 

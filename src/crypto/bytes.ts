@@ -1,6 +1,6 @@
 /**
  * Byte helpers: hex/base64 codecs, constant-time comparison, zeroing and the injectable randomness
- * source (STYLE.md rule 10).
+ * source (CONTRIBUTING.md rule 10).
  */
 import { randomBytes as nodeRandomBytes, timingSafeEqual, createHash } from 'node:crypto';
 

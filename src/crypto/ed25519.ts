@@ -1,6 +1,6 @@
 /**
  * Ed25519 (RFC 8032) signatures of principals. Verification runs on node:crypto (OpenSSL, ~10× faster
- * than JavaScript); @noble/curves is the reference and the fallback (ARCHITECTURE.md, Keys and crypto).
+ * than JavaScript); @noble/curves is the reference and the fallback (docs/architecture.md, Keys and crypto).
  *
  * Both paths apply the same strict rules, so they agree:
  * - public key: 64 lowercase hex chars, canonical y (< p), not one of the 8 small-order points

@@ -1,6 +1,6 @@
 /**
  * EIP-191 version 0x45 (`personal_sign`): how wallets sign the `data` strings of the API
- * (ARCHITECTURE.md, Keys and crypto). Digest = keccak-256("\x19Ethereum Signed Message:\n" ‖ decimal
+ * (docs/architecture.md, Keys and crypto). Digest = keccak-256("\x19Ethereum Signed Message:\n" ‖ decimal
  * UTF-8 byte length ‖ message). Recovery runs on libsecp256k1 (native binding) with @noble/curves as
  * the fallback, through {@link recoverAddress}; the tests cross-check both against viem.
  */

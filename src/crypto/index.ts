@@ -1,4 +1,4 @@
-/** Pure crypto functions on Uint8Array (STYLE.md rule 10). The only importer of @noble/*. */
+/** Pure crypto functions on Uint8Array (CONTRIBUTING.md rule 10). The only importer of @noble/*. */
 export * from './bytes.ts';
 export * from './hash.ts';
 export * from './secp256k1.ts';

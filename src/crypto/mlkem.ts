@@ -1,6 +1,6 @@
 /**
  * ML-KEM-768 (FIPS 203) key pairs derived from 64-byte seeds: a secret's seed is what Shamir splits,
- * its public key is the record's `publicKeyCid` (ARCHITECTURE.md, Keys and crypto).
+ * its public key is the record's `publicKeyCid` (docs/architecture.md, Keys and crypto).
  *
  * The hot path is node:crypto (OpenSSL 3.5, Node ≥ 24.7), about 15× faster than JavaScript;
  * {@link mlkemNoble} (@noble/post-quantum) is the reference the tests cross-check it against.

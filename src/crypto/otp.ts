@@ -1,7 +1,7 @@
 /**
  * One-time passwords (6 digits, mailed to users) and one-time tokens (links, API handshakes).
  *
- * Both are stored only as hashes and compared in constant time (ARCHITECTURE.md, Keys and crypto).
+ * Both are stored only as hashes and compared in constant time (docs/architecture.md, Keys and crypto).
  * They need different hashes: a 6-digit OTP has ~20 bits of entropy, so a fast hash of it is
  * reversed by enumeration — it gets argon2id; a token has ≥ 128 bits, so SHA-256 suffices and keeps
  * lookups cheap. Every hash is bound to a context (purpose and principal, chosen by the caller, e.g.

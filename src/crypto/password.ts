@@ -1,6 +1,6 @@
 /**
  * Password hashing with argon2id (node:crypto, asynchronous on libuv's threadpool), stored as PHC
- * strings so the parameters travel with the hash and can be raised later (ARCHITECTURE.md, Keys and
+ * strings so the parameters travel with the hash and can be raised later (docs/architecture.md, Keys and
  * crypto: "Passwords").
  *
  * PHC format: `$argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<hash>`, salt and hash in standard

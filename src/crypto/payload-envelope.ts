@@ -1,5 +1,5 @@
 /**
- * The payload envelope of /encrypt-payload and /decrypt-payload (API.md, Payload encryption):
+ * The payload envelope of /encrypt-payload and /decrypt-payload (docs/http.md, Payload encryption):
  * `cifer` = ML-KEM-768 ciphertext (1088) ‖ AES-256-GCM tag (16) = 1104 bytes; `encryptedMessage` =
  * the GCM ciphertext, as long as the plaintext, with no associated data. The GCM key and nonce are
  * the 44 bytes of HKDF-SHA256(sharedSecret, empty salt, "quorumkeep/payload/v1"). A fixed nonce is

@@ -1,6 +1,6 @@
 /**
  * Sealed boxes (ECIES) to a node's secp256k1 key: shares travel encrypted to the receiving node's key,
- * and deliveries still pending are stored sealed (ARCHITECTURE.md, Keys and crypto).
+ * and deliveries still pending are stored sealed (docs/architecture.md, Keys and crypto).
  *
  * Box = ephemeral public key (33, compressed) ‖ nonce (12) ‖ AES-256-GCM ciphertext ‖ tag (16).
  * Key = HKDF-SHA256(x-coordinate of the ECDH point, salt = ephemeral key ‖ recipient key (both

@@ -1,5 +1,5 @@
 /**
- * Shamir secret sharing of a secret's 64-byte seed, threshold-of-size (ARCHITECTURE.md, Keys and
+ * Shamir secret sharing of a secret's 64-byte seed, threshold-of-size (docs/architecture.md, Keys and
  * crypto), over `shamir-secret-sharing` (Privy; audited by Cure53 and Zellic; GF(2^8)).
  *
  * A share is `y-bytes ‖ x`: as long as the secret plus one byte, its last byte the non-zero

@@ -1,5 +1,5 @@
 /**
- * The error hierarchy and its one map to HTTP status (STYLE.md rule 7).
+ * The error hierarchy and its one map to HTTP status (CONTRIBUTING.md rule 7).
  *
  * Every failure a user can cause or observe is an {@link AppError} with a code from the closed set
  * {@link ERROR_CODES}. The HTTP layer maps code → status with {@link httpStatusOf}; nothing matches

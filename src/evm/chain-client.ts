@@ -1,5 +1,5 @@
 /**
- * One EVM chain as the node sees it (ARCHITECTURE.md, Chains; docs/web3.md § "Chain client"): the
+ * One EVM chain as the node sees it (docs/web3.md § "Chain client"): the
  * head block (cached for at most a block time), the secrets controller's state of a secret, its
  * events (followed in confirmed, bounded ranges) and the one transaction the cluster sends,
  * `markSecretSynced`. Every RPC call has a timeout and bounded retries with backoff and jitter; what
@@ -44,7 +44,7 @@ export const DEFAULT_RPC_BACKOFF_MS = 250;
 export const DEFAULT_RPC_BACKOFF_MAX_MS = 2000;
 /** Default wait for a sent transaction's receipt, ms. */
 export const DEFAULT_RECEIPT_TIMEOUT_MS = 120_000;
-/** The freshness rule of Web3 signed strings: a signed block may be this old, in ms of blocks (API.md). */
+/** The freshness rule of Web3 signed strings: a signed block may be this old, in ms of blocks (docs/web3.md, What is built). */
 const FRESHNESS_MS = 600_000;
 /** `markSecretSynced` re-sent at most this many times after a nonce conflict. */
 const NONCE_RETRIES = 5;

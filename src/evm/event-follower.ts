@@ -1,5 +1,5 @@
 /**
- * Following the secrets controller's events (ARCHITECTURE.md, Chains; docs/web3.md § "Event
+ * Following the secrets controller's events (docs/web3.md § "Event
  * following"): poll the head, read the logs of the next bounded block range that is `confirmations`
  * deep, hand them to the caller in block and log order, and move on only once the caller's handler
  * resolved — the caller saves its cursor there, so a crash re-delivers a range, never skips one.

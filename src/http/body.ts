@@ -1,5 +1,5 @@
 /**
- * JSON request bodies (API.md, Conventions: JSON, `Content-Type: application/json`, at most 1 MiB).
+ * JSON request bodies (docs/http.md, "Request bodies": JSON, `Content-Type: application/json`, at most 1 MiB).
  *
  * Small on purpose: read the raw stream under a byte limit, decode UTF-8, `JSON.parse`, require an
  * object. The parsed value is exposed as `ctx.state.body` (type `unknown`) and never merged into
@@ -9,7 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import { AppError } from '../errors/index.ts';
-import type { ApiRouter, HttpContext, HttpMiddleware, HttpState } from './app.ts';
+import type { ApiRouter, HttpContext, HttpMiddleware, HttpState } from './types.ts';
 
 /** Methods whose requests carry a body we parse. */
 const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);

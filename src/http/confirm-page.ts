@@ -1,5 +1,5 @@
 /**
- * The pages a browser gets from `/web2/confirm` (spec/API.md, Permits V2: "A browser (Accept:
+ * The pages a browser gets from `/web2/confirm` (docs/permits.md, "GET /web2/confirm — consumption": "A browser (Accept:
  * text/html) gets a small readable page instead"): the outcome of a confirmation, the button page of
  * `permits.confirmMode: "button"`, and errors.
  *

@@ -1,6 +1,6 @@
 /**
- * Fields in and out of the routes (STYLE.md rule 3). In: shape checks shared by the routes — required
- * strings within a length bound, and the `{ data, signature }` pair every signed route takes (API.md,
+ * Fields in and out of the routes (CONTRIBUTING.md rule 3). In: shape checks shared by the routes — required
+ * strings within a length bound, and the `{ data, signature }` pair every signed route takes (docs/architecture.md, "Signed data strings";
  * Signed data strings). They check shapes only — present, of the right JSON type, not too long; what
  * the values mean is the core service's to decide. Out: {@link pick}, so a response carries only the
  * documented fields of what a service returned.

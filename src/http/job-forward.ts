@@ -30,7 +30,7 @@ import { createLruCache } from '../crypto/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { FilesService } from '../core/files/types.ts';
-import type { ApiRouter, HttpContext, HttpMiddleware, HttpState } from './app.ts';
+import type { ApiRouter, HttpContext, HttpMiddleware, HttpState } from './types.ts';
 
 /** Marks a request one coordinator sent to another: answered locally, never forwarded again. */
 export const FORWARDED_HEADER = 'X-Quorumkeep-Forwarded';

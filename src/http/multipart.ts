@@ -1,5 +1,5 @@
 /**
- * Streaming multipart intake (API.md, Files and jobs): the only importer of @fastify/busboy.
+ * Streaming multipart intake (docs/http.md, "Files and jobs (any coordinator)"): the only importer of @fastify/busboy.
  *
  * The deployed client sends `file` first, then `secretId`, `data`, `signature`, so the file is
  * streamed into a consumer (the sealed spool) as it arrives, and the text fields are collected after.

@@ -12,11 +12,12 @@
  * Middleware: the error responses (JSON for 404 and 405), security headers, the router. No access
  * log: a scraper polls every few seconds, and those lines would drown the node's own.
  */
-import type { ChainConfig } from '../config/schema.ts';
 import type { HealthSource } from '../core/health/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
-import { combineRouters, createBaseApp, securityHeaders, type HttpApp } from './app.ts';
+import type { HttpApp, HttpChain } from './types.ts';
+import { combineRouters, createBaseApp } from './base-app.ts';
+import { securityHeaders } from './middleware/security-headers.ts';
 import { createBackupRouter, type BackupSource } from './routes/backup.ts';
 import { createMembershipRouter } from './routes/membership.ts';
 import type { EpochApprover } from '../core/membership/approve.ts';
@@ -26,7 +27,7 @@ import type { RecoveryProgress } from '../core/secrets/recovery.ts';
 /** Options of {@link createOperatorApp}. */
 export interface OperatorAppOptions {
   /** Enabled EVM chains, reported by `/healthz` as on the API. */
-  chains: readonly ChainConfig[];
+  chains: readonly HttpChain[];
   /** Bearer token of `GET /admin/backup`; empty: not served (404). @default "" */
   adminToken?: string;
 }

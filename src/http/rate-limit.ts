@@ -14,7 +14,7 @@ import { isIPv6 } from 'node:net';
 import { AppError } from '../errors/index.ts';
 import { sha256Hex } from '../crypto/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
-import type { HttpMiddleware } from './app.ts';
+import type { HttpMiddleware } from './types.ts';
 
 const MS_PER_MINUTE = 60_000;
 /** Oldest buckets looked at per new key: idle (full) ones are dropped, so memory follows the active set. */

@@ -1,6 +1,6 @@
 /**
  * Binding an app to a port (node:http) with timeouts and a graceful, bounded shutdown. Kept apart
- * from the app factory (STYLE.md rule 11) so tests and `src/node` decide where it listens.
+ * from the app factory (CONTRIBUTING.md rule 11) so tests and `src/node` decide where it listens.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,7 +49,7 @@ export interface ListenHttpDeps {
 }
 
 /**
- * The answer to a request Node's parser refused before the app saw it (API.md: every error is JSON):
+ * The answer to a request Node's parser refused before the app saw it (docs/http.md, "Errors": every error is JSON):
  * status and code by the parser's error. Undefined when there is nobody left to answer.
  */
 export function clientErrorAnswer(err: NodeJS.ErrnoException): { status: number; code: string; message: string } | undefined {

@@ -1,5 +1,5 @@
 /**
- * Input validation for handlers (STYLE.md rule 3: a route parses its input into a typed value with
+ * Input validation for handlers (CONTRIBUTING.md rule 3: a route parses its input into a typed value with
  * zod, calls one core function and shapes the response). A failure is a 400 `VALIDATION_FAILED`
  * naming the first offending field, e.g. `note: Too big: expected string to have <=1024 characters`.
  */

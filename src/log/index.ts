@@ -1,7 +1,7 @@
 /**
  * Logging (pino). One root logger per node; modules take a child with `{ module }`. Messages are
  * constant strings with context objects. Known secret-bearing keys are redacted as a second line of
- * defence — the first is never passing them (STYLE.md rule 9).
+ * defence — the first is never passing them (CONTRIBUTING.md rule 9).
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
 

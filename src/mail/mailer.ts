@@ -1,5 +1,5 @@
 /**
- * Outgoing mail (spec ARCHITECTURE.md "Email"). The only importer of nodemailer (STYLE.md layout).
+ * Outgoing mail (docs/mail.md). The only importer of nodemailer (CONTRIBUTING.md, "Where things live").
  *
  * Two transports:
  * - `outbox` (the default): the full RFC 5322 message is built by nodemailer's stream transport and
@@ -7,7 +7,7 @@
  * - `smtp`: a pooled nodemailer SMTP transport.
  *
  * Each send logs one info line naming the category and the recipient's domain only — never the local
- * part, the subject, the body or a code (STYLE.md rule 9). See docs/mail.md.
+ * part, the subject, the body or a code (CONTRIBUTING.md rule 9). See docs/mail.md.
  */
 import { randomBytes } from 'node:crypto';
 import type { OutgoingMail } from '../core/mail-port.ts';

@@ -16,7 +16,7 @@ export interface RenderedMail {
   html: string;
 }
 
-/** What a one-time code is for (API.md "Web2 accounts"). */
+/** What a one-time code is for (docs/http.md, "Web2 accounts"). */
 export type OtpPurpose = 'verify' | 'reset' | 'delete';
 
 /** Input of {@link otpMail}. */
@@ -30,7 +30,7 @@ export interface OtpMailInput {
   publicUrl: string;
 }
 
-/** An admin change a permit asks for (PERMITS.md). */
+/** An admin change a permit asks for (docs/permits.md). */
 export type PermitAction = 'rotate' | 'transfer' | 'delegate';
 
 /** Input of {@link permitMail}. */
@@ -143,7 +143,7 @@ const PERMIT_WORDING: Record<PermitAction, PermitWording> = {
 };
 
 /**
- * A permit confirmation link for an admin change (PERMITS.md). Throws a `TypeError` when `link` is not
+ * A permit confirmation link for an admin change (docs/permits.md). Throws a `TypeError` when `link` is not
  * an http(s) URL, and a `RangeError` when `expiresAt` is not a valid date.
  */
 export function permitMail(input: PermitMailInput): RenderedMail {

@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics (the only importer of prom-client). One registry per node, never the global
  * default, so several nodes can run in one process (tests, `npm start`). Label values come from fixed
- * sets (route patterns, method, status class, outcome), never ids (STYLE.md rule 9).
+ * sets (route patterns, method, status class, outcome), never ids (CONTRIBUTING.md rule 9).
  */
 import { Registry, Histogram, Counter, Gauge, collectDefaultMetrics } from 'prom-client';
 

@@ -1,6 +1,6 @@
 /**
  * `quorumkeep cluster init`: everything a cluster needs to start — one key set and one config per
- * node, and the cluster file that lists them (ARCHITECTURE.md, Processes and roles) — for nodes on one
+ * node, and the cluster file that lists them (docs/configuration.md, "The cluster file") — for nodes on one
  * machine (`host`, ports numbered base + i) or one node per host (`hosts`, the same ports everywhere;
  * docs/deployment.md).
  *

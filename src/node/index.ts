@@ -1,11 +1,11 @@
 /**
- * The composition root (STYLE.md rule 2): the only place that imports every folder. Starts
+ * The composition root (CONTRIBUTING.md rule 2): the only place that imports every folder. Starts
  * components in dependency order — keys, store, replication engine, cluster, operator port, HTTP — and
  * stops them in reverse, store last. `stop()` is idempotent.
  */
 import { join } from 'node:path';
 import type { NodeConfig } from '../config/schema.ts';
-import { loadClusterFile } from '../config/cluster-file.ts';
+import { loadClusterFile, parseClusterProposal } from '../config/cluster-file.ts';
 import { createLogger, type Logger } from '../log/index.ts';
 import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
 import { AppError } from '../errors/index.ts';
@@ -481,7 +481,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       usage.start();
       running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, recovery, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage] };
       if (config.operator.enabled) {
-        const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, membership: createEpochApprover({}, { descriptor, self: self!, versionVector: () => engine.versionVector(), signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)), clock }), ...(recovery ? { recovery: () => recovery.progress() } : {}) });
+        const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, membership: createEpochApprover({}, { descriptor, self: self!, parseProposal: (value) => parseClusterProposal(value, 'the proposal'), versionVector: () => engine.versionVector(), signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)), clock }), ...(recovery ? { recovery: () => recovery.progress() } : {}) });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
       }
       if (config.http.enabled) {

@@ -1,6 +1,6 @@
 /**
  * The node's LevelDB (the only importer of `level`). One instance, a fixed list of sublevels — never
- * reuse a name — and one repository per entity (STYLE.md rule 5). Writes that acknowledge anything are
+ * reuse a name — and one repository per entity (CONTRIBUTING.md rule 5). Writes that acknowledge anything are
  * `sync: true` batches: durable and atomic.
  */
 import { mkdir } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-/** Waiting on conditions instead of sleeping (STYLE.md rule 12). */
+/** Waiting on conditions instead of sleeping (CONTRIBUTING.md rule 12). */
 
 /** Options of {@link waitFor}. */
 export interface WaitForOptions {

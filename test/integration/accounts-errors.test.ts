@@ -1,5 +1,5 @@
 /**
- * Every error row of API.md "Web2 accounts — under /web2/auth" and "GET /web2/principal/byEmail",
+ * Every error row of docs/http.md "Web2 accounts" (its errors by route, byEmail included),
  * plus the OTP rules (5 wrong tries, purposes, single use, lifetime) and the shared mail cooldown,
  * through real HTTP on a real 5-member cluster.
  *
@@ -14,9 +14,9 @@ import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testin
 import { getJson, postJson, type JsonResponse } from '../utils/http.ts';
 import { expectApiError, newEmail, otpFrom, otpMails, unverifiedAccount, verifiedAccount, wrongOtp } from '../utils/web2.ts';
 
-/** OTP lifetime (API.md: 10 min). */
+/** OTP lifetime (docs/http.md, Web2 accounts: 10 min). */
 const OTP_TTL_MS = 10 * 60_000;
-/** Cooldown between OTP mails to one email (API.md: 60 s), shared by register, resend, forgot and deletion. */
+/** Cooldown between OTP mails to one email (docs/http.md, Web2 accounts: 60 s), shared by register, resend, forgot and deletion. */
 const MAIL_COOLDOWN_MS = 60_000;
 
 let cluster: LocalCluster;
@@ -34,7 +34,7 @@ afterAll(() => cluster?.stop());
 const hex = (s: string) => Buffer.from(s, 'utf8').toString('hex');
 const post = (url: string, path: string, body: unknown) => postJson(`${url}/web2/auth/${path}`, body);
 
-/** Emails the service must refuse (API.md: must contain `@`). */
+/** Emails the service must refuse (docs/http.md, Web2 accounts: one `local@domain` address). */
 const NO_AT = 'no-at-sign.example.test';
 
 /** Wait until `url` accepts these credentials (the other coordinator may apply a write a few ms later). */

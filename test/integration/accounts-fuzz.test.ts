@@ -1,5 +1,5 @@
 /**
- * Property tests of the Web2 accounts routes against a real 5-member cluster (API.md, Conventions:
+ * Property tests of the Web2 accounts routes against a real 5-member cluster (docs/http.md, Errors:
  * "Every error is JSON … never a 500 for bad input"). fast-check sends arbitrary JSON, records with
  * the right field names but arbitrary values or wrong types, strings up to 100 KB, `__proto__` and
  * `constructor` keys, and raw non-JSON bytes to every POST under /web2/auth, and arbitrary query
@@ -36,7 +36,7 @@ afterAll(() => cluster?.stop());
 // ---------------------------------------------------------------------------------------------
 // Arbitraries
 
-/** Field names of each POST body (API.md, Web2 accounts). */
+/** Field names of each POST body (docs/http.md, Web2 accounts). */
 const POST_FIELDS: Record<string, readonly string[]> = {
   register: ['email', 'password'],
   'verify-email': ['email', 'otp'],

@@ -1,6 +1,6 @@
 /**
  * POST /encrypt-file, GET /jobs/:jobId/status and POST /jobs/:jobId/download through a real local
- * cluster (API.md, Files and jobs): multipart bodies built as streams, the `.cifer` ZIP unpacked, and
+ * cluster (docs/http.md, Files and jobs): multipart bodies built as streams, the `.cifer` ZIP unpacked, and
  * every chunk decrypted by the existing /decrypt-payload route, which proves the envelope end to end.
  */
 import { createHash } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Members check account records themselves before storing them (ARCHITECTURE.md: a coordinator alone
+ * Members check account records themselves before storing them (docs/security.md, "Who may write what": a coordinator alone
  * can't make members store what they would refuse). A cluster peer with a genuine node key sends
  * crafted records over the real `apply` protocol.
  */

@@ -1,6 +1,6 @@
 /**
- * Permits V2 in a real browser (spec/API.md, Permits V2: "A browser (Accept: text/html) gets a small
- * readable page instead"; PERMITS.md, "GET /web2/confirm"): headless Chromium opens the emailed link
+ * Permits V2 in a real browser (docs/http.md, "Permits (V2) — confirmation": a browser gets an HTML
+ * page for every outcome; docs/permits.md, "GET /web2/confirm — consumption"): headless Chromium opens the emailed link
  * on a 3-member cluster in each `permits.confirmMode` — `link` consumes on GET, `button` only on the
  * page's Confirm button — and checks what a person would see: the outcome, the page's headers, its
  * style applied under its own CSP, no console errors. Screenshots go to `test-artifacts/`.

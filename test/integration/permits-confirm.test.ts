@@ -1,5 +1,5 @@
 /**
- * Permits V2, consumption (PERMITS.md, "GET /web2/confirm"): each action end to end on a 5-member
+ * Permits V2, consumption (docs/permits.md, "GET /web2/confirm — consumption"): each action end to end on a 5-member
  * cluster with two coordinators and SMTP-caught mail — request on A, confirm with the emailed link on
  * B, the effect visible on every member — and every confirmation rule.
  */

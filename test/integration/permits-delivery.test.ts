@@ -1,5 +1,5 @@
 /**
- * Permits V2 under member failures (PERMITS.md, "GET /web2/confirm"): with 2 of 5 members down a
+ * Permits V2 under member failures (docs/permits.md, "GET /web2/confirm — consumption"): with 2 of 5 members down a
  * confirmation is consumed (3 acks ≥ threshold) and the 2 apply it when they return; with 3 down it
  * is pending (202) and delivered in the background until every member has it. Each member applies a
  * permit exactly once, counted by its `permits applied` counter.

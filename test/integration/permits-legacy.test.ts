@@ -1,5 +1,5 @@
 /**
- * `permits.acceptLegacy` (PERMITS.md: "may accept it for migration"): with the switch on, the legacy
+ * `permits.acceptLegacy` (docs/permits.md, "POST /web2/permit — request": accepted for migration only): with the switch on, the legacy
  * transfer/delegate request — 4-part data, payload as an object, no requestId — creates a permit that
  * confirms like any other; an exact retry is a replay. Everything else keeps the V2 rules.
  */

@@ -1,5 +1,5 @@
 /**
- * Permits V2, the request half (PERMITS.md, "POST /web2/permit", "Authorization", "Idempotency and
+ * Permits V2, the request half (docs/permits.md, "POST /web2/permit — request", "Authorization", "Idempotency and
  * expiry", "Where a permit lives"): every create rule against a real 5-member cluster with SMTP-caught
  * mail. Confirmation is tested in permits-confirm.test.ts and permits-delivery.test.ts.
  */

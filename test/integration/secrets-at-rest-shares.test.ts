@@ -1,6 +1,6 @@
 /**
- * No share, seed or ML-KEM secret key in the clear, on disk or in logs (ARCHITECTURE.md, Keys and
- * crypto: "member i stores share i, encrypted at rest"; STYLE.md rule 9: never log shares, keys or
+ * No share, seed or ML-KEM secret key in the clear, on disk or in logs (docs/architecture.md, Keys and
+ * crypto: "member i stores share i, encrypted at rest"; CONTRIBUTING.md rule 9: never log shares, keys or
  * plaintext). A real cluster logging at debug level into a capturing stream creates secrets,
  * encrypts and decrypts (so shares travel and seeds are rebuilt) — one secret with two members
  * stopped, so its sealed shares wait on the coordinator and are delivered later — and is stopped

@@ -1,6 +1,6 @@
 /**
- * Secrets never at rest in the clear (STYLE.md rule 9; API.md, Web2 accounts: "OTP … stored
- * hashed"). A real cluster logging at debug level into a capturing stream goes through every account
+ * Secrets never at rest in the clear (CONTRIBUTING.md rule 9; docs/http.md, Web2 accounts: codes "stored only as
+ * argon2id hashes"). A real cluster logging at debug level into a capturing stream goes through every account
  * flow that carries a secret — register, verify, forgot/reset, request/confirm deletion,
  * register-key — and is stopped with its data kept. Then no captured log line holds a password, an
  * OTP or the key-registration signature, and no LevelDB file of any node holds a password (raw,

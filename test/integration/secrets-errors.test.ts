@@ -1,5 +1,5 @@
 /**
- * Every error row of API.md "Signed data strings", "Sessions", "Secrets (Web2, session auth)",
+ * Every error row of docs/http.md "Signed routes: what is checked where", "Sessions", "Secrets",
  * "Public keys" and "Payload encryption", through real HTTP on a real 5-member cluster: each answer
  * is checked for its status, its machine code and a body of exactly `{ error, code }`.
  *
@@ -19,9 +19,9 @@ import { getJson, postJson, type JsonResponse } from '../utils/http.ts';
 import { expectApiError, newEd25519, otpFrom, verifiedAccount } from '../utils/web2.ts';
 import { newPrincipal, newSessionWallet, openSession, sessionRequest, signData, type Principal, type SessionWallet } from '../utils/session.ts';
 
-/** Freshness window of a Web2 signed string (API.md: |now − timestamp| ≤ 600000 ms). */
+/** Freshness window of a Web2 signed string (docs/architecture.md, Signed data strings: |now − timestamp| ≤ 600000 ms). */
 const FRESHNESS_MS = 600_000;
-/** Shortest session ttl (API.md: 60000 ≤ ttl ≤ 2592000000). */
+/** Shortest session ttl (docs/http.md, Sessions: 60000 ≤ ttl ≤ 2592000000). */
 const TTL_MIN_MS = 60_000;
 const TTL_MAX_MS = 2_592_000_000;
 /** Bytes of a cifer: ML-KEM-768 ciphertext (1088) ‖ GCM tag (16). */
@@ -129,7 +129,7 @@ beforeAll(async () => {
 afterAll(() => cluster?.stop());
 
 /**
- * An API error (API.md, Conventions): the status, the machine code, a JSON body of exactly
+ * An API error (docs/http.md, Errors): the status, the machine code, a JSON body of exactly
  * `{ error, code }`, and the message where the spec fixes it.
  */
 function expectError(res: JsonResponse, status: number, code: string, message?: string): void {

@@ -1,5 +1,5 @@
 /**
- * The failure model of sessions, secrets and payloads (ARCHITECTURE.md, Failure model): with 2 of 5
+ * The failure model of sessions, secrets and payloads (docs/architecture.md, Failure model): with 2 of 5
  * members down everything works and a new secret is `propagating` until the background delivery
  * reaches the returning members; with 3 down, session create, secret create and decrypt answer 503.
  */

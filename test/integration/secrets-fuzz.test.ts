@@ -1,6 +1,6 @@
 /**
  * Property tests of the session, secret, public-key and payload routes against a real 5-member
- * cluster (API.md, Conventions: "Every error is JSON … never a 500 for bad input").
+ * cluster (docs/http.md, Errors: "Every error is JSON … never a 500 for bad input").
  *
  * fast-check sends, through both coordinators: any JSON; bodies with the right field names and
  * plausible, wrong-typed or missing values; huge strings; `__proto__` and `constructor` keys; raw

@@ -69,7 +69,7 @@ function decryptExisting(u: User, encryptJobId: string, base = A): Promise<JsonR
   return postJson(`${base}/decrypt-existing-file`, { encryptJobId, ...u.p.signed(u.secretId, undefined, at()) });
 }
 
-/** The exact 429 of a plan limit (API.md, Usage). */
+/** The exact 429 of a plan limit (docs/http.md, Usage). */
 function expectLimit(res: JsonResponse, limitType: string): void {
   expect(res.status, JSON.stringify(res.body)).toBe(429);
   expect(res.body).toMatchObject({ error: 'Limit exceeded', code: 'LIMIT_EXCEEDED', limitType, detail: expect.any(String) });

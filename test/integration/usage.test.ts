@@ -1,5 +1,5 @@
 /**
- * Usage reporting and plan limits across a real cluster (API.md, Usage; docs/architecture.md, "Usage
+ * Usage reporting and plan limits across a real cluster (docs/http.md, Usage; docs/architecture.md, "Usage
  * and plan limits"): 5 members, 2 coordinators, real HTTP, one injectable clock for every node.
  *
  * - usage counted on both coordinators adds up on either one, and survives a coordinator's restart;
@@ -35,7 +35,7 @@ const CAP = Math.max(MAX_UNFLUSHED_REQUESTS, Math.floor(MAX_OVERSHOOT_FRACTION *
 /** The margin this cluster documents: (coordinators − 1) × cap. */
 const MARGIN = (COORDINATORS - 1) * CAP;
 const FLUSH_INTERVAL_MS = 200;
-/** Max session ttl (API.md): the rollover moves the clock by up to a day. */
+/** Max session ttl (docs/http.md, Sessions): the rollover moves the clock by up to a day. */
 const LONG_TTL_MS = 2_592_000_000;
 
 const limits = (bytesPerCycle: number, requestsPerCycle: number, requestsPerSecond: number) => ({ bytesPerCycle, requestsPerCycle, requestsPerSecond });
@@ -122,7 +122,7 @@ async function user(tag: string, planId: string): Promise<{ p: Principal; secret
   return { p, secretId: await createSecret(p) };
 }
 
-/** The exact 429 of a plan limit (API.md, Usage). */
+/** The exact 429 of a plan limit (docs/http.md, Usage). */
 function expectLimit(res: JsonResponse, limitType: string): void {
   expect(res.status, JSON.stringify(res.body)).toBe(429);
   expect(Object.keys(res.body)).toEqual(['error', 'code', 'detail', 'limitType', 'retryAfterSeconds']);

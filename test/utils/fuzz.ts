@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the route fuzz tests (API.md, Conventions: "Every error is JSON … never a 500 for
+ * Shared pieces of the route fuzz tests (docs/http.md, Errors: "Every error is JSON … never a 500 for
  * bad input"): the reply check every property makes, and the fast-check arbitraries both fuzzers draw
  * their odd values from.
  */

@@ -1,5 +1,5 @@
 /**
- * Permits V2 as a client drives them (PERMITS.md): request bodies for each action, the emailed link,
+ * Permits V2 as a client drives them (docs/permits.md): request bodies for each action, the emailed link,
  * and each node's count of applied permits (the `quorumkeep_permits_applied_total` counter).
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -12,7 +12,7 @@ import { signData, type Principal } from './session.ts';
 
 export type OwnerAction = 'transfer' | 'delegate';
 
-/** Lowercase hex SHA-256 of the payload text (PERMITS.md: payloadDigest). */
+/** Lowercase hex SHA-256 of the payload text (docs/permits.md: payloadDigest). */
 export const digestOf = (payload: string) => createHash('sha256').update(payload, 'utf8').digest('hex');
 
 /** A rotate request body by credentials; `key` is the new Ed25519 key. */

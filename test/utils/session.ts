@@ -1,6 +1,6 @@
 /**
  * A Web2 principal as the SDK holds it: an account, its Ed25519 key, and session wallets (ephemeral
- * secp256k1 keys) that sign the `data` strings of API.md.
+ * secp256k1 keys) that sign the `data` strings of docs/architecture.md, "Signed data strings".
  */
 import type { LocalCluster } from 'quorumkeep/testing';
 import { addressOfPrivateKey, generatePrivateKey, signPersonalMessage } from '../../src/crypto/index.ts';

@@ -1,4 +1,4 @@
-/** Temp dirs and a cleanup stack for tests (STYLE.md rule 12: clean up in afterEach from a stack). */
+/** Temp dirs and a cleanup stack for tests (CONTRIBUTING.md rule 12: clean up in afterEach from a stack). */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

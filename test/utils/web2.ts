@@ -55,7 +55,7 @@ export async function registerKey(url: string, account: { principalId: string; p
 }
 
 /**
- * Assert an API error reply (API.md, Conventions): the status, the machine `code`, and a non-empty
+ * Assert an API error reply (docs/http.md, Errors): the status, the machine `code`, and a non-empty
  * human `error` string.
  */
 export function expectApiError(res: JsonResponse, status: number, code: string): void {

@@ -1,5 +1,5 @@
 /**
- * Replicated record kinds of the accounts capability (ARCHITECTURE.md, Replicated state):
+ * Replicated record kinds of the accounts capability (docs/architecture.md, Web2 accounts):
  * `principal`, `emailIndex`, `otp`, `mailCooldown` and `nodeRegistration`.
  */
 import { z } from 'zod';
@@ -12,7 +12,7 @@ export const PRINCIPAL_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9
 /** Longest accepted (normalised) email: RFC 5321's path limit. */
 export const MAX_EMAIL_LENGTH = 254;
 
-/** The message a principal signs with its Ed25519 key to register it (API.md, register-key). */
+/** The message a principal signs with its Ed25519 key to register it (docs/http.md, Web2 accounts: register-key). */
 export function keyRegistrationMessage(publicKeyHex: string): string {
   return `cifer_register:${publicKeyHex}`;
 }
@@ -32,7 +32,7 @@ export const principalBodySchema = z.strictObject({
    */
   keyProof: z.string().regex(/^[0-9a-f]{128}$/).nullable(),
   /**
-   * The rotate permit (PERMITS.md) that set the key, when it was set by an email-confirmed permit
+   * The rotate permit (docs/permits.md) that set the key, when it was set by an email-confirmed permit
    * rather than registered with a proof; absent or null otherwise.
    */
   keyPermitId: z.string().regex(PRINCIPAL_ID_RE).nullable().optional(),

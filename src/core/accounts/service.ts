@@ -1,5 +1,5 @@
 /**
- * Web2 accounts (API.md, Web2 accounts): registration with email OTP, credentials, password reset,
+ * Web2 accounts (docs/http.md, Web2 accounts): registration with email OTP, credentials, password reset,
  * deletion, Ed25519 key registration propagated to the members, and principal lookup.
  *
  * Every account change is a replicated record (principal, emailIndex, otp, nodeRegistration). What
@@ -100,7 +100,7 @@ const GENERIC_MAIL_MESSAGE = 'If the account exists, a code has been sent to its
 /** Normalise an email (trim + lowercase) and check it; 400 when unusable. */
 export function normalizeEmail(raw: string): string {
   const email = raw.trim().toLowerCase();
-  // API.md: must contain `@`; we also refuse what no mail system can deliver to, and anything that
+  // docs/http.md, Web2 accounts: one `local@domain` address; we also refuse what no mail system can deliver to, and anything that
   // would read as more than one address (`,` `;` `<` `>` quotes, brackets).
   if (email.length < 3 || Buffer.byteLength(email, 'utf8') > MAX_EMAIL_LENGTH || !/^[^@\s,;<>()[\]\\"]+@[^@\s,;<>()[\]\\"]+$/.test(email) || /\p{Cc}/u.test(email)) {
     throw new AppError('BAD_REQUEST', 'Invalid email address');
@@ -108,7 +108,7 @@ export function normalizeEmail(raw: string): string {
   return email;
 }
 
-/** Hex of the normalised email's UTF-8 bytes (API.md, byEmail). */
+/** Hex of the normalised email's UTF-8 bytes (docs/http.md, Web2 accounts). */
 export function emailHexOf(email: string): string {
   return Buffer.from(email, 'utf8').toString('hex');
 }
@@ -455,7 +455,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
     async resendOtp(rawEmail) {
       const email = normalizeEmail(rawEmail);
       const found = await principalByEmail(email);
-      // API.md: an already verified email is a 400 (a wire-contract detail that does reveal it).
+      // docs/http.md, Web2 accounts: an already verified email is a 400 (a wire-contract detail that does reveal it).
       if (found?.body.emailVerified) throw new AppError('BAD_REQUEST', 'Email already verified');
       await takeMailTurn(email);
       if (found) await issueOtp(found, 'verify');

@@ -1,5 +1,5 @@
 /**
- * The Web2 accounts capability's port for the HTTP layer (API.md, Web2 accounts). Inputs arrive
+ * The Web2 accounts capability's port for the HTTP layer (docs/http.md, Web2 accounts). Inputs arrive
  * already shape-checked by the routes (zod); every rule about their meaning lives in the service.
  * Failures are AppErrors: BAD_REQUEST/VALIDATION_FAILED 400, UNAUTHORIZED 401, FORBIDDEN 403,
  * PASSWORD_RESET_REQUIRED 403 (a verified account no password is valid for until a reset), NOT_FOUND

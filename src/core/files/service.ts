@@ -55,16 +55,16 @@ import { ensureDir, fileSize, fileSizes, openFileRange, openResultFile, removeFi
 import { openCiferArchive, type CiferArchive, type CiferArchiveLimits, type RangeSource } from './cifer-archive.ts';
 import type { DecryptUpload, EncryptUpload, FilesService, JobDownload, JobRecord, JobRepo, JobType, JobView, ListedJob } from './types.ts';
 
-/** How long an encrypt result is kept after it completes (API.md: 2 days). */
+/** How long an encrypt result is kept after it completes (docs/http.md, Files and jobs: 2 days). */
 export const ENCRYPT_RESULT_TTL_MS = 2 * 24 * 60 * 60 * 1000;
-/** How long a decrypt result is kept after it completes (API.md: 3 hours). */
+/** How long a decrypt result is kept after it completes (docs/http.md, Files and jobs: 3 hours). */
 export const DECRYPT_RESULT_TTL_MS = 3 * 60 * 60 * 1000;
 /**
  * How long an expired job's record is kept after it expired: status and `includeExpired` lists
  * still show it for a week, then it is forgotten (its files went when it expired).
  */
 export const EXPIRED_JOB_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
-/** How long a failed job is kept (API.md: 5 minutes). */
+/** How long a failed job is kept (docs/http.md, Files and jobs: 5 minutes). */
 export const FAILED_JOB_TTL_MS = 5 * 60 * 1000;
 /** Spool files older than this at start are leftovers of a crash. */
 const STALE_SPOOL_MS = 0;
@@ -72,7 +72,7 @@ const STALE_SPOOL_MS = 0;
 const BUSY_RETRY_AFTER_S = 5;
 /** What a coordinator out of disk budget tells the client: space comes back as jobs finish or expire. */
 const DISK_FULL_RETRY_AFTER_S = 60;
-/** File extension of an encrypt result (API.md). */
+/** File extension of an encrypt result (docs/http.md, Files and jobs). */
 const RESULT_SUFFIX = '.cifer';
 /** Longest original name kept (characters); longer names are cut. */
 const ORIGINAL_NAME_MAX_CHARS = 255;
@@ -178,7 +178,7 @@ export interface FilesCapability extends FilesService {
   sweep(): Promise<number>;
 }
 
-/** The documented fields of a job view, in wire order (API.md). */
+/** The documented fields of a job view, in wire order (docs/http.md, Files and jobs). */
 const VIEW_FIELDS = [
   'id', 'type', 'status', 'progress', 'secretId', 'chainId', 'createdAt', 'completedAt', 'expiredAt', 'error',
   'resultFileName', 'ttl', 'originalSize', 'signerPrincipalId', 'secretOwnerPrincipalId',
@@ -274,7 +274,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     resultBytes.delete(id);
   }
 
-  /** A new `pending` job of `type` for a verified caller (API.md field values; names cut to size). */
+  /** A new `pending` job of `type` for a verified caller (docs/http.md field values; names cut to size). */
   function newJob(type: JobType, caller: VerifiedCaller, secret: ResolvedSecret, name: string, originalSize: number): JobRecord {
     const originalName = name.slice(0, ORIGINAL_NAME_MAX_CHARS);
     return {

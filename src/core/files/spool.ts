@@ -1,5 +1,5 @@
 /**
- * Sealed spool: an upload written to disk before we know who sends it (API.md, Files and jobs: the
+ * Sealed spool: an upload written to disk before we know who sends it (docs/http.md, Files and jobs: the
  * multipart `file` part precedes `data`/`signature`), without its plaintext ever touching disk.
  *
  * The input is cut into fixed-size chunks, each sealed with AES-256-GCM under a throwaway key held

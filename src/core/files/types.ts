@@ -1,5 +1,5 @@
 /**
- * The files capability's ports (API.md, Files and jobs): file encryption as asynchronous jobs whose
+ * The files capability's ports (docs/http.md, Files and jobs): file encryption as asynchronous jobs whose
  * metadata is durable and whose results live on the coordinator that ran them.
  */
 import type { Readable } from 'node:stream';
@@ -12,7 +12,7 @@ export type JobType = 'encrypt' | 'decrypt';
 /** pending → processing → completed | failed, and completed | failed → expired (absorbing). */
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'expired';
 
-/** A job as GET /jobs/:jobId/status shows it (API.md field order; times Unix ms or null). */
+/** A job as GET /jobs/:jobId/status shows it (docs/http.md field order; times Unix ms or null). */
 export interface JobView {
   id: string;
   type: JobType;
@@ -31,7 +31,7 @@ export interface JobView {
   error: string | null;
   /** `<originalName>.cifer` for encrypt jobs, the original name for decrypt jobs. */
   resultFileName: string;
-  /** How long the result is kept after `completedAt`, ms (API.md TTLs). */
+  /** How long the result is kept after `completedAt`, ms (docs/http.md TTLs). */
   ttl: number;
   /** Plaintext bytes. */
   originalSize: number;
@@ -96,7 +96,7 @@ export interface JobDownload {
   stream: Readable;
 }
 
-/** A row of POST /jobs: the job and how the caller relates to it (API.md, Files and jobs). */
+/** A row of POST /jobs: the job and how the caller relates to it (docs/http.md, Files and jobs). */
 export interface ListedJob extends JobView {
   /** The caller signed the request that made the job. */
   isSigner: boolean;

@@ -1,5 +1,5 @@
 /**
- * Cluster health as the discovery endpoints report it (API.md, GET /healthz).
+ * Cluster health as the discovery endpoints report it (docs/http.md, GET /healthz).
  */
 import type { MembershipView } from '../replication/ports.ts';
 import { membersOf } from '../replication/ports.ts';

@@ -10,7 +10,7 @@
  * - `lastSeq` is exactly the retired origin's contiguous log here: lower would cut records this member
  *   holds; higher means this member has not caught up yet (409: retry after catch-up).
  */
-import { AppError } from '../../errors/index.ts';
+import { AppError, isAppError } from '../../errors/index.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, EpochApproval, VersionVector } from '../replication/ports.ts';
 import { epochDigest, epochStepOf } from './epoch.ts';
 
@@ -27,6 +27,11 @@ export interface EpochApproverDeps {
   self: ClusterNodeEntry;
   /** This node's contiguous log per origin. */
   versionVector(): VersionVector;
+  /**
+   * Parse a proposal as a cluster file, every cross-field rule included; throws naming the field (any
+   * error becomes a `VALIDATION_FAILED`). src/node passes the cluster file's own parser.
+   */
+  parseProposal(value: unknown): ClusterDescriptor;
   /** Sign a 32-byte digest with this node's key: 0x + r ‖ s ‖ v hex. */
   signDigest(digest: Uint8Array): string;
   clock: () => number;
@@ -45,8 +50,11 @@ export interface MembershipReport {
 /** The approver. */
 export interface EpochApprover {
   report(): MembershipReport;
-  /** Sign `proposal`, or throw an {@link AppError} (BAD_REQUEST invalid, FORBIDDEN not allowed, CONFLICT not yet or would cut). */
-  approve(proposal: ClusterDescriptor): EpochApproval;
+  /**
+   * Parse and sign a proposal (a cluster file without approvals), or throw an {@link AppError}
+   * (VALIDATION_FAILED / BAD_REQUEST invalid, FORBIDDEN not allowed, CONFLICT not yet or would cut).
+   */
+  approve(value: unknown): { approval: EpochApproval; proposal: ClusterDescriptor };
 }
 
 /** Create this member's epoch approver. */
@@ -55,7 +63,13 @@ export function createEpochApprover(options: EpochApproverOptions, deps: EpochAp
   const { descriptor, self } = deps;
   return {
     report: () => ({ clusterId: descriptor.clusterId, epoch: descriptor.epoch ?? 0, nodeId: self.id, nodeAddress: self.nodeAddress, versionVector: deps.versionVector() }),
-    approve(proposal) {
+    approve(value) {
+      let proposal: ClusterDescriptor;
+      try {
+        proposal = deps.parseProposal(value);
+      } catch (err) {
+        throw isAppError(err) ? err : new AppError('VALIDATION_FAILED', (err as Error).message);
+      }
       if (self.slot === null) throw new AppError('FORBIDDEN', 'only members approve a membership epoch; this node is a gateway');
       const step = epochStepOf(descriptor, proposal);
       if (typeof step === 'string') throw new AppError('BAD_REQUEST', `not a valid next epoch for this node (epoch ${descriptor.epoch ?? 0}): ${step}`);
@@ -65,7 +79,7 @@ export function createEpochApprover(options: EpochApproverOptions, deps: EpochAp
       const held = deps.versionVector()[retired.nodeAddress] ?? 0;
       if (held > retired.lastSeq) throw new AppError('CONFLICT', `this member holds ${retired.id}'s records up to seq ${held}; lastSeq ${retired.lastSeq} would cut them`);
       if (held < retired.lastSeq) throw new AppError('CONFLICT', `this member holds ${retired.id}'s records up to seq ${held}, not yet ${retired.lastSeq}: retry once it has caught up`);
-      return { nodeAddress: self.nodeAddress, signature: deps.signDigest(epochDigest(proposal)) };
+      return { approval: { nodeAddress: self.nodeAddress, signature: deps.signDigest(epochDigest(proposal)) }, proposal };
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Client binary formats (API.md, Payload encryption): `0x`-prefixed hex out, hex with or without
+ * Client binary formats (docs/http.md, Payload encryption): `0x`-prefixed hex out, hex with or without
  * `0x` or base64 in. Shared by the payload routes and the members' share-release check.
  */
 import { AppError } from '../../errors/index.ts';

@@ -1,5 +1,5 @@
 /**
- * Payload encryption (API.md, Payload encryption; ARCHITECTURE.md, Keys and crypto). Encrypt needs
+ * Payload encryption (docs/http.md, Payload encryption; docs/architecture.md, Keys and crypto). Encrypt needs
  * only the secret's public key and runs on the coordinator alone; decrypt gathers ≥ threshold shares
  * through the secrets capability, rebuilds the seed, opens the envelope and zeroes the seed in
  * `finally`. Nothing private is cached.

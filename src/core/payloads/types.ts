@@ -1,5 +1,5 @@
 /**
- * The payloads capability's port (API.md, Payload encryption): encryption to a secret's public key
+ * The payloads capability's port (docs/http.md, Payload encryption): encryption to a secret's public key
  * and threshold decryption with shares gathered from the members.
  */
 import type { SignedRequest } from '../sessions/types.ts';

@@ -1,5 +1,5 @@
 /**
- * The `permit` record kind (PERMITS.md; ARCHITECTURE.md, Replicated state). A permit is written once
+ * The `permit` record kind (docs/permits.md; docs/architecture.md, Records). A permit is written once
  * by slot 0 when it is created (`pending`) and once more when it is consumed; consumed outranks
  * pending, so a consumed permit stays consumed whatever the delivery order.
  */
@@ -14,7 +14,7 @@ import { fromHex, recoverAddress, sha256Hex, taggedHash, utf8 } from '../../cryp
 export const PERMIT_ACTIONS = ['rotate', 'transfer', 'delegate'] as const;
 export type PermitActionName = (typeof PERMIT_ACTIONS)[number];
 
-/** requestIds: lowercase UUIDv4 (PERMITS.md). Permit ids use the same form. */
+/** requestIds: lowercase UUIDv4 (docs/permits.md). Permit ids use the same form. */
 export const UUID_V4_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 export const permitBodySchema = z.strictObject({
@@ -35,7 +35,7 @@ export const permitBodySchema = z.strictObject({
   expiresAt: z.number().int().nonnegative(),
   status: z.enum(['pending', 'consumed']),
   consumedAt: z.number().int().nonnegative().nullable(),
-  /** The applied change (API.md: `result`), set when consumed. */
+  /** The applied change (docs/permits.md: `result`), set when consumed. */
   result: z.record(z.string(), z.union([z.string().max(512), z.number(), z.null()])).nullable(),
   /**
    * The coordinator that checked the request (credentials for rotate, the session string for

@@ -1,5 +1,5 @@
 /**
- * Permits V2, the request half (PERMITS.md, "POST /web2/permit", "Authorization", "Idempotency and
+ * Permits V2, the request half (docs/permits.md, "POST /web2/permit — request", "Authorization", "Idempotency and
  * expiry", "Where a permit lives"). The coordinator checks the request completely, then asks slot 0
  * to create the permit: slot 0 serialises creates, keeps requestId → immutable context in its durable
  * `claims` sublevel, and replicates the `permit` record before it answers, so a 503 creates nothing
@@ -29,7 +29,7 @@ import { PERMIT_ACTIONS, UUID_V4_RE, permitBodySchema, permitRequestDigest, type
 import { signedEvidenceSchema } from '../sessions/evidence.ts';
 import type { PermitConfirmation, PermitConfirmInput, PermitPreview, PermitRequestInput, PermitResult, PermitsService, RequestedPermit } from './types.ts';
 
-/** Longest `newPublicKey` accepted (PERMITS.md). */
+/** Longest `newPublicKey` accepted (docs/permits.md). */
 const NEW_PUBLIC_KEY_MAX_CHARS = 4096;
 /** Longest payload text accepted: the longest valid one plus its key and quotes. */
 const PAYLOAD_MAX_CHARS = NEW_PUBLIC_KEY_MAX_CHARS + 32;
@@ -43,7 +43,7 @@ const PAYLOAD_KEY: Record<PermitActionName, string> = { rotate: 'newPublicKey', 
 
 /** Options of {@link createPermitsService}. */
 export interface PermitsOptions {
-  /** Permit lifetime, ms (PERMITS.md: 15 minutes by default). */
+  /** Permit lifetime, ms (docs/permits.md: 15 minutes by default). */
   ttlMs: number;
   /** How long this coordinator waits for slot 0 (replication.createTimeoutMs): the create's deadline. @default 2000 */
   createTimeoutMs?: number;
@@ -52,7 +52,7 @@ export interface PermitsOptions {
   /** While a consumed permit has not reached every member, how often to deliver it again, ms. */
   redeliverIntervalMs: number;
   /**
-   * Accept the legacy transfer/delegate form for migration (PERMITS.md): 4-part data, payload as an
+   * Accept the legacy transfer/delegate form for migration (docs/permits.md): 4-part data, payload as an
    * object, no requestId. @default false
    */
   acceptLegacy?: boolean;
@@ -123,7 +123,7 @@ export function legacyRequestId(data: string, signature: string): string {
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
 }
 
-/** The immutable context of a request (PERMITS.md): action, principal, secretId, payload digest. */
+/** The immutable context of a request (docs/permits.md, "Idempotency and expiry"): action, principal, secretId, payload digest. */
 interface PermitContext {
   action: PermitActionName;
   principalId: string;
@@ -359,7 +359,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Confirmation (PERMITS.md, "GET /web2/confirm")
+  // Confirmation (docs/permits.md, "GET /web2/confirm — consumption")
 
   const members = membersOf(descriptor);
   const selfId = membership.self.id;
@@ -414,7 +414,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   };
 
   /**
-   * The answer for a consumed permit, true when given (PERMITS.md: 200 only at ≥ threshold acks).
+   * The answer for a consumed permit, true when given (docs/permits.md: 200 only at ≥ threshold acks).
    * This coordinator's own consumptions are tracked; any other (consumed through another coordinator,
    * or before a restart, and seen in this replica) is delivered again — the consumption and the
    * change stored with it — and the acks counted: duplicates ack, so this both measures and repairs.

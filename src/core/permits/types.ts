@@ -1,6 +1,6 @@
 /**
- * The permits capability's port (PERMITS.md; API.md, Permits V2). Inputs arrive shape-checked by the
- * route; every rule of PERMITS.md lives in the service, which throws AppErrors.
+ * The permits capability's port (docs/permits.md; docs/http.md, Permits (V2)). Inputs arrive shape-checked by the
+ * route; every rule of docs/permits.md lives in the service, which throws AppErrors.
  */
 
 /** Body of POST /web2/permit (fields absent for the other actions stay undefined). */
@@ -34,7 +34,7 @@ export interface RequestedPermit {
 export interface PermitsService {
   requestPermit(input: PermitRequestInput): Promise<RequestedPermit>;
   /**
-   * Consume a permit (PERMITS.md, "GET /web2/confirm"). 400 malformed permitId, 404 unknown permit,
+   * Consume a permit (docs/permits.md, "GET /web2/confirm — consumption"). 400 malformed permitId, 404 unknown permit,
    * 403 wrong token (constant-time), 409 expired or no longer applicable; a permit consumed before
    * answers its original result and nothing is re-applied.
    */
@@ -49,7 +49,7 @@ export interface PermitConfirmInput {
   token: string;
 }
 
-/** The applied change, as reported by a consumed permit (API.md, Permits V2: `result`). */
+/** The applied change, as reported by a consumed permit (docs/permits.md, "GET /web2/confirm — consumption": `result`). */
 export type PermitResult =
   | { principalId: string; newPublicKey: string }
   | { secretId: number; newOwnerPrincipalId: string; delegatePrincipalId: string | null }

@@ -1,5 +1,5 @@
 /**
- * Slot 0's `create` service (ARCHITECTURE.md, Processes and roles): cluster-wide uniqueness — ids
+ * Slot 0's `create` service (docs/architecture.md, "Slot 0 — `create`"): cluster-wide uniqueness — ids
  * from durable counters now; principal and permit creation register their own operations later.
  * Every node calls {@link Creator.allocate}; slot 0 answers locally, the others ask it over `create`.
  */

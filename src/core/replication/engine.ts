@@ -1,9 +1,9 @@
 /**
- * The replication engine: the one path for every state change (STYLE.md rule 4) and the one validator
+ * The replication engine: the one path for every state change (CONTRIBUTING.md rule 4) and the one validator
  * every incoming record passes (rule 6).
  *
  * - `replicate` signs a record, persists it locally, sends it to every member over `apply` with a
- *   deadline and succeeds at ≥ threshold acks (ARCHITECTURE.md, Replicated state).
+ *   deadline and succeeds at ≥ threshold acks (docs/architecture.md, "Quorum writes").
  * - `ingest` validates records from any source (apply, gossip, sync) and applies them idempotently.
  *   Applies are group-committed: everything queued while a batch is being written goes into the
  *   next single `sync` batch, so durability costs one fsync per batch, not per record.
@@ -11,7 +11,7 @@
 import type { Logger } from '../../log/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
-import { fromHex, signDigest, toHex } from '../../crypto/index.ts';
+import { fromHex, signDigest, toHex, uncompressedPublicKey } from '../../crypto/index.ts';
 import type { KindRegistry, RecordContext, RecordKindDefinition } from './kinds.ts';
 import { supersedes } from './kinds.ts';
 import { recordDigest, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
@@ -181,8 +181,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   // Current nodes, and retired identities (src/core/membership/epoch.ts) up to the last seq of their
   // log: a node catching up still gets what they wrote, and a lost or stolen key writes nothing new.
   const nodesByAddress = new Map<string, { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean; lastSeq?: number }>();
-  for (const n of descriptor.retired ?? []) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: fromHex(n.signingPublicKey), coordinator: isCoordinatorEntry(n), lastSeq: n.lastSeq });
-  for (const n of descriptor.nodes) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: fromHex(n.signingPublicKey), coordinator: isCoordinatorEntry(n) });
+  for (const n of descriptor.retired ?? []) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: uncompressedPublicKey(fromHex(n.signingPublicKey)), coordinator: isCoordinatorEntry(n), lastSeq: n.lastSeq });
+  for (const n of descriptor.nodes) nodesByAddress.set(n.nodeAddress, { entry: n, publicKey: uncompressedPublicKey(fromHex(n.signingPublicKey)), coordinator: isCoordinatorEntry(n) });
   const otherMembers = membersOf(descriptor).filter((m) => m.id !== self.id);
   const hlc: HlcClock = createHlcClock(deps.clock, [0, 0], maxSkewMs);
 
@@ -207,6 +207,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
    * bring right after the direct apply is matched here, without reading the log.
    */
   const recentSigs = new Map<string, string>();
+  /** Records verified and queued by {@link ingest}, not durable yet, by `<origin>!<seq>`. */
+  const inFlight = new Map<string, { sig: string; stored: Promise<boolean> }>();
   const rememberSig = (r: ReplicatedRecord) => {
     recentSigs.set(`${r.origin}!${r.seq}`, r.sig);
     if (recentSigs.size > RECENT_SIGS) recentSigs.delete(recentSigs.keys().next().value!);
@@ -479,7 +481,28 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
     };
     const checked: Array<Checked & { at: number }> = [];
+    // A record stored here lately, byte for byte the same signature under the same (origin, seq), is a
+    // duplicate (catch-up from several peers at once brings each record several times): it is neither
+    // verified nor checked again. Anything else under a stored (origin, seq) goes the whole way, so an
+    // equivocation is still seen.
+    // One that is being stored right now (verified, queued, not durable yet) is awaited: a duplicate
+    // once that store is durable, checked the whole way if it failed.
+    let known = 0;
+    const awaiting: Array<{ item: unknown; stored: Promise<boolean> }> = [];
     raw.forEach((item, at) => {
+      const r = item as Partial<ReplicatedRecord> | null;
+      if (r !== null && typeof r === 'object' && typeof r.sig === 'string') {
+        const id = `${r.origin}!${r.seq}`;
+        if (recentSigs.get(id) === r.sig) {
+          known++;
+          return;
+        }
+        const pending = inFlight.get(id);
+        if (pending?.sig === r.sig) {
+          awaiting.push({ item, stored: pending.stored });
+          return;
+        }
+      }
       const v = validate(item);
       if ('record' in v) checked.push({ ...v, at });
       else refuse(at, v);
@@ -505,8 +528,29 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       }
     }
     const rejected = refusals.sort((a, b) => a.at - b.at).map(({ reason, origin, seq }) => ({ reason, origin, seq }));
-    const res = valid.length ? await enqueue(valid, source) : { applied: 0, duplicates: 0, rejected: [] };
-    return { ...res, rejected };
+    let res: IngestResult = { applied: 0, duplicates: 0, rejected: [] };
+    if (valid.length > 0) {
+      let settle!: (stored: boolean) => void;
+      const stored = new Promise<boolean>((resolve) => (settle = resolve));
+      const mine = valid.filter((r) => !inFlight.has(`${r.origin}!${r.seq}`));
+      for (const r of mine) inFlight.set(`${r.origin}!${r.seq}`, { sig: r.sig, stored });
+      try {
+        res = await enqueue(valid, source);
+        settle(true);
+      } catch (err) {
+        settle(false);
+        throw err;
+      } finally {
+        for (const r of mine) inFlight.delete(`${r.origin}!${r.seq}`);
+      }
+    }
+    const retry: unknown[] = [];
+    for (const a of awaiting) {
+      if (await a.stored) known++;
+      else retry.push(a.item);
+    }
+    const again = retry.length > 0 ? await ingest(retry, source) : { applied: 0, duplicates: 0, rejected: [] };
+    return { applied: res.applied + again.applied, duplicates: res.duplicates + known + again.duplicates, rejected: [...rejected, ...again.rejected] };
   }
 
   async function replicate(intent: WriteIntent, opts: ReplicateOptions = {}): Promise<WriteReport> {

@@ -1,7 +1,7 @@
 /**
  * Ports the replication core declares and other folders implement: the record store (src/store),
  * the peer transport (src/cluster). Capabilities see only {@link Replicator}, {@link Creator} and
- * {@link MembershipView}; no libp2p or level type appears here (STYLE.md, Layout).
+ * {@link MembershipView}; no libp2p or level type appears here (CONTRIBUTING.md, "Where things live").
  */
 import type { MemberFailure } from '../../errors/index.ts';
 import type { ReplicatedRecord } from './record.ts';
@@ -46,7 +46,7 @@ export interface EpochApproval {
   signature: string;
 }
 
-/** The static cluster description (ARCHITECTURE.md, Processes and roles). */
+/** The static cluster description (docs/configuration.md, "The cluster file"). */
 export interface ClusterDescriptor {
   clusterId: string;
   size: number;
@@ -112,7 +112,7 @@ export interface WriteIntent {
   body: Json;
 }
 
-/** The replication port: the one path for every state change (STYLE.md rule 4). */
+/** The replication port: the one path for every state change (CONTRIBUTING.md rule 4). */
 export interface Replicator {
   /**
    * Sign, persist locally, send to every member with a deadline, then gossip.
@@ -225,7 +225,7 @@ export interface PeerTransport {
   publish(record: ReplicatedRecord): Promise<void>;
 }
 
-/** Member services a coordinator calls on each member (ARCHITECTURE.md, Network): grants and shards. */
+/** Member services a coordinator calls on each member (docs/architecture.md, "Network"): grants and shards. */
 export type MemberService = 'grant' | 'shard';
 
 /**

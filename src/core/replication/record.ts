@@ -1,5 +1,5 @@
 /**
- * Replicated records (ARCHITECTURE.md, Replicated state).
+ * Replicated records (docs/architecture.md, "Records").
  *
  * Every change is a record `{ kind, key, origin, seq, hlc, body, sig }`. `origin` is the node address
  * of the node that created it, `seq` its per-origin sequence number (1, 2, 3…), `hlc` a hybrid logical

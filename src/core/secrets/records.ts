@@ -1,5 +1,5 @@
 /**
- * The `secret` record kind (ARCHITECTURE.md, Replicated state) and the associated-data labels that
+ * The `secret` record kind (docs/architecture.md, Records) and the associated-data labels that
  * bind every sealed or stored share to its secret, slot and (for releases) requester.
  */
 import { z } from 'zod';
@@ -11,7 +11,7 @@ import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
 import { UUID_V4_RE, type PermitBody } from '../permits/records.ts';
 import { concatBytes, taggedHash, toHex, utf8 } from '../../crypto/index.ts';
 
-/** The only secret type this service creates: an ML-KEM-768 key pair (API.md). */
+/** The only secret type this service creates: an ML-KEM-768 key pair (docs/http.md, Secrets). */
 export const SECRET_TYPE_MLKEM768 = 1;
 /** Base64 length of a 1184-byte ML-KEM-768 public key. */
 export const PUBLIC_KEY_B64_CHARS = 1580;

@@ -1,5 +1,5 @@
 /**
- * Web2 secrets (API.md, Secrets and Public keys; ARCHITECTURE.md, Keys and crypto). A secret is an
+ * Web2 secrets (docs/http.md, Secrets and Public keys; docs/architecture.md, Keys and crypto). A secret is an
  * ML-KEM-768 key pair from a 64-byte seed. The creating coordinator splits the seed with Shamir's
  * scheme threshold-of-size, seals share i to member i's secp256k1 key and delivers it over `shard`;
  * the member stores it encrypted at rest, bound to (secretId, slot). Only the public key is
@@ -641,7 +641,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       const chainId = parseChainId(chainIdRaw, web3Enabled() ? deps.chains : undefined);
       const secretId = parseSecretId(secretIdRaw);
       if (chainId === WEB2_CHAIN_ID) return { chainId, secretId, publicKey: (await findSecret(secretId)).publicKeyCid };
-      // Web3: a synced secret of type 1 (API.md, Web3 principals), from the chain's confirmed view.
+      // Web3: a synced secret of type 1 (docs/web3.md, Web3 secrets), from the chain's confirmed view.
       const secret = await requireWeb3().resolve(chainId, secretId);
       assertUsable(secret);
       return { chainId, secretId, publicKey: secret.publicKeyCid };

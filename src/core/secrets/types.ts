@@ -1,5 +1,5 @@
 /**
- * The secrets capability's ports (API.md, Secrets and Public keys): secrets whose ML-KEM-768 private
+ * The secrets capability's ports (docs/http.md, Secrets and Public keys): secrets whose ML-KEM-768 private
  * key exists only as Shamir shares on the members. Inputs arrive shape-checked by the routes; the
  * service owns every rule and throws AppErrors.
  */

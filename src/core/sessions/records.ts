@@ -1,5 +1,5 @@
 /**
- * The `session` record kind (ARCHITECTURE.md, Replicated state) and the session grant every member
+ * The `session` record kind (docs/architecture.md, Records) and the session grant every member
  * signs (the `grant` protocol). A session is valid on a node only when its body carries ≥ threshold
  * grants by distinct members over the grant digest: each member checked the principal's Ed25519
  * signature itself before signing, so no single coordinator can mint a session.

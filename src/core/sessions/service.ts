@@ -1,5 +1,5 @@
 /**
- * Web2 sessions (API.md, Sessions): a principal proves its registered Ed25519 key over
+ * Web2 sessions (docs/http.md, Sessions): a principal proves its registered Ed25519 key over
  * `cifer_session:<principalId>:<timestamp>:<sessionAddress>[:<ttl>]`; each member checks that proof
  * against the key in its own replica and signs a grant with its secp256k1 key (`grant` protocol);
  * ≥ threshold grants form the quorumProof and the session record is replicated. A session is active
@@ -16,7 +16,7 @@ import { isSessionActive, sessionGrantDigest, sessionTokenOf, type SessionBody, 
 import { WEB2_FRESHNESS_MS } from './signed-data.ts';
 import type { CreatedSession, CreateSessionInput, SessionsService, SessionStatus, SignedDataVerifier } from './types.ts';
 
-/** ttl bounds and default, ms (API.md). */
+/** ttl bounds and default, ms (docs/http.md, Sessions). */
 export const SESSION_TTL_MIN_MS = 60_000;
 export const SESSION_TTL_MAX_MS = 2_592_000_000;
 export const SESSION_TTL_DEFAULT_MS = 900_000;

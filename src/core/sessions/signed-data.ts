@@ -1,5 +1,5 @@
 /**
- * The one signed-data verifier (API.md, Signed data strings): every signed route and every member's
+ * The one signed-data verifier (docs/architecture.md, Signed data strings): every signed route and every member's
  * own check (`shard`) goes through {@link createSignedDataVerifier}. It splits `data` into the
  * endpoint's exact part count, checks the chain and freshness, recovers the EIP-191 signer, compares
  * it case-insensitively with the address inside `data`, and resolves the session (Web2).
@@ -15,7 +15,7 @@ import { FUTURE_BLOCK_TOLERANCE, type ChainHead, type ChainHeads } from '../web3
 
 /** Web2 chain id. */
 export const WEB2_CHAIN_ID = -1;
-/** Web2 freshness window: |now − timestamp| ≤ 10 min (API.md). */
+/** Web2 freshness window: |now − timestamp| ≤ 10 min (docs/architecture.md, Signed data strings). */
 export const WEB2_FRESHNESS_MS = 600_000;
 /** Longest `data` the verifier parses (the JSON body limit binds first on the routes). */
 const MAX_DATA_CHARS = 4 * 1024 * 1024;

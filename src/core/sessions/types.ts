@@ -1,5 +1,5 @@
 /**
- * The sessions capability's ports (API.md, Sessions and Signed data strings): Web2 sessions backed by
+ * The sessions capability's ports (docs/http.md, Sessions; docs/architecture.md, Signed data strings): Web2 sessions backed by
  * an ephemeral secp256k1 wallet, granted by a quorum of members, and the one signed-data verifier every
  * signed route uses. Inputs arrive shape-checked by the routes; every rule about their meaning lives
  * in the service, which throws AppErrors.
@@ -7,7 +7,7 @@
 
 /** A signed data string and its EIP-191 signature, as sent by a client. */
 export interface SignedRequest {
-  /** Parts joined by `_` (API.md, Signed data strings). */
+  /** Parts joined by `_` (docs/architecture.md, Signed data strings). */
   data: string;
   /** 65-byte EIP-191 personal_sign signature, hex (0x optional). */
   signature: string;
@@ -22,12 +22,12 @@ export interface SignedDataShape {
   rest?: boolean;
   /**
    * Judge freshness at this instant (Unix ms) instead of now: a multipart upload's fields arrive
-   * after the file, so POST /encrypt-file judges them against the request's start (API.md).
+   * after the file, so POST /encrypt-file judges them against the request's start (docs/http.md, Files and jobs).
    * @default the verifier's clock
    */
   at?: number;
   /**
-   * What an unknown or inactive session answers: 403 `No active session` (the default, API.md) or 401
+   * What an unknown or inactive session answers: 403 `No active session` (the default, docs/http.md) or 401
    * `SESSION_INACTIVE` (POST /web2/session/status).
    */
   inactiveSession?: 'forbidden' | 'session-inactive';

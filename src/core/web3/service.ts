@@ -1,5 +1,5 @@
 /**
- * Web3 secrets (docs/web3.md, "Web3 secrets"; ARCHITECTURE.md, Chains): what every node does with the
+ * Web3 secrets (docs/web3.md, "Web3 secrets"; docs/security.md, "Web3 secrets"): what every node does with the
  * chains it serves.
  *
  * - **The confirmed view.** A secret's owner, delegate, syncing flag and type are read from the

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { AppError } from '../../errors/index.ts';
 import { constantTimeEqual, toHex, type RandomSource } from '../../crypto/index.ts';
 import { PROBE_KEY_RE, probeBodySchema, type ProbeService } from '../../core/probe/index.ts';
-import type { ApiRouter, HttpMiddleware } from '../app.ts';
+import type { ApiRouter, HttpMiddleware } from '../types.ts';
 import { parseBody, parseParams } from '../validate.ts';
 
 /** Bytes of randomness in a generated probe key (`probe-<16 hex>`). */

@@ -8,7 +8,7 @@
 import { Readable } from 'node:stream';
 import { Router } from '@koa/router';
 import type { Logger } from '../../log/index.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { requireBearer } from './admin.ts';
 
 /** Media type of a backup archive. */

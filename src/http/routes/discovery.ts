@@ -1,25 +1,24 @@
 /**
- * Discovery: `GET /healthz` (API.md, Discovery) and `GET /readyz`, no auth; and `GET /metrics`, which
+ * Discovery: `GET /healthz` (docs/http.md, "Discovery") and `GET /readyz`, no auth; and `GET /metrics`, which
  * needs the admin bearer token unless `http.metricsPublic` (its series describe the node's load and
  * the cluster's state, which is an operator's business).
  */
 import { Router } from '@koa/router';
 import { ERROR_CODES } from '../../errors/index.ts';
-import type { ChainConfig } from '../../config/schema.ts';
 import type { HealthSource } from '../../core/health/index.ts';
 import type { ChainStatusView } from '../../core/web3/ports.ts';
 import type { RecoveryProgress } from '../../core/secrets/recovery.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter, HttpChain } from '../types.ts';
 import { requireBearer } from './admin.ts';
 
-/** Chain id of Web2 principals (API.md, Conventions): never an EVM chain, never advertised. */
+/** Chain id of Web2 principals (docs/http.md, "Conventions"): never an EVM chain, never advertised. */
 const WEB2_CHAIN_ID = -1;
 
 /** Options of {@link createDiscoveryRouter}. */
 export interface DiscoveryOptions {
   /** Enabled EVM chains. */
-  chains: readonly ChainConfig[];
+  chains: readonly HttpChain[];
   /**
    * Who may read `GET /metrics`: anyone, holders of the admin bearer token, or nobody (not served).
    * @default "off"

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { AppError } from '../../errors/index.ts';
 import type { FilesService, JobType } from '../../core/files/types.ts';
 import type { SealedSpool } from '../../core/files/spool.ts';
-import type { ApiRouter, HttpMiddleware } from '../app.ts';
+import type { ApiRouter, HttpMiddleware } from '../types.ts';
 import { rawBodyRoute } from '../body.ts';
 import { readMultipart } from '../multipart.ts';
 import { parseBody, parseInput, parseQuery } from '../validate.ts';

@@ -10,7 +10,7 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { MemberAdmin } from '../../core/secrets/recovery.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { parseParams } from '../validate.ts';
 import { text } from '../fields.ts';
 import { requireBearer } from './admin.ts';

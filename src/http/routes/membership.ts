@@ -8,10 +8,8 @@
 import { Router } from '@koa/router';
 import type { Logger } from '../../log/index.ts';
 import type { EpochApprover } from '../../core/membership/approve.ts';
-import { clusterFileSchema } from '../../config/cluster-file.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { createJsonBodyParser } from '../body.ts';
-import { parseBody } from '../validate.ts';
 import { requireBearer } from './admin.ts';
 
 /** Largest proposal accepted: a 64-node file with its retired identities. */
@@ -28,8 +26,8 @@ export function createMembershipRouter(options: { token: string }, deps: { appro
     ctx.body = deps.approver.report();
   });
   router.post('/admin/cluster/approve', auth, createJsonBodyParser({ limitBytes: PROPOSAL_LIMIT_BYTES }), (ctx) => {
-    const proposal = parseBody(ctx, clusterFileSchema);
-    const approval = deps.approver.approve(proposal);
+    // The approver parses the proposal with the cluster file's own rules (400 naming the field).
+    const { approval, proposal } = deps.approver.approve(ctx.state.body);
     const retired = proposal.retired?.at(-1);
     log.warn({ epoch: proposal.epoch, retired: retired?.nodeAddress, nodeId: retired?.id }, 'membership epoch approved');
     ctx.body = { approval };

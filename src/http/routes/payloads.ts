@@ -1,5 +1,5 @@
 /**
- * Payload encryption (spec/API.md, "Payload encryption (Web3 and Web2)"): encrypt a message to a
+ * Payload encryption (docs/http.md, "Payload encryption"): encrypt a message to a
  * secret's public key, and threshold-decrypt it for the secret's owner or delegate.
  *
  * Shapes only here — the signed `data` (which carries the plaintext or the ciphertext), `cifer`, and
@@ -10,7 +10,7 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { BinaryFormat, EncryptedPayload, PayloadsService } from '../../core/payloads/types.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { parseBody } from '../validate.ts';
 import { pick, signedBodySchema, text } from '../fields.ts';
 

@@ -1,10 +1,10 @@
 /**
- * Permits V2 (spec/PERMITS.md, "POST /web2/permit" and "GET /web2/confirm"): requesting an admin
+ * Permits V2 (docs/permits.md, "POST /web2/permit — request" and "GET /web2/confirm — consumption"): requesting an admin
  * change — rotate, transfer or delegate — and confirming it from the emailed link.
  *
  * The routes check shapes only (every field a string within a bound; `payload` must be the JSON
  * *text*, so the legacy object form is a 400 here) and hand named values to one
- * {@link PermitsService} call, which owns every rule of PERMITS.md. POST /web2/permit: 201 for a new
+ * {@link PermitsService} call, which owns every rule of docs/permits.md. POST /web2/permit: 201 for a new
  * permit, 200 for an exact replay.
  *
  * Confirmation (`/web2/confirm`) answers JSON, or an HTML page (./confirm-page.ts) to a client that
@@ -16,10 +16,9 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { PermitConfirmation, PermitConfirmInput, PermitRequestInput, PermitResult, PermitsService } from '../../core/permits/types.ts';
-import type { PermitConfirmMode } from '../../config/schema.ts';
 import { AppError, isAppError } from '../../errors/index.ts';
 import type Koa from 'koa';
-import type { ApiRouter, HttpContext, HttpState } from '../app.ts';
+import type { ApiRouter, HttpContext, HttpState, PermitConfirmMode } from '../types.ts';
 import type { AuthRateLimit } from '../rate-limit.ts';
 import { decodeUtf8Body, parseJsonObject, payloadTooLarge, rawBodyRoute, readLimited } from '../body.ts';
 import { parseBody, parseInput, parseQuery } from '../validate.ts';
@@ -146,7 +145,7 @@ function toConfirmInput(input: { permitId: string; token: string }): PermitConfi
   return { permitId: input.permitId, token: input.token };
 }
 
-/** 200 consumed or 202 pending (API.md, Permits V2). */
+/** 200 consumed or 202 pending (docs/permits.md, "GET /web2/confirm — consumption"). */
 function answerConfirmation(ctx: ConfirmCtx, confirmation: PermitConfirmation, html: boolean): void {
   if (confirmation.status === 'consumed') {
     answerConsumed(ctx, confirmation.permitId, confirmation.action, confirmation.result, html);

@@ -1,5 +1,5 @@
 /**
- * Secret public keys (spec/API.md, "Public keys"): the ML-KEM-768 public key a client encrypts to.
+ * Secret public keys (docs/http.md, "Public keys"): the ML-KEM-768 public key a client encrypts to.
  *
  * - `GET /secret-public-key/:chainId/:secretId` — no auth; the current form.
  * - `POST /secret-public-key` — the deprecated signed form older SDKs call. Same answer, plus
@@ -11,7 +11,7 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { PublicKeyView, SecretsService } from '../../core/secrets/types.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { parseBody, parseParams } from '../validate.ts';
 import { ID_MAX_CHARS, pick, signedBodySchema, text, textOrNumber } from '../fields.ts';
 

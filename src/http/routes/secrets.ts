@@ -1,5 +1,5 @@
 /**
- * Web2 secrets (spec/API.md, "Secrets (Web2, session auth)"): creating a secret, listing a
+ * Web2 secrets (docs/http.md, "Secrets"): creating a secret, listing a
  * principal's secrets, setting a delegate, and the operator view of secrets whose shares have not
  * reached every member yet.
  *
@@ -10,7 +10,7 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { CreatedSecret, RetryOutcome, SecretFailure, SecretsService, SecretView } from '../../core/secrets/types.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { parseBody, parseParams } from '../validate.ts';
 import { ID_MAX_CHARS, pick, signedBodySchema, text } from '../fields.ts';
 import { requireBearer } from './admin.ts';
@@ -18,7 +18,7 @@ import { requireBearer } from './admin.ts';
 const signedSchema = signedBodySchema();
 const retryParamsSchema = z.object({ secretId: text(ID_MAX_CHARS) });
 
-// The documented fields of each answer (API.md, Secrets), in wire order.
+// The documented fields of each answer (docs/http.md, "Secrets"), in wire order.
 const CREATED_FIELDS = ['secretId', 'clusterId', 'publicKeyCid', 'status'] as const satisfies ReadonlyArray<keyof CreatedSecret>;
 const SECRET_VIEW_FIELDS = ['secretId', 'ownerPrincipalId', 'delegatePrincipalId', 'isSyncing', 'clusterId', 'secretType', 'publicKeyCid', 'createdAt', 'updatedAt'] as const satisfies ReadonlyArray<keyof SecretView>;
 const FAILURE_FIELDS = ['secretId', 'chainId', 'stage', 'failedNodeAddresses', 'nodeErrors', 'retryCount', 'createdAt', 'lastAttemptAt'] as const satisfies ReadonlyArray<keyof SecretFailure>;

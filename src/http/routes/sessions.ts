@@ -1,5 +1,5 @@
 /**
- * Web2 sessions (spec/API.md, "Sessions"): creating a session for an ephemeral wallet, granted by a
+ * Web2 sessions (docs/http.md, "Sessions"): creating a session for an ephemeral wallet, granted by a
  * quorum of members, and asking whether a session is active.
  *
  * The routes check shapes only and hand named values to one {@link SessionsService} call; the
@@ -10,7 +10,7 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { CreateSessionInput, SessionsService } from '../../core/sessions/types.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { parseBody } from '../validate.ts';
 import { optionalNumber, pick, PRINCIPAL_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, signedBodySchema, text, textOrNumber } from '../fields.ts';
 
@@ -21,7 +21,7 @@ const TIMESTAMP_MAX_CHARS = 32;
 
 const createSessionSchema = z.object({
   principalId: text(PRINCIPAL_ID_MAX_CHARS),
-  // Unix ms as a string (API.md); a JSON number is passed on as its decimal string.
+  // Unix ms as a string (docs/http.md, "Sessions"); a JSON number is passed on as its decimal string.
   timestamp: textOrNumber(TIMESTAMP_MAX_CHARS),
   signature: text(SIGNATURE_MAX_CHARS),
   sessionAddress: text(SESSION_ADDRESS_MAX_CHARS),

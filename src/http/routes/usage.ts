@@ -12,7 +12,7 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { DirectionUsage, UsageReport, UsageService } from '../../core/usage/types.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import { parseBody, parseParams } from '../validate.ts';
 import { pick, PRINCIPAL_ID_MAX_CHARS, signedBodySchema, text } from '../fields.ts';
 import { requireBearer } from './admin.ts';

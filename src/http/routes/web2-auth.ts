@@ -1,5 +1,5 @@
 /**
- * Web2 accounts (spec/API.md, "Web2 accounts — under /web2/auth" and
+ * Web2 accounts (docs/http.md, "Web2 accounts" and
  * "GET /web2/principal/byEmail"): registration, email verification, password reset, credential
  * checks, key registration and account deletion.
  *
@@ -18,7 +18,7 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { AccountsService } from '../../core/accounts/types.ts';
-import type { ApiRouter } from '../app.ts';
+import type { ApiRouter } from '../types.ts';
 import type { AuthRateLimit } from '../rate-limit.ts';
 import { parseBody, parseQuery } from '../validate.ts';
 import { pick, PRINCIPAL_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, text } from '../fields.ts';
@@ -58,7 +58,7 @@ const requestDeletionSchema = z.object({ email, password, principalId });
 const byEmailQuerySchema = z
   .object({
     emailHex: text(EMAIL_HEX_MAX_CHARS).regex(HEX_BYTES_RE, 'must be an even number of hex characters').optional(),
-    // Clients of release 0.5.x send the plain address instead of its hex (API.md).
+    // Clients of release 0.5.x send the plain address instead of its hex (docs/http.md, "Web2 accounts").
     email: email.optional(),
   })
   .refine((query) => query.emailHex !== undefined || query.email !== undefined, 'emailHex or email is required');
@@ -78,7 +78,7 @@ export function createWeb2AuthRouter(deps: Web2AuthDeps): ApiRouter {
   router.post('/web2/auth/register', rateLimit.email, async (ctx) => {
     const input = parseBody(ctx, credentialsSchema);
     const result = await accounts.register(input.email, input.password);
-    // 201 for a new principal, 200 when an unverified registration was renewed (API.md).
+    // 201 for a new principal, 200 when an unverified registration was renewed (docs/http.md, "Web2 accounts").
     ctx.status = result.created ? 201 : 200;
     ctx.body = { principalId: result.principalId, message: result.message };
   });

@@ -4,7 +4,7 @@ import { normalizeEmail, emailHexOf } from '../../../src/core/accounts/service.t
 import { AppError } from '../../../src/errors/index.ts';
 
 describe('normalizeEmail', () => {
-  it('trims and lowercases (API.md: normalised trim+lowercase)', () => {
+  it('trims and lowercases (docs/http.md: normalised trim+lowercase)', () => {
     expect(normalizeEmail('  Alice@Example.COM ')).toBe('alice@example.com');
   });
 

@@ -1,5 +1,5 @@
 /**
- * The files service with stubbed deps (STYLE.md rule 12): job lifecycle rules that the integration
+ * The files service with stubbed deps (CONTRIBUTING.md rule 12): job lifecycle rules that the integration
  * test cannot stage through HTTP — interrupted jobs failed at start, the TTL sweep on an injected
  * clock, the per-coordinator job limit, and the spool removed on every refusal.
  */

@@ -1,5 +1,5 @@
 /**
- * The app's conventions (API.md, Conventions): JSON errors, request ids, access log, metrics,
+ * The app's conventions (docs/http.md, Conventions): JSON errors, request ids, access log, metrics,
  * security headers, CORS and the JSON body parser — driven through a bound port with fetch.
  */
 import { describe, expect, it } from 'vitest';

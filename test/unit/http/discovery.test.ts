@@ -1,5 +1,5 @@
 /**
- * Discovery endpoints (API.md, Discovery): GET /healthz, /readyz, /metrics.
+ * Discovery endpoints (docs/http.md, Discovery): GET /healthz, /readyz, /metrics.
  */
 import { describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, NODE_ADDRESS, healthyCluster, useTestServers } from './helpers.ts';

@@ -1,6 +1,6 @@
 /**
  * Requests Node's HTTP parser refuses before the app sees them (issue 11: ~250 non-JSON answers per
- * held-out fuzz run) get a JSON error like every other (API.md, Conventions), over raw sockets; none
+ * held-out fuzz run) get a JSON error like every other (docs/http.md, Conventions), over raw sockets; none
  * is logged as a server error, and a client that hangs up mid-request is noted at debug level only.
  */
 import { describe, expect, it } from 'vitest';

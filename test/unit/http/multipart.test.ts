@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSealedSpool, type SealedSpool } from '../../../src/core/files/spool.ts';
-import { createBaseApp } from '../../../src/http/app.ts';
+import { createBaseApp } from '../../../src/http/base-app.ts';
 import { decodeClientFilename, readMultipart } from '../../../src/http/multipart.ts';
 import { captureLogger } from '../../utils/log.ts';
 import { cleanupStack, tempDir } from '../../utils/temp.ts';

@@ -1,5 +1,5 @@
 /**
- * Payload routes (API.md, Payload encryption) through the real app with a stub PayloadsService: the
+ * Payload routes (docs/http.md, Payload encryption) through the real app with a stub PayloadsService: the
  * shared body-route suite (./body-routes.ts), then the binary format names and their default, and
  * the body limit binding before the 2,000,000-character `data` bound.
  */

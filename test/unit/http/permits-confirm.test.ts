@@ -1,5 +1,5 @@
 /**
- * Permit confirmation (PERMITS.md, "GET /web2/confirm"; API.md, Permits V2) through the real app with
+ * Permit confirmation (docs/permits.md, "GET /web2/confirm — consumption"; docs/http.md, "Permits (V2) — confirmation") through the real app with
  * a stub PermitsService: the JSON answers (200 consumed, 202 pending), the HTML pages a browser gets
  * (headers, a CSP whose hash matches the inline style, escaping, errors as pages), `link` vs
  * `button` mode, POST bodies (form and JSON, 413, 415) and query checks. The token never reaches a

@@ -1,5 +1,5 @@
 /**
- * Public-key routes (API.md, Public keys) through the real app with a stub SecretsService: the GET
+ * Public-key routes (docs/http.md, Public keys) through the real app with a stub SecretsService: the GET
  * form with its raw path parameters, and the deprecated signed POST form — the shared body-route
  * suite (./body-routes.ts), ids as numbers or strings, and the Deprecation and Link headers.
  */

@@ -1,5 +1,5 @@
 /**
- * Secret routes (API.md, Secrets) through the real app with a stub SecretsService: the shared
+ * Secret routes (docs/http.md, Secrets) through the real app with a stub SecretsService: the shared
  * body-route suite for the session-signed routes (./body-routes.ts), then the operator endpoints
  * under /web2/secret-failures — admin token, 404 when admin is disabled, params and bodies.
  */

@@ -1,5 +1,5 @@
 /**
- * Session routes (API.md, Sessions) through the real app with a stub SessionsService: the shared
+ * Session routes (docs/http.md, Sessions) through the real app with a stub SessionsService: the shared
  * body-route suite (./body-routes.ts), then what is particular to these routes — the timestamp and
  * ttl forms deployed SDKs send, and the response carrying only the documented fields.
  */

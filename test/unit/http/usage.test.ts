@@ -1,5 +1,5 @@
 /**
- * Usage routes (API.md, Usage — POST /jobs/dataConsumption; the operator's plan assignment) through
+ * Usage routes (docs/http.md, Usage — POST /jobs/dataConsumption; the operator's plan assignment) through
  * the real app with a stub UsageService: the shared body-route suite, the report's fields in both
  * spellings and never a `wallet`, the route not shadowed by the jobs routes, and the admin token.
  */

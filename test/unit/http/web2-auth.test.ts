@@ -1,5 +1,5 @@
 /**
- * Web2 account routes (API.md, Web2 accounts and GET /web2/principal/byEmail) through the real app,
+ * Web2 account routes (docs/http.md, Web2 accounts, GET /web2/principal/byEmail included) through the real app,
  * with a stub AccountsService: argument passing, status codes, response shapes, input shape checks,
  * error mapping, and a property that no body or query can make the HTTP layer answer 5xx. The POST
  * routes run the shared body-route suite (./body-routes.ts); the route specifics and the GET routes

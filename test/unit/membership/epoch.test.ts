@@ -13,7 +13,7 @@ import { createReplicationEngine } from '../../../src/core/replication/engine.ts
 import { createKindRegistry, type RecordKindDefinition } from '../../../src/core/replication/kinds.ts';
 import { signRecord } from '../../../src/core/replication/record.ts';
 import { checkQuorumProof, sessionGrantDigest, type SessionGrant } from '../../../src/core/sessions/records.ts';
-import { parseClusterFile } from '../../../src/config/cluster-file.ts';
+import { parseClusterFile, parseClusterProposal } from '../../../src/config/cluster-file.ts';
 import { addressOfPrivateKey, generatePrivateKey, publicKeyOf, signDigest, toHex } from '../../../src/crypto/index.ts';
 import { openStore } from '../../../src/store/index.ts';
 import { createLogger } from '../../../src/log/index.ts';
@@ -128,7 +128,7 @@ describe('membership epochs: what a step may change', () => {
 
 describe('membership epochs: a member approving', () => {
   function approverOf(descriptor: ClusterDescriptor, key: Uint8Array, i: number, vv: Record<string, number>) {
-    return createEpochApprover({}, { descriptor, self: descriptor.nodes[i]!, versionVector: () => vv, signDigest: (d) => '0x' + toHex(signDigest(d, key)), clock: Date.now });
+    return createEpochApprover({}, { descriptor, self: descriptor.nodes[i]!, parseProposal: (v) => parseClusterProposal(v, 'proposal'), versionVector: () => vv, signDigest: (d) => '0x' + toHex(signDigest(d, key)), clock: Date.now });
   }
   const statusOf = (f: () => unknown) => {
     try {
@@ -143,13 +143,14 @@ describe('membership epochs: a member approving', () => {
     const { keys, descriptor } = cluster();
     const oldAddress = descriptor.nodes[4]!.nodeAddress;
     const { next } = proposeReplacement(descriptor, 4, 12);
-    const approval = approverOf(descriptor, keys[0]!, 0, { [oldAddress]: 12 }).approve(next);
+    const { approval } = approverOf(descriptor, keys[0]!, 0, { [oldAddress]: 12 }).approve(next);
     expect(approvalsProblem(descriptor, { ...next, approvals: [approval, ...approve(next, [keys[1]!, keys[2]!])] }, next.retired![0]!)).toBeUndefined();
     expect(statusOf(() => approverOf(descriptor, keys[0]!, 0, { [oldAddress]: 11 }).approve(next))).toMatch(/^409 .*not yet 12/);
     expect(statusOf(() => approverOf(descriptor, keys[0]!, 0, { [oldAddress]: 13 }).approve(next))).toMatch(/^409 .*would cut/);
     expect(statusOf(() => approverOf(descriptor, keys[4]!, 4, { [oldAddress]: 12 }).approve(next))).toMatch(/^403 .*its own identity/);
     const stale = proposeReplacement(descriptor, 4, 12, Date.now() - 3_600_000).next;
     expect(statusOf(() => approverOf(descriptor, keys[0]!, 0, { [oldAddress]: 12 }).approve(stale))).toMatch(/^400 .*retiredAt/);
+    expect(statusOf(() => approverOf(descriptor, keys[0]!, 0, { [oldAddress]: 12 }).approve({ ...next, threshold: 'three' }))).toMatch(/^400 .*threshold/);
     const double = { ...next, nodes: next.nodes.map((n) => (n.id === 'node-1' ? { ...n, ...identity(generatePrivateKey(), 1, 8) } : n)) };
     expect(statusOf(() => approverOf(descriptor, keys[0]!, 0, { [oldAddress]: 12 }).approve(double))).toMatch(/^400 .*one identity only/);
   });

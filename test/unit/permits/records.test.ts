@@ -1,6 +1,6 @@
 /**
- * The record rules every member applies to permits and to the key changes they make (PERMITS.md;
- * docs/security.md, "Evidence in the record"): what a member refuses to store, whoever sent it.
+ * The record rules every member applies to permits and to the key changes they make (docs/permits.md;
+ * docs/security.md, "Who may write what"): what a member refuses to store, whoever sent it.
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';

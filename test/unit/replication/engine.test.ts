@@ -188,6 +188,70 @@ describe('replication engine: idempotent, order-independent apply', () => {
   });
 });
 
+describe('replication engine: the same records from several peers at once (catch-up)', () => {
+  /** An engine whose commits wait for `gate()` and fail while `failing` is set. */
+  async function gatedEngine() {
+    const cluster = makeCluster(5);
+    const store = await openTempStore();
+    let open: () => void = () => undefined;
+    let gate = new Promise<void>((r) => (open = r));
+    const control = { failing: false, commits: 0, release: () => open(), rearm: () => (gate = new Promise<void>((r) => (open = r))) };
+    const records = {
+      ...store.records,
+      commit: async (change: Parameters<typeof store.records.commit>[0]) => {
+        await gate;
+        control.commits++;
+        if (control.failing) throw new Error('disk full');
+        return store.records.commit(change);
+      },
+    };
+    const engine = engineOn({ records }, cluster, 4);
+    await engine.open();
+    const batch = Array.from({ length: 50 }, (_, i) => rec(cluster.descriptor, cluster.keys[1]!, 1, i + 1, { v: i }, { k: `k${i}` }));
+    return { engine, store, control, batch, origin: cluster.descriptor.nodes[1]!.nodeAddress };
+  }
+
+  it('stores them once; a copy that arrives while the first is being stored is a duplicate only once that one is durable', async () => {
+    const { engine, store, control, batch, origin } = await gatedEngine();
+    const first = engine.ingest(batch, 'sync');
+    let secondDone = false;
+    const second = engine.ingest(batch.map((r) => ({ ...r })), 'sync').then((res) => ((secondDone = true), res));
+    await new Promise((r) => setImmediate(r));
+    expect(secondDone).toBe(false);
+    control.release();
+    expect(await first).toMatchObject({ applied: 50, duplicates: 0 });
+    expect(await second).toMatchObject({ applied: 0, duplicates: 50, rejected: [] });
+    // Once stored, a third copy is answered from memory.
+    expect(await engine.ingest(batch, 'gossip')).toMatchObject({ applied: 0, duplicates: 50 });
+    expect(control.commits).toBe(1);
+    expect(engine.versionVector()[origin]).toBe(50);
+    expect(await store.records.countLog()).toBe(50);
+  });
+
+  it('when the first copy fails to be stored, the waiting copy is checked and stored itself', async () => {
+    const { engine, store, control, batch, origin } = await gatedEngine();
+    control.failing = true;
+    const first = engine.ingest(batch, 'sync');
+    const second = engine.ingest(batch.map((r) => ({ ...r })), 'sync');
+    control.release();
+    await expect(first).rejects.toThrow('disk full');
+    control.failing = false;
+    expect(await second).toMatchObject({ applied: 50, duplicates: 0, rejected: [] });
+    expect(engine.versionVector()[origin]).toBe(50);
+    expect(await store.records.countLog()).toBe(50);
+  });
+
+  it('a record under a stored (origin, seq) with another signature is not taken for a duplicate', async () => {
+    const { engine, control, batch } = await gatedEngine();
+    control.release();
+    await engine.ingest(batch, 'sync');
+    const forged = { ...batch[0]!, sig: batch[1]!.sig };
+    const res = await engine.ingest([forged], 'gossip');
+    expect(res.duplicates).toBe(0);
+    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'bad signature' })]);
+  });
+});
+
 describe('replication engine: quorum writes', () => {
   it('succeeds at threshold acks and reports the failed members', async () => {
     const transport: PeerTransport = {
