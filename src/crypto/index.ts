@@ -15,3 +15,4 @@ export * from './eip191.ts';
 export * from './lru.ts';
 export * from './spool-cipher.ts';
 export * from './chunk-crypto.ts';
+export * from './verify-pool.ts';

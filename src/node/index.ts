@@ -25,6 +25,8 @@ import { createProbeService, probeKind } from '../core/probe/index.ts';
 import { createHttpApp, createOperatorApp, listenHttp } from '../http/index.ts';
 import {
   zeroize,
+  createVerifyPool,
+  type VerifyPool,
   createHashLimiter,
   createTimingEqualizer,
   hashPassword,
@@ -148,6 +150,7 @@ interface Running {
   recovery: ShareRecovery | undefined;
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
+  verifyPool: VerifyPool;
 }
 
 /**
@@ -193,6 +196,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       throw new Error(`keys in ${keysDir} do not match the cluster file entry of ${self!.id} (peer id ${facts.peerId})`);
     }
     const store = await openStore({ location: join(config.dataDir, 'db') });
+    // Record signatures of large batches (catch-up) are verified on a worker thread.
+    const verifyPool = createVerifyPool();
     try {
       // The membership this node accepted before decides whether it may run on this cluster file
       // (src/core/membership/epoch.ts): the same identities, or one approved step further.
@@ -231,6 +236,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           clock,
           logger,
           metrics,
+          verifier: verifyPool,
         },
       );
       await engine.open();
@@ -479,7 +485,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       web3?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'web3: could not start following the chains'));
       await files.start();
       usage.start();
-      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, recovery, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage] };
+      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, recovery, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage], verifyPool };
       if (config.operator.enabled) {
         const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, membership: createEpochApprover({}, { descriptor, self: self!, parseProposal: (value) => parseClusterProposal(value, 'the proposal'), versionVector: () => engine.versionVector(), signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)), clock }), ...(recovery ? { recovery: () => recovery.progress() } : {}) });
         running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
@@ -514,6 +520,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await running?.chains.stop().catch(() => undefined);
       await running?.cluster.stop().catch(() => undefined);
       running = undefined;
+      await verifyPool.close();
       await store.close();
       zeroize(keys.signing, keys.storage);
       throw err;
@@ -536,6 +543,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     r.permits.stop();
     await r.cluster.stop();
     await r.engine.drain();
+    await r.verifyPool.close();
     await r.mailer.close();
     await r.store.close();
     zeroize(...r.keys);

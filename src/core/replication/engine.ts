@@ -11,10 +11,10 @@
 import type { Logger } from '../../log/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
-import { fromHex, signDigest, toHex, uncompressedPublicKey } from '../../crypto/index.ts';
+import { fromHex, isHex, signDigest, toHex, uncompressedPublicKey, verifyDigest, type VerifyItem } from '../../crypto/index.ts';
 import type { KindRegistry, RecordContext, RecordKindDefinition } from './kinds.ts';
 import { supersedes } from './kinds.ts';
-import { recordDigest, verifyRecordSignature, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
+import { recordDigest, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
 import type { BatchWriteReport, ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, SyncRequest, VersionVector, WriteIntent, WriteReport } from './ports.ts';
 import { isCoordinatorEntry, membersOf } from './ports.ts';
 import type { Json } from './canonical-json.ts';
@@ -76,6 +76,11 @@ export interface ReplicationEngineDeps {
   logger: Logger;
   metrics: NodeMetrics;
   /**
+   * Verifies record signatures in batches (src/crypto/verify-pool.ts: large ones on a worker thread).
+   * @default inline, on the event loop
+   */
+  verifier?: { verify(items: readonly VerifyItem[]): Promise<boolean[]> };
+  /**
    * Called after newly stored records are durable (never for duplicates), with the state changes
    * they made (one per (kind, key) whose winner changed: the winner before the batch and after it);
    * errors are logged.
@@ -83,12 +88,32 @@ export interface ReplicationEngineDeps {
   onApplied?: (records: ReplicatedRecord[], source: RecordSource, changes: StateChange[]) => void;
 }
 
+/** Records checked as far as they can be without the replica ({@link ReplicationEngine.prepareIngest}). */
+export interface PreparedIngest {
+  readonly source: RecordSource;
+  /** Refused so far, by position in the batch. */
+  readonly refusals: Array<{ at: number; reason: string; origin: string; seq: number }>;
+  /** Passed structure and signature, by position in the batch. */
+  readonly checked: ReadonlyArray<{ at: number; record: ReplicatedRecord; kind: RecordKindDefinition; node: { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean } }>;
+  /** Duplicates of records stored lately. */
+  readonly known: number;
+  /** Copies of records being stored now: duplicates once those are durable. */
+  readonly awaiting: ReadonlyArray<{ item: unknown; stored: Promise<boolean> }>;
+}
+
 /** The engine's surface for the node and the cluster module. */
 export interface ReplicationEngine extends Replicator, StateReader {
   /** Load the version vector and own sequence from the store. */
   open(): Promise<void>;
-  /** Validate and apply records from a peer or locally. */
+  /** Validate and apply records from a peer or locally: {@link prepareIngest} then {@link ingestPrepared}. */
   ingest(records: unknown[], source: RecordSource): Promise<IngestResult>;
+  /**
+   * The first half of `ingest`: duplicates recognised, structure and signatures checked (reads no
+   * state). A sync requester prepares the next page while the one before is being stored.
+   */
+  prepareIngest(records: unknown[], source: RecordSource): Promise<PreparedIngest>;
+  /** The second half of `ingest`: evidence checks against the replica, then the durable store. Call in page order. */
+  ingestPrepared(prepared: PreparedIngest): Promise<IngestResult>;
   /** This node's version vector (a copy). */
   versionVector(): VersionVector;
   /** What to ask a peer for in a catch-up round. */
@@ -168,6 +193,7 @@ function createStateCache(store: RecordStore, maxEntries: number) {
 /** Create the replication engine. */
 export function createReplicationEngine(options: ReplicationEngineOptions, deps: ReplicationEngineDeps): ReplicationEngine {
   const { store, kinds, membership } = deps;
+  const verifier = deps.verifier ?? { verify: async (items: readonly VerifyItem[]) => items.map((it) => verifyDigest(it.sig, it.digest, it.publicKey)) };
   const stateCache = createStateCache(store, options.stateCacheEntries ?? 20_000);
   const log = deps.logger.child({ module: 'replication' });
   const descriptor = membership.descriptor;
@@ -262,9 +288,12 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   }
 
   type Checked = { record: ReplicatedRecord; kind: RecordKindDefinition; node: { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean } };
+  type Refusal = { at: number; reason: string; origin: string; seq: number };
+  /** A record that passed every structural check; its signature is verified next, in one batch. */
+  type Unverified = Checked & { digest: Uint8Array; sig: Uint8Array };
 
-  /** Structural and cryptographic checks; returns a reason when the record must be refused. */
-  function validate(raw: unknown): Checked | { reason: string; origin: string; seq: number } {
+  /** Structural checks, and the digest the signature must cover; returns a reason when the record must be refused. */
+  function validate(raw: unknown): Unverified | { reason: string; origin: string; seq: number } {
     const r = raw as Partial<ReplicatedRecord> | null;
     const origin = typeof r?.origin === 'string' ? r.origin : '?';
     const seq = typeof r?.seq === 'number' ? r.seq : -1;
@@ -284,10 +313,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     const badKey = keyProblem(kind, r.key);
     if (badKey) return refuse(badKey);
     const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
-    const digest = recordDigest(clusterId, record);
-    if (!verifyRecordSignature(clusterId, record, node.publicKey, digest)) return refuse('bad signature');
-    contentIds.set(record, idOf(digest));
-    return { record, kind, node };
+    if (!isHex(record.sig)) return refuse('bad signature');
+    return { record, kind, node, digest: recordDigest(clusterId, record), sig: fromHex(record.sig) };
   }
 
   async function processBatch(batch: Pending[]): Promise<void> {
@@ -471,16 +498,24 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     });
   }
 
-  async function ingest(raw: unknown[], source: RecordSource): Promise<IngestResult> {
-    const valid: ReplicatedRecord[] = [];
-    const refusals: Array<{ at: number; reason: string; origin: string; seq: number }> = [];
-    const refuse = (at: number, v: { reason: string; origin: string; seq: number }) => {
-      refusals.push({ at, ...v });
-      // The label is the reason's fixed part (before any `:` detail), so its values stay a small set.
-      deps.metrics.recordsRejected.inc({ reason: v.reason.split(':')[0]!.trim().replace(/\s+/g, '_') });
-      log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
-    };
+  /** A refusal: kept for the result, counted, logged. */
+  function refuseInto(refusals: Refusal[], source: RecordSource, at: number, v: { reason: string; origin: string; seq: number }): void {
+    refusals.push({ at, ...v });
+    // The label is the reason's fixed part (before any `:` detail), so its values stay a small set.
+    deps.metrics.recordsRejected.inc({ reason: v.reason.split(':')[0]!.trim().replace(/\s+/g, '_') });
+    log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
+  }
+
+  /**
+   * The first half of {@link ingest}: duplicates recognised, structure checked, signatures verified
+   * (off the event loop for a large batch). It reads no state, so the next sync page can be prepared
+   * while the one before is checked and stored.
+   */
+  async function prepareIngest(raw: unknown[], source: RecordSource): Promise<PreparedIngest> {
+    const refusals: Refusal[] = [];
+    const refuse = (at: number, v: { reason: string; origin: string; seq: number }) => refuseInto(refusals, source, at, v);
     const checked: Array<Checked & { at: number }> = [];
+    const unverified: Array<Unverified & { at: number }> = [];
     // A record stored here lately, byte for byte the same signature under the same (origin, seq), is a
     // duplicate (catch-up from several peers at once brings each record several times): it is neither
     // verified nor checked again. Anything else under a stored (origin, seq) goes the whole way, so an
@@ -504,9 +539,29 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
         }
       }
       const v = validate(item);
-      if ('record' in v) checked.push({ ...v, at });
+      if ('record' in v) unverified.push({ ...v, at });
       else refuse(at, v);
     });
+    // Signatures in one batch: a sync page's are verified off the event loop (deps.verifier).
+    const signed = await verifier.verify(unverified.map((u) => ({ sig: u.sig, digest: u.digest, publicKey: u.node.publicKey })));
+    unverified.forEach((u, i) => {
+      if (!signed[i]) return refuse(u.at, { reason: 'bad signature', origin: u.record.origin, seq: u.record.seq });
+      contentIds.set(u.record, idOf(u.digest));
+      checked.push(u);
+    });
+    return { source, refusals, checked, known, awaiting };
+  }
+
+  async function ingest(raw: unknown[], source: RecordSource): Promise<IngestResult> {
+    return ingestPrepared(await prepareIngest(raw, source));
+  }
+
+  /** The second half of {@link ingest}: evidence checks against the replica, then the store. */
+  async function ingestPrepared(prepared: PreparedIngest): Promise<IngestResult> {
+    const { source, refusals, checked, awaiting } = prepared;
+    let known = prepared.known;
+    const refuse = (at: number, v: { reason: string; origin: string; seq: number }) => refuseInto(refusals, source, at, v);
+    const valid: ReplicatedRecord[] = [];
     // Evidence checks read the replica and the records of the same origin travelling before this one
     // that passed their own checks (a consumed permit before the change it authorises): a refused
     // record is never evidence for another.
@@ -651,6 +706,8 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       ownSeq = Math.max(vv[self.nodeAddress] ?? 0, maxStored.get(self.nodeAddress) ?? 0);
     },
     ingest,
+    prepareIngest,
+    ingestPrepared,
     replicate,
     replicateAll,
     async resend(record, slots) {
