@@ -83,9 +83,11 @@ export function fromBase64(s: string): Uint8Array {
   return new Uint8Array(Buffer.from(s, 'base64'));
 }
 
+const ENCODER = new TextEncoder();
+
 /** UTF-8 encode. */
 export function utf8(s: string): Uint8Array {
-  return new TextEncoder().encode(s);
+  return ENCODER.encode(s);
 }
 
 /** Concatenate byte arrays. */

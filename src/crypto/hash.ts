@@ -14,14 +14,15 @@ export function sha256Hex(data: Uint8Array | string): string {
 }
 
 /**
- * SHA-256 over a domain label and a message: `sha256(len(label) ‖ label ‖ message)`, so hashes made
+ * SHA-256 over a domain label and a message (bytes, or a string as UTF-8): `sha256(len(label) ‖ label ‖ message)`, so hashes made
  * for one purpose can never be replayed as another.
  */
-export function taggedHash(label: string, message: Uint8Array): Uint8Array {
+export function taggedHash(label: string, message: Uint8Array | string): Uint8Array {
   const l = utf8(label);
   const h = createHash('sha256');
   h.update(Uint8Array.of(l.length));
   h.update(l);
+  // A string is hashed as its UTF-8 bytes (node encodes it without a copy in JavaScript).
   h.update(message);
   return new Uint8Array(h.digest());
 }

@@ -18,12 +18,23 @@ export function canonicalJson(value: unknown): string {
     case 'string':
       return JSON.stringify(value);
     case 'object': {
-      if (Array.isArray(value)) return '[' + value.map(canonicalJson).join(',') + ']';
+      // Built by concatenation: this runs for every record signed or verified (a catch-up's hot path).
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+        return out + ']';
+      }
       const proto = Object.getPrototypeOf(value) as unknown;
       if (proto !== Object.prototype && proto !== null) throw new TypeError('non-plain object in record');
       const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
-      return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson(obj[k])).join(',') + '}';
+      const keys = Object.keys(obj).sort();
+      let out = '{';
+      for (const k of keys) {
+        const v = obj[k];
+        if (v === undefined) continue;
+        out += (out.length === 1 ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(v);
+      }
+      return out + '}';
     }
     default:
       throw new TypeError(`cannot encode ${typeof value} in record`);

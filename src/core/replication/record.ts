@@ -6,7 +6,7 @@
  * clock `[wallMs, logical]` that orders concurrent writes to one key, and `sig` the origin's
  * secp256k1 signature over the canonical encoding of everything else, bound to the cluster id.
  */
-import { signDigest, verifyDigest, taggedHash, utf8, toHex, fromHex, isHex } from '../../crypto/index.ts';
+import { signDigest, verifyDigest, taggedHash, toHex, fromHex, isHex } from '../../crypto/index.ts';
 import { canonicalJson, type Json } from './canonical-json.ts';
 
 /** Hybrid logical clock timestamp: wall-clock ms and a logical counter for ties. */
@@ -36,7 +36,7 @@ export type UnsignedRecord = Omit<ReplicatedRecord, 'sig'>;
 /** The 32-byte digest a record's signature is over: its content, bound to the cluster. */
 export function recordDigest(clusterId: string, r: UnsignedRecord): Uint8Array {
   const payload = canonicalJson({ kind: r.kind, key: r.key, origin: r.origin, seq: r.seq, hlc: [r.hlc[0], r.hlc[1]], body: r.body });
-  return taggedHash(`quorumkeep/record/v1/${clusterId}`, utf8(payload));
+  return taggedHash(`quorumkeep/record/v1/${clusterId}`, payload);
 }
 
 /**
