@@ -1,4 +1,6 @@
 /** Helpers for `npm run bench`: percentiles and aligned output. */
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 
 /** Percentile (0–100) of a sample, nearest-rank. */
 export function percentile(values: number[], p: number): number {
@@ -45,4 +47,24 @@ export function table(title: string, rows: Array<[string, string]>): void {
   const w = Math.max(...rows.map(([k]) => k.length));
   console.log(`\n${title}`);
   for (const [k, v] of rows) console.log(`  ${k.padEnd(w)}  ${v}`);
+}
+
+/**
+ * Run `fn`; with BENCH_CPU_PROFILE=<prefix> set, a V8 CPU profile of this process during it is written
+ * to `<prefix>.<tag>.cpuprofile` (open it in Chrome DevTools, Performance panel).
+ */
+export async function withCpuProfile<T>(tag: string, fn: () => Promise<T>): Promise<T> {
+  const prefix = process.env.BENCH_CPU_PROFILE;
+  if (!prefix) return fn();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    await writeFile(`${prefix}.${tag}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+  }
 }

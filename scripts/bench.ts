@@ -28,7 +28,7 @@ import {
   recoverPersonalSigner,
   sealPayload,
 } from '../src/crypto/index.ts';
-import { median, ms, percentile, post, runConcurrent, table } from './bench-lib.ts';
+import { median, ms, percentile, post, runConcurrent, table, withCpuProfile } from './bench-lib.ts';
 import { benchWeb3 } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
@@ -228,7 +228,7 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
   const boundRate = (ENCRYPTS / bound.wallMs) * 1000;
   // …and the HTTP path, with the clients on the other core (a worker thread).
   await load(`${url}/encrypt-payload`, Array.from({ length: 200 }, () => JSON.stringify(signed(secretId, plaintext))), ENCRYPT_CLIENTS); // warm-up
-  const http = await load(`${url}/encrypt-payload`, bodies, ENCRYPT_CLIENTS);
+  const http = await withCpuProfile('encrypt-http', () => load(`${url}/encrypt-payload`, bodies, ENCRYPT_CLIENTS));
   if (http.failures > 0) throw new Error(`encrypt: ${http.failures} failures, first: ${http.firstFailure}`);
   const httpRate = (ENCRYPTS / http.wallMs) * 1000;
 
@@ -569,22 +569,14 @@ async function catchUpRound(cluster: LocalCluster, writer: QuorumNode, tag: stri
   await cluster.stopMember(4);
   await runConcurrent(CATCHUP_RECORDS, CONCURRENCY, (i) => probe(writer, `catchup-${tag}-${i}`));
   const target = writer.versionVector();
-  // BENCH_CPU_PROFILE=<file>: a V8 CPU profile of the catch-up alone (open it in Chrome DevTools).
-  const profiler = process.env.BENCH_CPU_PROFILE ? new InspectorSession() : undefined;
-  profiler?.connect();
-  await profiler?.post('Profiler.enable');
-  await profiler?.post('Profiler.start');
-  const tRestart = performance.now();
-  const restarted = await cluster.restartMember(4);
-  const tConnected = performance.now();
-  const caughtUp = () => Object.entries(target).every(([o, s]) => (restarted.versionVector()[o] ?? 0) >= s);
-  while (!caughtUp()) await new Promise((r) => setTimeout(r, 2));
-  const catchUpMs = performance.now() - tConnected;
-  if (profiler) {
-    const { profile } = await profiler.post('Profiler.stop');
-    await writeFile(`${process.env.BENCH_CPU_PROFILE}.${tag}.cpuprofile`, JSON.stringify(profile));
-    profiler.disconnect();
-  }
+  const { tRestart, tConnected, catchUpMs } = await withCpuProfile(`catchup-${tag}`, async () => {
+    const tRestart = performance.now();
+    const restarted = await cluster.restartMember(4);
+    const tConnected = performance.now();
+    const caughtUp = () => Object.entries(target).every(([o, s]) => (restarted.versionVector()[o] ?? 0) >= s);
+    while (!caughtUp()) await new Promise((r) => setTimeout(r, 2));
+    return { tRestart, tConnected, catchUpMs: performance.now() - tConnected };
+  });
   return { restartMs: tConnected - tRestart, catchUpMs, recordsPerSecond: CATCHUP_RECORDS / (catchUpMs / 1000) };
 }
 
