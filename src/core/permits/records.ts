@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
+import { kindName } from '../replication/views.ts';
 import { isCoordinatorEntry, signerAt, type ClusterDescriptor } from '../replication/ports.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
 import { createEvidenceChecker, signedEvidenceSchema, type EvidenceChecker } from '../sessions/evidence.ts';
@@ -49,6 +50,9 @@ export const permitBodySchema = z.strictObject({
   token: z.string().min(16).max(128).nullable().optional(),
 });
 export type PermitBody = z.infer<typeof permitBodySchema>;
+
+/** The `permit` kind's name and body type, for typed reads of the replica (`stateView`). */
+export const permitKindName = kindName<PermitBody>('permit');
 
 /** What the requesting coordinator signs: everything slot 0 turns into the pending permit. */
 export function permitRequestDigest(clusterId: string, p: Pick<PermitBody, 'requestId' | 'action' | 'principalId' | 'secretId' | 'payloadDigest' | 'tokenHash'>): Uint8Array {

@@ -1,0 +1,162 @@
+/**
+ * Slot 0's requestId registry (docs/permits.md, "Idempotency and expiry", "Where a permit lives"):
+ * the `createPermit`, `permitMailed` and `reissuePermitToken` operations. Slot 0 keeps requestId →
+ * immutable context in its durable `claims` sublevel and replicates the `permit` record before it
+ * writes the claim, so a 503 creates nothing and an exact replay returns the original permit.
+ */
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../../errors/index.ts';
+import type { CreatorService } from '../replication/creator.ts';
+import type { Replicator } from '../replication/ports.ts';
+import type { StateView } from '../replication/views.ts';
+import { serialQueue } from '../serial-queue.ts';
+import { signedEvidenceSchema } from '../sessions/evidence.ts';
+import { bad } from './payload.ts';
+import { PERMIT_ACTIONS, UUID_V4_RE, type PermitActionName, type PermitBody } from './records.ts';
+
+/**
+ * How long after its own deadline a coordinator has to hand the link to the mail transport and say
+ * so, ms. Past it, a replay of the request reissues the link.
+ */
+const MAIL_GRACE_MS = 30_000;
+
+/** Options of {@link registerPermitClaims}. */
+export interface PermitClaimsOptions {
+  /** Permit lifetime, ms. */
+  ttlMs: number;
+}
+
+/** Dependencies of {@link registerPermitClaims}. */
+export interface PermitClaimsDeps {
+  creator: Pick<CreatorService, 'register'>;
+  /** Slot 0's durable requestId registry. */
+  claims: { get(name: string): Promise<string | undefined>; put(name: string, value: string): Promise<void> };
+  replicator: Pick<Replicator, 'replicate'>;
+  permits: Pick<StateView<PermitBody>, 'get'>;
+  clock: () => number;
+}
+
+/** The immutable context of a request (docs/permits.md, "Idempotency and expiry"): action, principal, secretId, payload digest. */
+interface PermitContext {
+  action: PermitActionName;
+  principalId: string;
+  secretId: number;
+  payloadDigest: string;
+}
+
+const contextKey = (c: PermitContext) => `${c.action}|${c.principalId}|${c.secretId}|${c.payloadDigest}`;
+
+/** Slot 0's record of a requestId. `mailed` is absent on claims written before it existed (mailed). */
+interface PermitClaim {
+  permitId: string;
+  context: string;
+  expiresAt: number;
+  mailed?: boolean;
+  /**
+   * Until when the coordinator that created it may still be mailing the link (Unix ms): a replay
+   * before then mails nothing; after it, a link never marked mailed is reissued and mailed.
+   */
+  mailingUntil?: number;
+}
+
+/** Register slot 0's permit registry operations with the creator (every node registers; slot 0 runs them). */
+export function registerPermitClaims(options: PermitClaimsOptions, deps: PermitClaimsDeps): void {
+  const { clock } = deps;
+  // One permit registry, one order — creates, mail marks and token reissues run one at a time, so
+  // replays never race.
+  const serialised = serialQueue();
+
+  // requestId → context, permitId and expiry.
+  deps.creator.register('createPermit', (params) =>
+    serialised(async () => {
+      const p = params as Record<string, unknown>;
+      const ctx = { action: p.action, principalId: p.principalId, secretId: p.secretId, payloadDigest: p.payloadDigest } as PermitContext;
+      if (
+        typeof p.requestId !== 'string' ||
+        !UUID_V4_RE.test(p.requestId) ||
+        !PERMIT_ACTIONS.includes(ctx.action) ||
+        typeof ctx.principalId !== 'string' ||
+        !Number.isSafeInteger(ctx.secretId) ||
+        typeof ctx.payloadDigest !== 'string' ||
+        typeof p.payload !== 'string' ||
+        typeof p.tokenHash !== 'string' ||
+        typeof p.requestedBy !== 'object' ||
+        p.requestedBy === null
+      ) {
+        throw bad('malformed permit create');
+      }
+      const auth = p.auth === undefined || p.auth === null ? null : signedEvidenceSchema.safeParse(p.auth);
+      if (auth && !auth.success) throw bad('malformed permit create');
+      const now = clock();
+      const claimName = `permit:${p.requestId}`;
+      const existing = await deps.claims.get(claimName);
+      if (existing) {
+        const claim = JSON.parse(existing) as PermitClaim;
+        if (claim.context !== contextKey(ctx)) throw new AppError('CONFLICT', 'requestId was already used for another request');
+        if (now >= claim.expiresAt) throw new AppError('CONFLICT', 'The permit of this requestId has expired; use a new requestId');
+        return { permitId: claim.permitId, expiresAt: claim.expiresAt, created: false, mailed: claim.mailed !== false };
+      }
+      const permitId = randomUUID();
+      const expiresAt = now + options.ttlMs;
+      const body: PermitBody = {
+        permitId,
+        requestId: p.requestId,
+        action: ctx.action,
+        principalId: ctx.principalId,
+        secretId: ctx.secretId,
+        payload: p.payload,
+        payloadDigest: ctx.payloadDigest,
+        tokenHash: p.tokenHash,
+        createdAt: now,
+        expiresAt,
+        status: 'pending',
+        consumedAt: null,
+        result: null,
+        requestedBy: p.requestedBy as PermitBody['requestedBy'],
+        auth: auth ? auth.data : null,
+      };
+      // Replicated before the claim: a failed quorum (503) leaves no claim, so a retry creates it.
+      await deps.replicator.replicate({ kind: 'permit', key: permitId, body });
+      // The creating coordinator mails the link unless it already gave up waiting for this answer
+      // (its deadline passed: the request sat in a stalled connection), in which case nobody will.
+      const deadline = typeof p.deadline === 'number' && Number.isSafeInteger(p.deadline) ? p.deadline : now;
+      const mailingUntil = now > deadline ? 0 : deadline + MAIL_GRACE_MS;
+      await deps.claims.put(claimName, JSON.stringify({ permitId, context: contextKey(ctx), expiresAt, mailed: false, mailingUntil } satisfies PermitClaim));
+      return { permitId, expiresAt, created: true, mailed: false };
+    }),
+  );
+
+  // The link of this request was handed to the mail transport.
+  deps.creator.register('permitMailed', (params) =>
+    serialised(async () => {
+      const requestId = params.requestId;
+      if (typeof requestId !== 'string' || !UUID_V4_RE.test(requestId)) throw bad('malformed permit mail mark');
+      const raw = await deps.claims.get(`permit:${requestId}`);
+      if (!raw) throw new AppError('NOT_FOUND', 'Unknown permit request');
+      await deps.claims.put(`permit:${requestId}`, JSON.stringify({ ...(JSON.parse(raw) as PermitClaim), mailed: true }));
+      return { mailed: true };
+    }),
+  );
+
+  // A replayed request whose link was never mailed (its first answer was lost, or the mail failed)
+  // gets a new token: the pending permit is written again with its hash, so only the link mailed now
+  // works. Only the token (and the vouch over it) changes.
+  deps.creator.register('reissuePermitToken', (params) =>
+    serialised(async () => {
+      const { requestId, tokenHash, requestedBy } = params as { requestId?: unknown; tokenHash?: unknown; requestedBy?: unknown };
+      if (typeof requestId !== 'string' || !UUID_V4_RE.test(requestId) || typeof tokenHash !== 'string' || !/^[0-9a-f]{64}$/.test(tokenHash) || !requestedBy || typeof requestedBy !== 'object') {
+        throw bad('malformed token reissue');
+      }
+      const raw = await deps.claims.get(`permit:${requestId}`);
+      if (!raw) throw new AppError('NOT_FOUND', 'Unknown permit request');
+      const claim = JSON.parse(raw) as PermitClaim;
+      // Mailed, or still being mailed by the coordinator that created it.
+      if (claim.mailed !== false || (claim.mailingUntil ?? 0) > clock()) return { reissued: false };
+      const current = await deps.permits.get(claim.permitId);
+      if (!current || current.status !== 'pending' || clock() >= current.expiresAt) return { reissued: false };
+      const reissued: PermitBody = { ...current, tokenHash, requestedBy: requestedBy as PermitBody['requestedBy'] };
+      await deps.replicator.replicate({ kind: 'permit', key: claim.permitId, body: reissued });
+      return { reissued: true, permitId: claim.permitId, expiresAt: current.expiresAt };
+    }),
+  );
+}

@@ -1,0 +1,51 @@
+/**
+ * The change a confirmed permit makes (docs/permits.md, "GET /web2/confirm — consumption", step 3),
+ * computed from the confirming coordinator's replica: a principal's new key, a secret's new owner or
+ * delegate. A plain function over the reads it needs.
+ */
+import { AppError } from '../../errors/index.ts';
+import type { PrincipalBody } from '../accounts/records.ts';
+import type { WriteIntent } from '../replication/ports.ts';
+import { secretKey, type SecretBody } from '../secrets/records.ts';
+import { activePrincipal, verifiedPrincipal, type PermitReads } from './authorize.ts';
+import type { PermitBody } from './records.ts';
+import type { PermitResult } from './types.ts';
+
+/** A permit's change: the record to write with its consumption, and the `result` it reports. */
+export interface PermitEffect {
+  intent: WriteIntent;
+  result: PermitResult;
+}
+
+/** 409 for a permit the state has overtaken since it was requested. */
+function stale(message: string): AppError {
+  return new AppError('CONFLICT', `This permit can no longer be applied: ${message}`);
+}
+
+/**
+ * The change `permit` makes at `now`. 409 when the state has overtaken it (the account or the target
+ * was deleted, the secret changed owner); 503 NOT_READY for a secret this replica does not hold yet.
+ */
+export async function effectOf(permit: PermitBody, now: number, deps: PermitReads): Promise<PermitEffect> {
+  const value = JSON.parse(permit.payload) as Record<string, string | null>;
+  if (permit.action === 'rotate') {
+    const principal = await activePrincipal(deps.principals, permit.principalId);
+    if (!principal) throw stale('the account was deleted');
+    const newPublicKey = value.newPublicKey!;
+    const body: PrincipalBody = { ...principal, ed25519PublicKey: newPublicKey, keyProof: null, keyPermitId: permit.permitId, updatedAt: Math.max(now, principal.updatedAt) };
+    return { intent: { kind: 'principal', key: permit.principalId, body }, result: { principalId: permit.principalId, newPublicKey } };
+  }
+  const secret = await deps.secrets.get(secretKey(permit.secretId));
+  if (!secret) throw new AppError('NOT_READY', `Secret ${permit.secretId} is not known to this coordinator yet; try again`);
+  if (secret.ownerPrincipalId !== permit.principalId) throw stale(`secret ${permit.secretId} changed owner since it was requested`);
+  const target = permit.action === 'transfer' ? value.newOwnerPrincipalId! : value.delegatePrincipalId!;
+  if (target !== null && !(await verifiedPrincipal(deps.principals, target))) throw stale('the target account was deleted');
+  const updatedAt = Math.max(now, secret.updatedAt);
+  if (permit.action === 'transfer') {
+    const delegatePrincipalId = secret.delegatePrincipalId === target ? null : secret.delegatePrincipalId;
+    const body: SecretBody = { ...secret, ownerPrincipalId: target!, delegatePrincipalId, updatedAt, auth: { by: 'permit', permitId: permit.permitId } };
+    return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, newOwnerPrincipalId: target!, delegatePrincipalId } };
+  }
+  const body: SecretBody = { ...secret, delegatePrincipalId: target, updatedAt, auth: { by: 'permit', permitId: permit.permitId } };
+  return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, delegatePrincipalId: target } };
+}
