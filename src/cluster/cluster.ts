@@ -1,27 +1,35 @@
 /**
- * The cluster: membership, the `apply`, `sync`, `create` and `ping` protocols, gossip, and the
- * maintenance loop that keeps a connection to every node of the cluster file and catches up on every
- * (re)connection and periodically (docs/architecture.md, "Network", "Records" and "Sync (catch-up)").
+ * The cluster: composes the peer table (peers.ts), the reconnect and liveness loops
+ * (connections.ts), the request/response protocol servers (handlers/) and their requester side
+ * (requests.ts), catch-up on `sync` (sync.ts) and gossip (gossip.ts) (docs/architecture.md,
+ * "Network", "Sync (catch-up)" and "Membership").
  *
  * Implements the core's PeerTransport and MembershipView ports; nothing outside this folder sees a
  * libp2p type.
  */
-import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
-import type { PeerId, PrivateKey, Stream } from '@libp2p/interface';
+import type { PrivateKey } from '@libp2p/interface';
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { ReplicationEngine } from '../core/replication/engine.ts';
-import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport, SyncRequest } from '../core/replication/ports.ts';
-import { AppError, isAppError, ERROR_CODES, type ErrorCode } from '../errors/index.ts';
-import { membersOf, parseVersionVector } from '../core/replication/ports.ts';
-import type { ReplicatedRecord } from '../core/replication/record.ts';
+import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport } from '../core/replication/ports.ts';
 import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
-import { PROTOCOLS, recordsTopic } from './protocols.ts';
-import { messageChannel, encodeMessage, decodeMessage } from './rpc.ts';
-import { createLink, serveLink, type Link } from './link.ts';
-import { createDialFailureLog, type DialFailureLog } from './dial-log.ts';
+import { PROTOCOLS } from './protocols.ts';
 import { announcedAddressUnbound } from './announce-check.ts';
+import { createBackground } from './background.ts';
+import { createPeers } from './peers.ts';
+import { createConnections } from './connections.ts';
+import { createRequests } from './requests.ts';
+import { createSync, type SyncResult } from './sync.ts';
+import { createGossip } from './gossip.ts';
+import { serveProtocol } from './handlers/serve.ts';
+import { createApplyHandler } from './handlers/apply.ts';
+import { createPingHandler } from './handlers/ping.ts';
+import { createCreateCallHandler, type CreateHandler } from './handlers/create.ts';
+import { createMemberServiceHandler } from './handlers/member.ts';
+
+export type { SyncResult } from './sync.ts';
+export type { CreateHandler } from './handlers/create.ts';
 
 /** Options of {@link createCluster}. */
 export interface ClusterOptions {
@@ -46,9 +54,6 @@ export interface ClusterOptions {
   livenessTimeoutMs?: number;
 }
 
-/** Handles a `create` request on slot 0; the result is sent back as JSON. */
-export type CreateHandler = (request: unknown, from: ClusterNodeEntry) => Promise<unknown>;
-
 /** Dependencies of {@link createCluster}. */
 export interface ClusterDeps {
   descriptor: ClusterDescriptor;
@@ -68,13 +73,6 @@ export interface ClusterDeps {
   memberHandlers?: Partial<Record<MemberService, MemberHandler>>;
   logger: Logger;
   metrics: NodeMetrics;
-}
-
-/** Summary of one catch-up round with one peer. */
-export interface SyncResult {
-  peer: string;
-  applied: number;
-  pages: number;
 }
 
 /** The running cluster. */
@@ -101,56 +99,11 @@ export interface Cluster extends PeerTransport {
   listenAddresses(): string[];
 }
 
-interface PendingApply {
-  records: ReplicatedRecord[];
-  resolve: () => void;
-  reject: (err: Error) => void;
-}
-
-interface Peer {
-  entry: ClusterNodeEntry;
-  peerId: PeerId;
-  idStr: string;
-  dialing: boolean;
-  syncing: Promise<SyncResult> | undefined;
-  syncAgain: boolean;
-  /** One long-lived link per request protocol. */
-  links: Map<string, Link>;
-  /** Applies queued in this event-loop turn, sent as one message. */
-  applyQueue: PendingApply[];
-  /** Aborts the running sync round when the peer disconnects (its stream would only time out). */
-  syncAbort: AbortController | undefined;
-  /** performance.now() when it last answered a ping (or connected). */
-  lastHeard: number;
-  /** A liveness ping is in flight. */
-  pinging: boolean;
-  /** Marked unreachable by silence: not heard from within the liveness timeout. */
-  silent: boolean;
-}
-
-/** Cap on one coalesced apply message's wait; each caller's own deadline is enforced separately. */
-const APPLY_BATCH_DEADLINE_MS = 30_000;
-/** Longest a sync waits for the sync with another peer before it (see takeSyncTurn). */
-const SYNC_TURN_WAIT_MS = 1_000;
-
 /** Create the cluster (not started). */
 export async function createCluster(options: ClusterOptions, deps: ClusterDeps): Promise<Cluster> {
   const log = deps.logger.child({ module: 'cluster' });
   const { descriptor, self, engine } = deps;
-  const topic = recordsTopic(descriptor.clusterId);
   const maxStreams = options.maxStreams ?? 1024;
-  const syncReadTimeoutMs = options.syncReadTimeoutMs ?? 15_000;
-
-  const peers = new Map<string, Peer>(); // by node id
-  const byPeerId = new Map<string, Peer>();
-  for (const n of descriptor.nodes) {
-    if (n.id === self.id) continue;
-    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, syncing: undefined, syncAgain: false, links: new Map(), applyQueue: [], syncAbort: undefined, lastHeard: 0, pinging: false, silent: false };
-    peers.set(n.id, p);
-    byPeerId.set(n.peerId, p);
-  }
-  const memberSlots = new Map<number, Peer | 'self'>();
-  for (const m of membersOf(descriptor)) memberSlots.set(m.slot, m.id === self.id ? 'self' : peers.get(m.id)!);
 
   const libp2p: ClusterLibp2p = await createLibp2pNode({
     privateKey: deps.privateKey,
@@ -160,364 +113,53 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     ...(deps.silencedPeers ? { silencedPeers: deps.silencedPeers } : {}),
     onStrangerRefused: () => deps.metrics.peersRefused.inc(),
   });
-  const livenessIntervalMs = options.livenessIntervalMs ?? 300;
-  const livenessTimeoutMs = options.livenessTimeoutMs ?? 1200;
-  const silenced = (p: Peer) => deps.silencedPeers?.has(p.idStr) === true;
+  const peers = createPeers({ descriptor, self }, { libp2p, blockedPeers: deps.blockedPeers, silencedPeers: deps.silencedPeers });
 
-  // Reachable = an open connection AND answering: a TCP connection that stays open while packets are
-  // dropped would otherwise count as reachable until keep-alives time out, seconds later.
-  const connected = (p: Peer) => !deps.blockedPeers.has(p.idStr) && !p.silent && libp2p.getConnections(p.peerId).some((c) => c.status === 'open');
-
-  const membership: MembershipView = {
-    descriptor,
-    self,
-    isReachable(slot) {
-      const p = memberSlots.get(slot);
-      if (!p) return false;
-      return p === 'self' ? true : connected(p);
-    },
-    reachableCount() {
-      let n = 0;
-      for (const slot of memberSlots.keys()) if (membership.isReachable(slot)) n++;
-      return n;
-    },
-  };
-
-  let stopped = false;
   let started = false;
-  /** Aborted on stop: ends what fault injection left waiting. */
+  /** Aborted on stop: ends what fault injection left waiting, and tells every part the cluster stopped. */
   const stopping = new AbortController();
-  let caughtUp = false;
-  let maintenanceTimer: NodeJS.Timeout | undefined;
-  let livenessTimer: NodeJS.Timeout | undefined;
-  let syncTimer: NodeJS.Timeout | undefined;
-  /** Failed dials, told at warn at most once per peer per 30 s (created at start: its grace period starts then). */
-  let dialFailures: DialFailureLog | undefined;
-  const background = new Set<Promise<unknown>>();
-  const track = <T>(p: Promise<T>): Promise<T> => {
-    background.add(p);
-    p.finally(() => background.delete(p)).catch(() => undefined);
-    return p;
-  };
+  const background = createBackground();
+  const { track } = background;
 
-  async function openChannel(p: Peer, protocol: string, signal: AbortSignal) {
-    const stream: Stream = await libp2p.dialProtocol(p.peerId, protocol, { signal, negotiateFully: false });
-    return messageChannel(stream);
-  }
-
-  /** A request over the peer's long-lived link for `protocol`. */
-  function request(p: Peer, protocol: string, body: unknown, signal: AbortSignal): Promise<unknown> {
-    // Fault injection: a silent partition loses the request; only the caller's deadline ends it.
-    if (silenced(p)) return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('timeout')), { once: true }));
-    let link = p.links.get(protocol);
-    if (!link) {
-      link = createLink((sig) => libp2p.dialProtocol(p.peerId, protocol, { signal: sig, negotiateFully: false }));
-      p.links.set(protocol, link);
-    }
-    return link.request(body, signal);
-  }
-
-  function closeLinks(p: Peer, reason: string): void {
-    for (const link of p.links.values()) link.close(reason);
-  }
-
-  function peerOfSlot(slot: number): Peer {
-    const p = memberSlots.get(slot);
-    if (!p || p === 'self') throw new Error(`no peer at slot ${slot}`);
-    return p;
-  }
-
-  /** Send everything queued for a peer as one `apply` message (one verify pass, one fsync there). */
-  function flushApplies(p: Peer): void {
-    const batch = p.applyQueue.splice(0);
-    if (batch.length === 0) return;
-    const records = batch.flatMap((b) => b.records);
-    request(p, PROTOCOLS.apply, { records }, AbortSignal.timeout(APPLY_BATCH_DEADLINE_MS)).then(
-      (res) => {
-        const rejected = new Map<string, string>();
-        for (const r of ((res as { rejected?: Array<{ origin: string; seq: number; reason: string }> })?.rejected ?? [])) rejected.set(`${r.origin}!${r.seq}`, r.reason);
-        for (const b of batch) {
-          const reasons = b.records.map((r) => rejected.get(`${r.origin}!${r.seq}`)).filter(Boolean);
-          if (reasons.length > 0) b.reject(new Error(`rejected: ${reasons.join(', ')}`));
-          else b.resolve();
-        }
-      },
-      (err: unknown) => {
-        for (const b of batch) b.reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
-  }
-
-  // ---- protocol handlers -------------------------------------------------------------------
-
-  type Handler = (body: unknown, remote: Peer) => Promise<unknown>;
-  async function serve(protocol: string, handler: Handler): Promise<void> {
-    await libp2p.handle(
-      protocol,
-      ({ stream, connection }) => {
-        const remote = byPeerId.get(connection.remotePeer.toString());
-        if (!remote) {
-          stream.abort(new Error('unknown peer'));
-          return;
-        }
-        // Fault injection: a silent partition: requests arrive into nothing and are never answered.
-        track(serveLink(stream, (body) => (silenced(remote) ? new Promise<never>((_r, reject) => stopping.signal.addEventListener('abort', () => reject(new Error('stopping')), { once: true })) : handler(body, remote))));
-      },
-      { maxInboundStreams: maxStreams, maxOutboundStreams: maxStreams },
-    );
-  }
-
-  await serve(PROTOCOLS.apply, async (body) => {
-    const records = (body as { records?: unknown })?.records;
-    if (!Array.isArray(records) || records.length === 0) throw new Error('rejected: malformed apply');
-    const res = await engine.ingest(records, 'apply');
-    return { applied: res.applied, duplicates: res.duplicates, rejected: res.rejected };
-  });
-
-  await serve(PROTOCOLS.ping, async (body) => body);
-
-  await serve(PROTOCOLS.create, async (body, remote) => {
-    if (!deps.createHandler) return { ok: false, error: 'not the creator' };
-    try {
-      return { ok: true, result: await deps.createHandler(body, remote.entry) };
-    } catch (err) {
-      return { ok: false, error: err instanceof Error ? err.message : 'create failed', code: (err as { code?: string }).code };
-    }
-  });
-
+  const serving = { libp2p, peers, stopping: stopping.signal, track };
+  await serveProtocol(PROTOCOLS.apply, createApplyHandler({ engine }), { maxStreams }, serving);
+  await serveProtocol(PROTOCOLS.ping, createPingHandler(), { maxStreams }, serving);
+  await serveProtocol(PROTOCOLS.create, createCreateCallHandler({ createHandler: deps.createHandler }), { maxStreams }, serving);
   for (const service of ['grant', 'shard'] as const) {
-    await serve(PROTOCOLS[service], async (body, remote) => {
-      const handler = deps.memberHandlers?.[service];
-      if (!handler) return { ok: false, error: 'not a member', code: 'FORBIDDEN' };
-      try {
-        return { ok: true, result: await handler(body, remote.entry) };
-      } catch (err) {
-        // Refusals carry their code; anything else is reported without internals.
-        if (isAppError(err)) return { ok: false, error: err.message, code: err.code };
-        log.warn({ err, service, peer: remote.entry.id }, 'member service failed');
-        return { ok: false, error: 'member service failed' };
-      }
-    });
+    await serveProtocol(PROTOCOLS[service], createMemberServiceHandler(service, { memberHandlers: deps.memberHandlers, log }), { maxStreams }, serving);
   }
-
-  // sync streams pages, so it does not fit the request/response link.
-  await libp2p.handle(
-    PROTOCOLS.sync,
-    ({ stream, connection }) => {
-      const ch = messageChannel(stream);
-      track(
-        (async () => {
-          const remote = byPeerId.get(connection.remotePeer.toString());
-          if (!remote) throw new Error('unknown peer');
-          // Fault injection (silent partition): the request is never answered.
-          if (silenced(remote)) return await new Promise<never>((_r, reject) => stopping.signal.addEventListener('abort', () => reject(new Error('stopping')), { once: true }));
-          const req = sanitizeSyncRequest(await ch.read(AbortSignal.timeout(syncReadTimeoutMs)));
-          for await (const page of engine.missingFor(req, { limit: options.syncBatchSize })) {
-            if (stopped) throw new Error('stopping');
-            await ch.write({ records: page }, AbortSignal.timeout(syncReadTimeoutMs));
-          }
-          await ch.write({ done: true });
-          await ch.close();
-        })().catch((err: unknown) => {
-          log.debug({ err }, 'sync responder failed');
-          ch.abort(err instanceof Error ? err : new Error(String(err)));
-        }),
-      );
-    },
-    { maxInboundStreams: 64, maxOutboundStreams: 64 },
+  const sync = await createSync(
+    { syncIntervalMs: options.syncIntervalMs, syncBatchSize: options.syncBatchSize, syncReadTimeoutMs: options.syncReadTimeoutMs ?? 15_000 },
+    { libp2p, peers, engine, stopping: stopping.signal, track, log },
   );
 
-  // ---- sync (requester side) -----------------------------------------------------------------
-
-  /**
-   * Syncs with several peers at once would each bring every missing record, and a member far behind
-   * would receive (and decode) each several times: they take turns. Each waits for the one before it
-   * at most {@link SYNC_TURN_WAIT_MS}, so a slow or withholding peer cannot hold catch-up back.
-   */
-  let syncTurn: Promise<void> = Promise.resolve();
-  async function takeSyncTurn(): Promise<() => void> {
-    const previous = syncTurn;
-    let release!: () => void;
-    syncTurn = new Promise<void>((resolve) => (release = resolve));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([previous, new Promise<void>((resolve) => (timer = setTimeout(resolve, SYNC_TURN_WAIT_MS)))]);
-    clearTimeout(timer);
-    return release;
-  }
-
-  async function runSync(p: Peer): Promise<SyncResult> {
-    if (silenced(p)) throw new Error('peer silenced (fault injection)');
-    const release = await takeSyncTurn();
-    try {
-      return await runSyncTurn(p);
-    } finally {
-      release();
-    }
-  }
-
-  async function runSyncTurn(p: Peer): Promise<SyncResult> {
-    const started = performance.now();
-    const abort = new AbortController();
-    p.syncAbort = abort;
-    const deadline = () => AbortSignal.any([abort.signal, AbortSignal.timeout(syncReadTimeoutMs)]);
-    const ch = await openChannel(p, PROTOCOLS.sync, deadline());
-    let applied = 0;
-    let pages = 0;
-    try {
-      await ch.write(await engine.syncRequest());
-      for (;;) {
-        const msg = (await ch.read(deadline())) as { done?: boolean; records?: unknown[] };
-        if (msg?.done) break;
-        if (!Array.isArray(msg?.records)) throw new Error('malformed sync page');
-        pages++;
-        const res = await engine.ingest(msg.records, 'sync');
-        applied += res.applied;
-      }
-      await ch.close();
-    } catch (err) {
-      ch.abort(err instanceof Error ? err : new Error(String(err)));
-      throw err;
-    }
-    if (applied > 0) log.info({ peer: p.entry.id, applied, pages, ms: Math.round(performance.now() - started) }, 'caught up from peer');
-    return { peer: p.entry.id, applied, pages };
-  }
-
-  /** Sync with a peer; concurrent requests coalesce into one running round plus at most one more. */
-  function syncPeer(p: Peer): Promise<SyncResult> {
-    if (p.syncing) {
-      p.syncAgain = true;
-      return p.syncing;
-    }
-    const run = (async (): Promise<SyncResult> => {
-      let last: SyncResult = { peer: p.entry.id, applied: 0, pages: 0 };
-      do {
-        p.syncAgain = false;
-        last = await runSync(p);
-      } while (p.syncAgain && !stopped && connected(p));
-      return last;
-    })().finally(() => {
-      p.syncing = undefined;
-    });
-    p.syncing = run;
-    return track(run);
-  }
-
-  async function syncAll(): Promise<SyncResult[]> {
-    const targets = [...peers.values()].filter(connected);
-    const results = await Promise.allSettled(targets.map(syncPeer));
-    const ok: SyncResult[] = [];
-    for (const r of results) {
-      if (r.status === 'fulfilled') ok.push(r.value);
-      else log.debug({ err: r.reason }, 'sync round failed');
-    }
-    if (ok.length === targets.length) caughtUp = true;
-    return ok;
-  }
-
-  // ---- maintenance: connections ------------------------------------------------------------------
-
-  /**
-   * Liveness: ping every connected node; one not heard from within the timeout is unreachable at once
-   * (pending requests to it fail now, writes stop waiting for it) and its connection is dropped so the
-   * reconnect loop dials it afresh — which fails while the network is down.
-   */
-  function checkLiveness(): void {
-    if (stopped) return;
-    const now = performance.now();
-    for (const p of peers.values()) {
-      if (p.silent || deps.blockedPeers.has(p.idStr) || !libp2p.getConnections(p.peerId).some((c) => c.status === 'open')) continue;
-      if (now - p.lastHeard > livenessTimeoutMs) {
-        p.silent = true;
-        deps.metrics.connectedMembers.set(membership.reachableCount());
-        log.warn({ peer: p.entry.id, silentMs: Math.round(now - p.lastHeard) }, 'peer stopped answering; marked unreachable');
-        closeLinks(p, 'peer not answering');
-        p.syncAbort?.abort(new Error('peer not answering'));
-        void libp2p.hangUp(p.peerId).catch(() => undefined);
-        continue;
-      }
-      if (p.pinging) continue;
-      p.pinging = true;
-      request(p, PROTOCOLS.ping, { t: now }, AbortSignal.timeout(livenessTimeoutMs))
-        .then(() => {
-          p.lastHeard = performance.now();
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          p.pinging = false;
-        });
-    }
-  }
-
-  function maintain(): void {
-    if (stopped) return;
-    deps.metrics.connectedMembers.set(membership.reachableCount());
-    for (const p of peers.values()) {
-      if (deps.blockedPeers.has(p.idStr)) {
-        if (libp2p.getConnections(p.peerId).length > 0) void libp2p.hangUp(p.peerId).catch(() => undefined);
-        continue;
-      }
-      if (connected(p) || p.dialing) continue;
-      p.dialing = true;
-      track(
-        libp2p
-          .dial(p.peerId, { signal: AbortSignal.timeout(Math.max(1000, options.reconnectIntervalMs * 2)) })
-          .catch((err: unknown) => {
-            log.trace({ err, peer: p.entry.id }, 'dial failed');
-            if (!stopped) dialFailures?.failed({ nodeId: p.entry.id, peerId: p.idStr, multiaddrs: p.entry.multiaddrs }, err);
-          })
-          .finally(() => {
-            p.dialing = false;
-          }),
-      );
-    }
-  }
-
-  libp2p.addEventListener('peer:connect', (evt) => {
-    const p = byPeerId.get(evt.detail.toString());
-    if (p) {
-      p.lastHeard = performance.now();
-      p.silent = false;
-    }
-    deps.metrics.connectedMembers.set(membership.reachableCount());
-    if (!p || stopped) return;
-    dialFailures?.connected(p.entry.id);
-    log.info({ peer: p.entry.id }, 'peer connected');
-    // Catch up on every (re)connection.
-    syncPeer(p).catch((err: unknown) => log.debug({ err, peer: p.entry.id }, 'sync on connect failed'));
-  });
-  libp2p.addEventListener('peer:disconnect', (evt) => {
-    const p = byPeerId.get(evt.detail.toString());
-    deps.metrics.connectedMembers.set(membership.reachableCount());
-    if (!p) return;
-    closeLinks(p, 'peer disconnected');
-    p.syncAbort?.abort(new Error('peer disconnected'));
-    if (!stopped) log.info({ peer: p.entry.id }, 'peer disconnected');
-  });
-
-  libp2p.services.pubsub.addEventListener('message', (evt) => {
-    if (evt.detail.topic !== topic) return;
-    const from = (evt.detail as { from?: { toString(): string } }).from?.toString();
-    if (from !== undefined && deps.silencedPeers?.has(from)) return;
-    let record: unknown;
-    try {
-      record = decodeMessage(evt.detail.data);
-    } catch {
-      deps.metrics.recordsRejected.inc({ reason: 'malformed_gossip' });
-      return;
-    }
-    engine.ingest([record], 'gossip').catch((err: unknown) => log.warn({ err }, 'gossip apply failed'));
-  });
+  const connections = createConnections(
+    { reconnectIntervalMs: options.reconnectIntervalMs, livenessIntervalMs: options.livenessIntervalMs ?? 300, livenessTimeoutMs: options.livenessTimeoutMs ?? 1200 },
+    {
+      libp2p,
+      peers,
+      blockedPeers: deps.blockedPeers,
+      stopping: stopping.signal,
+      track,
+      log,
+      metrics: deps.metrics,
+      // Catch up on every (re)connection.
+      onConnected: (p) => void sync.syncPeer(p).catch((err: unknown) => log.debug({ err, peer: p.entry.id }, 'sync on connect failed')),
+      onLost: (p, reason) => sync.abort(p, reason),
+    },
+  );
+  const gossip = createGossip({ clusterId: descriptor.clusterId }, { pubsub: libp2p.services.pubsub, silencedPeers: deps.silencedPeers, engine, log, metrics: deps.metrics });
+  const requests = createRequests({ peers });
 
   return {
-    membership,
+    membership: peers.membership,
     async start() {
       if (started) return;
       started = true;
-      for (const p of peers.values()) {
+      for (const p of peers.all()) {
         await libp2p.peerStore.merge(p.peerId, { multiaddrs: p.entry.multiaddrs.map((a) => multiaddr(a)) });
       }
       await libp2p.start();
-      dialFailures = createDialFailureLog({}, { now: () => performance.now(), warn: (fields, message) => log.warn(fields, message) });
       const bound = libp2p.getMultiaddrs().map(String);
       if (announcedAddressUnbound(self.multiaddrs, [...options.listen, ...bound])) {
         log.warn(
@@ -530,92 +172,33 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
           'node does not listen on its announced address',
         );
       }
-      libp2p.services.pubsub.subscribe(topic);
-      maintain();
-      maintenanceTimer = setInterval(maintain, options.reconnectIntervalMs);
-      livenessTimer = setInterval(checkLiveness, livenessIntervalMs);
-      syncTimer = setInterval(() => void syncAll(), options.syncIntervalMs);
+      gossip.start();
+      connections.start();
+      sync.start();
       log.info({ listen: libp2p.getMultiaddrs().map(String), peerId: self.peerId }, 'cluster started');
     },
     async stop() {
-      if (stopped) return;
-      stopped = true;
+      if (stopping.signal.aborted) return;
       stopping.abort();
-      clearInterval(maintenanceTimer);
-      clearInterval(syncTimer);
-      clearInterval(livenessTimer);
-      for (const p of peers.values()) closeLinks(p, 'stopping');
-      try {
-        libp2p.services.pubsub.unsubscribe(topic);
-      } catch {
-        // not started
-      }
+      connections.stop();
+      sync.stop();
+      for (const p of peers.all()) peers.closeLinks(p, 'stopping');
+      gossip.stop();
       await libp2p.stop();
-      await Promise.allSettled([...background]);
+      await background.settle();
     },
-    sendApply(slot, records: ReplicatedRecord[], { signal }) {
-      const p = peerOfSlot(slot);
-      return new Promise<void>((resolve, reject) => {
-        const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('timeout'));
-        if (signal.aborted) return onAbort();
-        signal.addEventListener('abort', onAbort, { once: true });
-        const done = () => signal.removeEventListener('abort', onAbort);
-        if (p.applyQueue.length === 0) setImmediate(() => flushApplies(p));
-        p.applyQueue.push({ records, resolve: () => (done(), resolve()), reject: (e) => (done(), reject(e)) });
-      });
-    },
-    async publish(record) {
-      await libp2p.services.pubsub.publish(topic, encodeMessage(record));
-    },
-    async requestCreate(body, { signal }) {
-      const slot0 = peerOfSlot(0);
-      // Known down (no connection, or not answering pings): fail now instead of at the deadline.
-      if (!connected(slot0)) throw new Error('slot 0 unreachable');
-      const res = (await request(slot0, PROTOCOLS.create, body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
-      if (!res?.ok) throw Object.assign(new Error(res?.error ?? 'create refused'), { code: res?.code, refused: true });
-      return res.result;
-    },
-    async callMember(slot, service, body, { signal }) {
-      const p = peerOfSlot(slot);
-      if (!connected(p)) throw new Error('unreachable');
-      const res = (await request(p, PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
-      if (res?.ok) return res.result;
-      const code = typeof res?.code === 'string' && res.code in ERROR_CODES ? (res.code as ErrorCode) : undefined;
-      const message = typeof res?.error === 'string' ? res.error.slice(0, 300) : 'refused';
-      throw code ? new AppError(code, message) : new Error(message);
-    },
+    sendApply: requests.sendApply,
+    publish: gossip.publish,
+    requestCreate: requests.requestCreate,
+    callMember: requests.callMember,
     syncWith(nodeId) {
       const p = peers.get(nodeId);
       if (!p) return Promise.reject(new Error(`unknown node ${nodeId}`));
-      return syncPeer(p);
+      return sync.syncPeer(p);
     },
-    syncAll,
-    async ping(nodeId, opts = {}) {
-      const p = peers.get(nodeId);
-      if (!p) throw new Error(`unknown node ${nodeId}`);
-      const t0 = performance.now();
-      await request(p, PROTOCOLS.ping, { t: t0 }, opts.signal ?? AbortSignal.timeout(2000));
-      return performance.now() - t0;
-    },
-    caughtUp: () => caughtUp,
+    syncAll: sync.syncAll,
+    ping: requests.ping,
+    caughtUp: sync.caughtUp,
     listenAddresses: () => libp2p.getMultiaddrs().map(String),
   };
-}
-
-/** A peer's sync request, with everything malformed dropped (a dropped part only costs resends). */
-function sanitizeSyncRequest(raw: unknown): SyncRequest {
-  const r = (raw ?? {}) as Record<string, unknown>;
-  const req: SyncRequest = { vv: parseVersionVector(r.vv), max: parseVersionVector(r.max), gaps: {}, fp: {} };
-  if (r.gaps && typeof r.gaps === 'object') {
-    for (const [origin, list] of Object.entries(r.gaps as Record<string, unknown>)) {
-      if (!/^0x[0-9a-f]{40}$/.test(origin) || !Array.isArray(list) || list.length > 1000 || !list.every((s) => Number.isSafeInteger(s) && (s as number) > 0)) continue;
-      req.gaps![origin] = list as number[];
-    }
-  }
-  // `max` without its gap list would skip the gaps: keep the two together.
-  for (const origin of Object.keys(req.max!)) if (!req.gaps![origin]) delete req.max![origin];
-  if (r.fp && typeof r.fp === 'object') {
-    for (const [origin, fp] of Object.entries(r.fp as Record<string, unknown>)) if (/^0x[0-9a-f]{40}$/.test(origin) && typeof fp === 'string' && /^[0-9a-f]{1,64}$/.test(fp)) req.fp![origin] = fp;
-  }
-  return req;
 }

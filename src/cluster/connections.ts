@@ -1,0 +1,152 @@
+/**
+ * Connections to the other nodes: the reconnect loop that dials every listed node not connected,
+ * liveness pings that mark a node not answering unreachable at once and drop its connection, and the
+ * connect and disconnect events (docs/architecture.md, "Membership").
+ */
+import type { Logger } from '../log/index.ts';
+import type { NodeMetrics } from '../metrics/index.ts';
+import type { ClusterLibp2p } from './libp2p-node.ts';
+import { PROTOCOLS } from './protocols.ts';
+import { createDialFailureLog, type DialFailureLog } from './dial-log.ts';
+import type { Peer, Peers } from './peers.ts';
+import type { Track } from './background.ts';
+
+/** Options of {@link createConnections}. */
+export interface ConnectionsOptions {
+  /** Re-dial interval for unreachable nodes, ms. */
+  reconnectIntervalMs: number;
+  /** How often each connected node is pinged, ms. */
+  livenessIntervalMs: number;
+  /** A node that answered no ping for this long is unreachable, ms. */
+  livenessTimeoutMs: number;
+}
+
+/** Dependencies of {@link createConnections}. */
+export interface ConnectionsDeps {
+  libp2p: Pick<ClusterLibp2p, 'getConnections' | 'dial' | 'hangUp' | 'addEventListener'>;
+  peers: Peers;
+  /** Live set of peer ids to refuse (fault injection): their connections are hung up. */
+  blockedPeers: ReadonlySet<string>;
+  /** Aborted when the cluster stops. */
+  stopping: AbortSignal;
+  track: Track;
+  /** The cluster's logger. */
+  log: Logger;
+  metrics: Pick<NodeMetrics, 'connectedMembers'>;
+  /** A listed node connected (the cluster catches up with it). */
+  onConnected(p: Peer): void;
+  /** A node disconnected or stopped answering: what still runs against it is aborted. */
+  onLost(p: Peer, reason: string): void;
+}
+
+/** The reconnect and liveness loops (the connection events are listened to from creation). */
+export interface Connections {
+  start(): void;
+  stop(): void;
+}
+
+/** Create the loops and listen to connection events. */
+export function createConnections(options: ConnectionsOptions, deps: ConnectionsDeps): Connections {
+  const { libp2p, peers, log, stopping } = deps;
+  const { livenessTimeoutMs } = options;
+  const reachable = () => deps.metrics.connectedMembers.set(peers.membership.reachableCount());
+  let maintenanceTimer: NodeJS.Timeout | undefined;
+  let livenessTimer: NodeJS.Timeout | undefined;
+  /** Failed dials, told at warn at most once per peer per 30 s (created at start: its grace period starts then). */
+  let dialFailures: DialFailureLog | undefined;
+
+  /** The peer is gone: fail its requests and abort what runs against it. */
+  function lost(p: Peer, reason: string): void {
+    peers.closeLinks(p, reason);
+    deps.onLost(p, reason);
+  }
+
+  /**
+   * Liveness: ping every connected node; one not heard from within the timeout is unreachable at once
+   * (pending requests to it fail now, writes stop waiting for it) and its connection is dropped so the
+   * reconnect loop dials it afresh — which fails while the network is down.
+   */
+  function checkLiveness(): void {
+    if (stopping.aborted) return;
+    const now = performance.now();
+    for (const p of peers.all()) {
+      if (p.silent || deps.blockedPeers.has(p.idStr) || !libp2p.getConnections(p.peerId).some((c) => c.status === 'open')) continue;
+      if (now - p.lastHeard > livenessTimeoutMs) {
+        p.silent = true;
+        reachable();
+        log.warn({ peer: p.entry.id, silentMs: Math.round(now - p.lastHeard) }, 'peer stopped answering; marked unreachable');
+        lost(p, 'peer not answering');
+        void libp2p.hangUp(p.peerId).catch(() => undefined);
+        continue;
+      }
+      if (p.pinging) continue;
+      p.pinging = true;
+      peers
+        .request(p, PROTOCOLS.ping, { t: now }, AbortSignal.timeout(livenessTimeoutMs))
+        .then(() => {
+          p.lastHeard = performance.now();
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          p.pinging = false;
+        });
+    }
+  }
+
+  function maintain(): void {
+    if (stopping.aborted) return;
+    reachable();
+    for (const p of peers.all()) {
+      if (deps.blockedPeers.has(p.idStr)) {
+        if (libp2p.getConnections(p.peerId).length > 0) void libp2p.hangUp(p.peerId).catch(() => undefined);
+        continue;
+      }
+      if (peers.connected(p) || p.dialing) continue;
+      p.dialing = true;
+      deps.track(
+        libp2p
+          .dial(p.peerId, { signal: AbortSignal.timeout(Math.max(1000, options.reconnectIntervalMs * 2)) })
+          .catch((err: unknown) => {
+            log.trace({ err, peer: p.entry.id }, 'dial failed');
+            if (!stopping.aborted) dialFailures?.failed({ nodeId: p.entry.id, peerId: p.idStr, multiaddrs: p.entry.multiaddrs }, err);
+          })
+          .finally(() => {
+            p.dialing = false;
+          }),
+      );
+    }
+  }
+
+  libp2p.addEventListener('peer:connect', (evt) => {
+    const p = peers.byPeerId(evt.detail.toString());
+    if (p) {
+      p.lastHeard = performance.now();
+      p.silent = false;
+    }
+    reachable();
+    if (!p || stopping.aborted) return;
+    dialFailures?.connected(p.entry.id);
+    log.info({ peer: p.entry.id }, 'peer connected');
+    deps.onConnected(p);
+  });
+  libp2p.addEventListener('peer:disconnect', (evt) => {
+    const p = peers.byPeerId(evt.detail.toString());
+    reachable();
+    if (!p) return;
+    lost(p, 'peer disconnected');
+    if (!stopping.aborted) log.info({ peer: p.entry.id }, 'peer disconnected');
+  });
+
+  return {
+    start() {
+      dialFailures = createDialFailureLog({}, { now: () => performance.now(), warn: (fields, message) => log.warn(fields, message) });
+      maintain();
+      maintenanceTimer = setInterval(maintain, options.reconnectIntervalMs);
+      livenessTimer = setInterval(checkLiveness, options.livenessIntervalMs);
+    },
+    stop() {
+      clearInterval(maintenanceTimer);
+      clearInterval(livenessTimer);
+    },
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * `grant` and `shard`: a member's own services, answered `{ ok, result }` or a refusal carrying its
+ * error code (docs/architecture.md, "Network"; docs/security.md, "Share release").
+ */
+import type { Logger } from '../../log/index.ts';
+import type { MemberHandler, MemberService } from '../../core/replication/ports.ts';
+import { isAppError } from '../../errors/index.ts';
+import type { ProtocolHandler } from './serve.ts';
+
+/** Dependencies of {@link createMemberServiceHandler}. */
+export interface MemberServiceHandlerDeps {
+  /** This member's `grant` and `shard` handlers (absent on gateways). */
+  memberHandlers?: Partial<Record<MemberService, MemberHandler>>;
+  /** The cluster's logger. */
+  log: Logger;
+}
+
+/** Create the handler of one member service. */
+export function createMemberServiceHandler(service: MemberService, deps: MemberServiceHandlerDeps): ProtocolHandler {
+  return async (body, remote) => {
+    const handler = deps.memberHandlers?.[service];
+    if (!handler) return { ok: false, error: 'not a member', code: 'FORBIDDEN' };
+    try {
+      return { ok: true, result: await handler(body, remote.entry) };
+    } catch (err) {
+      // Refusals carry their code; anything else is reported without internals.
+      if (isAppError(err)) return { ok: false, error: err.message, code: err.code };
+      deps.log.warn({ err, service, peer: remote.entry.id }, 'member service failed');
+      return { ok: false, error: 'member service failed' };
+    }
+  };
+}

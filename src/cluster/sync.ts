@@ -1,0 +1,237 @@
+/**
+ * Catch-up over the `sync` protocol, both sides: the requester sends its sync request and applies
+ * the pages it gets back through the validator one by one; the responder streams what the requester
+ * lacks in pages of `syncBatchSize` (docs/architecture.md, "Sync (catch-up)"). `sync` streams pages,
+ * so it does not fit the request/response links of the other protocols.
+ */
+import type { Logger } from '../log/index.ts';
+import type { ReplicationEngine } from '../core/replication/engine.ts';
+import type { SyncRequest } from '../core/replication/ports.ts';
+import { parseVersionVector } from '../core/replication/ports.ts';
+import type { ClusterLibp2p } from './libp2p-node.ts';
+import { PROTOCOLS } from './protocols.ts';
+import { messageChannel } from './rpc.ts';
+import { untilStopped, type Peer, type Peers } from './peers.ts';
+import type { Track } from './background.ts';
+
+/** Summary of one catch-up round with one peer. */
+export interface SyncResult {
+  peer: string;
+  applied: number;
+  pages: number;
+}
+
+/** Options of {@link createSync}. */
+export interface SyncOptions {
+  /** Periodic catch-up interval, ms. */
+  syncIntervalMs: number;
+  /** Records per sync page. */
+  syncBatchSize: number;
+  /** Idle deadline while reading a sync page, ms. */
+  syncReadTimeoutMs: number;
+}
+
+/** Dependencies of {@link createSync}. */
+export interface SyncDeps {
+  libp2p: Pick<ClusterLibp2p, 'handle' | 'dialProtocol'>;
+  peers: Peers;
+  engine: Pick<ReplicationEngine, 'ingest' | 'missingFor' | 'syncRequest'>;
+  /** Aborted when the cluster stops. */
+  stopping: AbortSignal;
+  track: Track;
+  /** The cluster's logger. */
+  log: Logger;
+}
+
+/** Catch-up with the other nodes. */
+export interface Sync {
+  /** Sync with a peer; concurrent requests coalesce into one running round plus at most one more. */
+  syncPeer(p: Peer): Promise<SyncResult>;
+  /** One catch-up round with every reachable node. */
+  syncAll(): Promise<SyncResult[]>;
+  /** True once a catch-up round with every node reachable at that time has completed. */
+  caughtUp(): boolean;
+  /** Abort the running round with `p` (it disconnected: its stream would only time out). */
+  abort(p: Peer, reason: string): void;
+  /** Start the periodic rounds. */
+  start(): void;
+  stop(): void;
+}
+
+interface PeerSync {
+  syncing: Promise<SyncResult> | undefined;
+  syncAgain: boolean;
+  /** Aborts the running sync round when the peer disconnects (its stream would only time out). */
+  syncAbort: AbortController | undefined;
+}
+
+/** Longest a sync waits for the sync with another peer before it (see takeSyncTurn). */
+const SYNC_TURN_WAIT_MS = 1_000;
+/** Sync streams per protocol per connection. */
+const SYNC_MAX_STREAMS = 64;
+
+/** Serve `sync` and create the requester side. */
+export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<Sync> {
+  const { libp2p, peers, engine, log, stopping, track } = deps;
+  const { syncReadTimeoutMs } = options;
+  const state = new Map<Peer, PeerSync>();
+  const stateOf = (p: Peer): PeerSync => {
+    let s = state.get(p);
+    if (!s) {
+      s = { syncing: undefined, syncAgain: false, syncAbort: undefined };
+      state.set(p, s);
+    }
+    return s;
+  };
+  let caughtUp = false;
+  let syncTimer: NodeJS.Timeout | undefined;
+
+  // ---- responder -------------------------------------------------------------------------------
+
+  await libp2p.handle(
+    PROTOCOLS.sync,
+    ({ stream, connection }) => {
+      const ch = messageChannel(stream);
+      track(
+        (async () => {
+          const remote = peers.byPeerId(connection.remotePeer.toString());
+          if (!remote) throw new Error('unknown peer');
+          // Fault injection (silent partition): the request is never answered.
+          if (peers.silenced(remote)) return await untilStopped(stopping);
+          const req = sanitizeSyncRequest(await ch.read(AbortSignal.timeout(syncReadTimeoutMs)));
+          for await (const page of engine.missingFor(req, { limit: options.syncBatchSize })) {
+            if (stopping.aborted) throw new Error('stopping');
+            await ch.write({ records: page }, AbortSignal.timeout(syncReadTimeoutMs));
+          }
+          await ch.write({ done: true });
+          await ch.close();
+        })().catch((err: unknown) => {
+          log.debug({ err }, 'sync responder failed');
+          ch.abort(err instanceof Error ? err : new Error(String(err)));
+        }),
+      );
+    },
+    { maxInboundStreams: SYNC_MAX_STREAMS, maxOutboundStreams: SYNC_MAX_STREAMS },
+  );
+
+  // ---- requester -------------------------------------------------------------------------------
+
+  /**
+   * Syncs with several peers at once would each bring every missing record, and a member far behind
+   * would receive (and decode) each several times: they take turns. Each waits for the one before it
+   * at most {@link SYNC_TURN_WAIT_MS}, so a slow or withholding peer cannot hold catch-up back.
+   */
+  let syncTurn: Promise<void> = Promise.resolve();
+  async function takeSyncTurn(): Promise<() => void> {
+    const previous = syncTurn;
+    let release!: () => void;
+    syncTurn = new Promise<void>((resolve) => (release = resolve));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([previous, new Promise<void>((resolve) => (timer = setTimeout(resolve, SYNC_TURN_WAIT_MS)))]);
+    clearTimeout(timer);
+    return release;
+  }
+
+  async function runSync(p: Peer): Promise<SyncResult> {
+    if (peers.silenced(p)) throw new Error('peer silenced (fault injection)');
+    const release = await takeSyncTurn();
+    try {
+      return await runSyncTurn(p);
+    } finally {
+      release();
+    }
+  }
+
+  async function runSyncTurn(p: Peer): Promise<SyncResult> {
+    const started = performance.now();
+    const abort = new AbortController();
+    stateOf(p).syncAbort = abort;
+    const deadline = () => AbortSignal.any([abort.signal, AbortSignal.timeout(syncReadTimeoutMs)]);
+    const stream = await libp2p.dialProtocol(p.peerId, PROTOCOLS.sync, { signal: deadline(), negotiateFully: false });
+    const ch = messageChannel(stream);
+    let applied = 0;
+    let pages = 0;
+    try {
+      await ch.write(await engine.syncRequest());
+      for (;;) {
+        const msg = (await ch.read(deadline())) as { done?: boolean; records?: unknown[] };
+        if (msg?.done) break;
+        if (!Array.isArray(msg?.records)) throw new Error('malformed sync page');
+        pages++;
+        const res = await engine.ingest(msg.records, 'sync');
+        applied += res.applied;
+      }
+      await ch.close();
+    } catch (err) {
+      ch.abort(err instanceof Error ? err : new Error(String(err)));
+      throw err;
+    }
+    if (applied > 0) log.info({ peer: p.entry.id, applied, pages, ms: Math.round(performance.now() - started) }, 'caught up from peer');
+    return { peer: p.entry.id, applied, pages };
+  }
+
+  function syncPeer(p: Peer): Promise<SyncResult> {
+    const s = stateOf(p);
+    if (s.syncing) {
+      s.syncAgain = true;
+      return s.syncing;
+    }
+    const run = (async (): Promise<SyncResult> => {
+      let last: SyncResult = { peer: p.entry.id, applied: 0, pages: 0 };
+      do {
+        s.syncAgain = false;
+        last = await runSync(p);
+      } while (s.syncAgain && !stopping.aborted && peers.connected(p));
+      return last;
+    })().finally(() => {
+      s.syncing = undefined;
+    });
+    s.syncing = run;
+    return track(run);
+  }
+
+  async function syncAll(): Promise<SyncResult[]> {
+    const targets = [...peers.all()].filter(peers.connected);
+    const results = await Promise.allSettled(targets.map(syncPeer));
+    const ok: SyncResult[] = [];
+    for (const r of results) {
+      if (r.status === 'fulfilled') ok.push(r.value);
+      else log.debug({ err: r.reason }, 'sync round failed');
+    }
+    if (ok.length === targets.length) caughtUp = true;
+    return ok;
+  }
+
+  return {
+    syncPeer,
+    syncAll,
+    caughtUp: () => caughtUp,
+    abort(p, reason) {
+      state.get(p)?.syncAbort?.abort(new Error(reason));
+    },
+    start() {
+      syncTimer = setInterval(() => void syncAll(), options.syncIntervalMs);
+    },
+    stop() {
+      clearInterval(syncTimer);
+    },
+  };
+}
+
+/** A peer's sync request, with everything malformed dropped (a dropped part only costs resends). */
+function sanitizeSyncRequest(raw: unknown): SyncRequest {
+  const r = (raw ?? {}) as Record<string, unknown>;
+  const req: SyncRequest = { vv: parseVersionVector(r.vv), max: parseVersionVector(r.max), gaps: {}, fp: {} };
+  if (r.gaps && typeof r.gaps === 'object') {
+    for (const [origin, list] of Object.entries(r.gaps as Record<string, unknown>)) {
+      if (!/^0x[0-9a-f]{40}$/.test(origin) || !Array.isArray(list) || list.length > 1000 || !list.every((s) => Number.isSafeInteger(s) && (s as number) > 0)) continue;
+      req.gaps![origin] = list as number[];
+    }
+  }
+  // `max` without its gap list would skip the gaps: keep the two together.
+  for (const origin of Object.keys(req.max!)) if (!req.gaps![origin]) delete req.max![origin];
+  if (r.fp && typeof r.fp === 'object') {
+    for (const [origin, fp] of Object.entries(r.fp as Record<string, unknown>)) if (/^0x[0-9a-f]{40}$/.test(origin) && typeof fp === 'string' && /^[0-9a-f]{1,64}$/.test(fp)) req.fp![origin] = fp;
+  }
+  return req;
+}

@@ -1,0 +1,82 @@
+/**
+ * The request/response protocol servers (src/cluster/handlers/): what each answers, with its deps
+ * stubbed (docs/architecture.md, "Network").
+ */
+import { describe, expect, it } from 'vitest';
+import { createApplyHandler } from '../../../src/cluster/handlers/apply.ts';
+import { createCreateCallHandler } from '../../../src/cluster/handlers/create.ts';
+import { createMemberServiceHandler } from '../../../src/cluster/handlers/member.ts';
+import { createPingHandler } from '../../../src/cluster/handlers/ping.ts';
+import type { Peer } from '../../../src/cluster/peers.ts';
+import type { Logger } from '../../../src/log/index.ts';
+import { AppError } from '../../../src/errors/index.ts';
+
+const remote = { entry: { id: 'node-1', slot: 1 } } as unknown as Peer;
+
+function warnings() {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = { warn: (fields: Record<string, unknown>, message: string) => lines.push({ ...fields, message }) } as unknown as Logger;
+  return { log, lines };
+}
+
+describe('apply', () => {
+  it('ingests the records and answers what was applied, held and refused', async () => {
+    const ingested: unknown[][] = [];
+    const handler = createApplyHandler({
+      engine: {
+        ingest: async (records) => {
+          ingested.push(records);
+          return { applied: 1, duplicates: 0, rejected: [] };
+        },
+      },
+    });
+    await expect(handler({ records: [{ seq: 1 }] }, remote)).resolves.toEqual({ applied: 1, duplicates: 0, rejected: [] });
+    expect(ingested).toEqual([[{ seq: 1 }]]);
+    await expect(handler({ records: [] }, remote)).rejects.toThrow('rejected: malformed apply');
+    await expect(handler(null, remote)).rejects.toThrow('rejected: malformed apply');
+  });
+});
+
+describe('ping', () => {
+  it('answers the body it got', async () => {
+    await expect(createPingHandler()({ t: 42 }, remote)).resolves.toEqual({ t: 42 });
+  });
+});
+
+describe('create', () => {
+  it('refuses on a node that is not slot 0, and answers a refusal with its message and code', async () => {
+    await expect(createCreateCallHandler({})({ op: 'allocate' }, remote)).resolves.toEqual({ ok: false, error: 'not the creator' });
+    const handler = createCreateCallHandler({
+      createHandler: async (request, from) => {
+        if ((request as { op?: string }).op === 'claimEmail') throw Object.assign(new Error('taken'), { code: 'CONFLICT' });
+        return { id: 7, from: from.id };
+      },
+    });
+    await expect(handler({ op: 'allocate' }, remote)).resolves.toEqual({ ok: true, result: { id: 7, from: 'node-1' } });
+    await expect(handler({ op: 'claimEmail' }, remote)).resolves.toEqual({ ok: false, error: 'taken', code: 'CONFLICT' });
+  });
+});
+
+describe('member services', () => {
+  it('refuses on a gateway with FORBIDDEN', async () => {
+    const { log } = warnings();
+    await expect(createMemberServiceHandler('grant', { log })({}, remote)).resolves.toEqual({ ok: false, error: 'not a member', code: 'FORBIDDEN' });
+  });
+
+  it('passes a refusal on with its code, and reports any other failure without its internals', async () => {
+    const { log, lines } = warnings();
+    const handler = createMemberServiceHandler('shard', {
+      log,
+      memberHandlers: {
+        shard: async (body) => {
+          if ((body as { behind?: boolean }).behind) throw new AppError('NOT_READY', 'not caught up');
+          throw new Error('disk on fire');
+        },
+      },
+    });
+    await expect(handler({ behind: true }, remote)).resolves.toEqual({ ok: false, error: 'not caught up', code: 'NOT_READY' });
+    expect(lines).toEqual([]);
+    await expect(handler({}, remote)).resolves.toEqual({ ok: false, error: 'member service failed' });
+    expect(lines).toMatchObject([{ service: 'shard', peer: 'node-1', message: 'member service failed' }]);
+  });
+});
