@@ -66,7 +66,7 @@ export interface ClusterDeps {
    * is sent to them or answered, their connections are not hung up, new ones are refused.
    */
   silencedPeers?: ReadonlySet<string>;
-  engine: Pick<ReplicationEngine, 'ingest' | 'versionVector' | 'missingFor' | 'syncRequest'>;
+  engine: Pick<ReplicationEngine, 'ingest' | 'prepareIngest' | 'ingestPrepared' | 'versionVector' | 'missingFor' | 'syncRequest'>;
   /** Slot 0's create handler (absent on other nodes). */
   createHandler?: CreateHandler;
   /** This member's `grant` and `shard` handlers (absent on gateways). */

@@ -35,7 +35,7 @@ export interface SyncOptions {
 export interface SyncDeps {
   libp2p: Pick<ClusterLibp2p, 'handle' | 'dialProtocol'>;
   peers: Peers;
-  engine: Pick<ReplicationEngine, 'ingest' | 'missingFor' | 'syncRequest'>;
+  engine: Pick<ReplicationEngine, 'prepareIngest' | 'ingestPrepared' | 'missingFor' | 'syncRequest'>;
   /** Aborted when the cluster stops. */
   stopping: AbortSignal;
   track: Track;
@@ -153,14 +153,26 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
     let pages = 0;
     try {
       await ch.write(await engine.syncRequest());
+      // Two pages in hand at most: one being checked and stored, in page order (evidence in a page may
+      // rest on records of the page before), while the next is read and its signatures verified.
+      let storing: Promise<void> = Promise.resolve();
       for (;;) {
         const msg = (await ch.read(deadline())) as { done?: boolean; records?: unknown[] };
         if (msg?.done) break;
         if (!Array.isArray(msg?.records)) throw new Error('malformed sync page');
         pages++;
-        const res = await engine.ingest(msg.records, 'sync');
-        applied += res.applied;
+        const prepared = engine.prepareIngest(msg.records, 'sync');
+        // Handled where it is awaited, below; this only keeps an early rejection from being reported as unhandled.
+        prepared.catch(() => undefined);
+        const previous = storing;
+        storing = (async () => {
+          await previous;
+          applied += (await engine.ingestPrepared(await prepared)).applied;
+        })();
+        storing.catch(() => undefined);
+        await previous;
       }
+      await storing;
       await ch.close();
     } catch (err) {
       ch.abort(err instanceof Error ? err : new Error(String(err)));

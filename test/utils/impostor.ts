@@ -30,7 +30,11 @@ export async function startImpostor(
       privateKey: keys.identity,
       blockedPeers: new Set(),
       // It stores nothing and offers nothing to sync: it only speaks.
-      engine: { ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }), versionVector: options.versionVector ?? (() => ({})), syncRequest: async () => ({ vv: {} }), missingFor: async function* () {} },
+      engine: {
+        ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }),
+        prepareIngest: async () => ({ source: 'sync', refusals: [], checked: [], known: 0, awaiting: [] }),
+        ingestPrepared: async () => ({ applied: 0, duplicates: 0, rejected: [] }),
+        versionVector: options.versionVector ?? (() => ({})), syncRequest: async () => ({ vv: {} }), missingFor: async function* () {} },
       logger: createLogger({ level: 'silent' }),
       metrics: createMetrics({ processMetrics: false }),
       // What it answers when members call it (none by default: every call fails).
