@@ -3,9 +3,8 @@
  * message per event-loop turn), `create` to slot 0, `grant` and `shard` to a member, and `ping`
  * (docs/architecture.md, "Network").
  */
-import type { MemberService } from '../core/replication/ports.ts';
+import { PeerError, refusalError, type MemberService } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
-import { AppError, ERROR_CODES, type ErrorCode } from '../errors/index.ts';
 import { PROTOCOLS } from './protocols.ts';
 import type { Peer, Peers } from './peers.ts';
 
@@ -56,7 +55,7 @@ export function createRequests(deps: RequestsDeps): Requests {
         for (const r of ((res as { rejected?: Array<{ origin: string; seq: number; reason: string }> })?.rejected ?? [])) rejected.set(`${r.origin}!${r.seq}`, r.reason);
         for (const b of batch) {
           const reasons = b.records.map((r) => rejected.get(`${r.origin}!${r.seq}`)).filter(Boolean);
-          if (reasons.length > 0) b.reject(new Error(`rejected: ${reasons.join(', ')}`));
+          if (reasons.length > 0) b.reject(new PeerError('rejected', reasons.join(', ')));
           else b.resolve();
         }
       },
@@ -70,7 +69,7 @@ export function createRequests(deps: RequestsDeps): Requests {
     sendApply(slot, records, { signal }) {
       const p = peers.ofSlot(slot);
       return new Promise<void>((resolve, reject) => {
-        const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('timeout'));
+        const onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new PeerError('timeout'));
         if (signal.aborted) return onAbort();
         signal.addEventListener('abort', onAbort, { once: true });
         const done = () => signal.removeEventListener('abort', onAbort);
@@ -82,19 +81,17 @@ export function createRequests(deps: RequestsDeps): Requests {
     async requestCreate(body, { signal }) {
       const slot0 = peers.ofSlot(0);
       // Known down (no connection, or not answering pings): fail now instead of at the deadline.
-      if (!peers.connected(slot0)) throw new Error('slot 0 unreachable');
+      if (!peers.connected(slot0)) throw new PeerError('unreachable', 'slot 0');
       const res = (await peers.request(slot0, PROTOCOLS.create, body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
-      if (!res?.ok) throw Object.assign(new Error(res?.error ?? 'create refused'), { code: res?.code, refused: true });
+      if (!res?.ok) throw refusalError(res);
       return res.result;
     },
     async callMember(slot, service, body, { signal }) {
       const p = peers.ofSlot(slot);
-      if (!peers.connected(p)) throw new Error('unreachable');
+      if (!peers.connected(p)) throw new PeerError('unreachable');
       const res = (await peers.request(p, PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
       if (res?.ok) return res.result;
-      const code = typeof res?.code === 'string' && res.code in ERROR_CODES ? (res.code as ErrorCode) : undefined;
-      const message = typeof res?.error === 'string' ? res.error.slice(0, 300) : 'refused';
-      throw code ? new AppError(code, message) : new Error(message);
+      throw refusalError(res);
     },
     async ping(nodeId, opts = {}) {
       const p = peers.get(nodeId);

@@ -3,7 +3,7 @@
  * from durable counters now; principal and permit creation register their own operations later.
  * Every node calls {@link Creator.allocate}; slot 0 answers locally, the others ask it over `create`.
  */
-import { AppError } from '../../errors/index.ts';
+import { AppError, isAppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { isCoordinatorEntry, type ClusterNodeEntry, type Creator } from './ports.ts';
 
@@ -69,10 +69,9 @@ export function createCreator(options: CreatorOptions, deps: CreatorDeps): Creat
       try {
         return await deps.requestCreate({ op, params }, { signal });
       } catch (err) {
-        // A refusal by a reachable slot 0 carries its AppError code; anything else is unavailability.
-        const e = err as { refused?: boolean; code?: string; message?: string };
-        if (e.refused && e.code) throw new AppError(e.code as never, e.message ?? 'create refused');
-        log.warn({ op, err: e.message }, 'slot 0 create failed');
+        // A refusal by a reachable slot 0 carries its AppError code (refusalError); anything else is unavailability.
+        if (isAppError(err)) throw err;
+        log.warn({ op, err: (err as Error).message }, 'slot 0 create failed');
         throw new AppError('SLOT0_UNAVAILABLE', 'Slot 0 (the cluster creator) is unreachable; try again shortly');
       }
     },

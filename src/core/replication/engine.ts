@@ -16,7 +16,7 @@ import type { KindRegistry, RecordContext, RecordKindDefinition } from './kinds.
 import { supersedes } from './kinds.ts';
 import { recordDigest, createHlcClock, type HlcClock, type ReplicatedRecord } from './record.ts';
 import type { BatchWriteReport, ClusterNodeEntry, MembershipView, PeerTransport, RecordStore, ReplicateOptions, Replicator, StateReader, SyncRequest, VersionVector, WriteIntent, WriteReport } from './ports.ts';
-import { isCoordinatorEntry, membersOf } from './ports.ts';
+import { isCoordinatorEntry, membersOf, PeerError } from './ports.ts';
 import type { Json } from './canonical-json.ts';
 
 /** Where an incoming record came from (a metrics label). */
@@ -676,7 +676,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
         for (const m of targets) {
           const send = membership.isReachable(m.slot)
             ? transport.sendApply(m.slot, records, { signal: controller.signal })
-            : Promise.reject(new Error('unreachable'));
+            : Promise.reject(new PeerError('unreachable'));
           send.then(
             () => acked.push(m.nodeAddress),
             (err: unknown) => failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: failureReason(err, controller.signal) }),
@@ -785,9 +785,9 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   };
 }
 
+/** A member's failure as reported in `failedNodes`: the transport's {@link PeerError} kind (and detail), or `error: …`. */
 function failureReason(err: unknown, signal: AbortSignal): string {
   if (signal.aborted) return 'timeout';
-  const msg = err instanceof Error ? err.message : String(err);
-  if (msg === 'unreachable') return 'unreachable';
-  return msg.startsWith('rejected') ? msg : `error: ${msg.slice(0, 200)}`;
+  if (err instanceof PeerError) return err.kind === 'unreachable' || err.kind === 'timeout' ? err.kind : err.message;
+  return `error: ${(err instanceof Error ? err.message : String(err)).slice(0, 200)}`;
 }

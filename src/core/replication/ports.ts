@@ -3,7 +3,7 @@
  * the peer transport (src/cluster). Capabilities see only {@link Replicator}, {@link Creator} and
  * {@link MembershipView}; no libp2p or level type appears here (CONTRIBUTING.md, "Where things live").
  */
-import type { MemberFailure } from '../../errors/index.ts';
+import { AppError, ERROR_CODES, type ErrorCode, type MemberFailure } from '../../errors/index.ts';
 import type { ReplicatedRecord } from './record.ts';
 import type { Json } from './canonical-json.ts';
 
@@ -242,4 +242,33 @@ export interface MemberRpc {
    * Error when it could not be reached or timed out.
    */
   call(slot: number, service: MemberService, body: unknown, options: { signal: AbortSignal }): Promise<unknown>;
+}
+
+/**
+ * How a call to a peer failed, as the transport (src/cluster) reports it: `unreachable` (no working
+ * connection), `timeout` (no answer by the deadline), `rejected` (a member refused records it was
+ * sent, with the reasons), `refused` (a member's service refused the call without a known code).
+ * The message is `<kind>` or `<kind>: <detail>`, as reported in `failedNodes` errors.
+ */
+export type PeerFailureKind = 'unreachable' | 'timeout' | 'rejected' | 'refused';
+
+/** The transport's error (see {@link PeerFailureKind}); callers classify by `kind`, never by message text. */
+export class PeerError extends Error {
+  readonly kind: PeerFailureKind;
+  constructor(kind: PeerFailureKind, detail?: string) {
+    super(detail === undefined ? kind : `${kind}: ${detail}`);
+    this.name = 'PeerError';
+    this.kind = kind;
+  }
+}
+
+/**
+ * The one decode of a member's or slot 0's refusal (`{ ok: false, error, code }` on the wire): an
+ * {@link AppError} when it names a code of the closed set — the caller answers with it — else a
+ * `refused` {@link PeerError}.
+ */
+export function refusalError(answer: { error?: unknown; code?: unknown } | undefined): Error {
+  const message = typeof answer?.error === 'string' ? answer.error.slice(0, 300) : 'refused';
+  const code = typeof answer?.code === 'string' && answer.code in ERROR_CODES ? (answer.code as ErrorCode) : undefined;
+  return code ? new AppError(code, message) : new PeerError('refused', message);
 }

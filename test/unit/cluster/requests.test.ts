@@ -9,6 +9,7 @@ import { PROTOCOLS } from '../../../src/cluster/protocols.ts';
 import type { Peer } from '../../../src/cluster/peers.ts';
 import { isAppError } from '../../../src/errors/index.ts';
 import type { ReplicatedRecord } from '../../../src/core/replication/record.ts';
+import { PeerError } from '../../../src/core/replication/ports.ts';
 
 const member = { entry: { id: 'node-1', slot: 1 } } as unknown as Peer;
 const record = (seq: number) => ({ origin: '0xaa', seq }) as unknown as ReplicatedRecord;
@@ -50,7 +51,7 @@ describe('apply requests', () => {
 });
 
 describe('member calls', () => {
-  it('keeps a known refusal code as an AppError, and a refusal without one as a plain error', async () => {
+  it('keeps a known refusal code as an AppError, and a refusal without one as a refused PeerError', async () => {
     const signal = AbortSignal.timeout(5000);
     const coded = harness(() => ({ ok: false, error: 'behind', code: 'NOT_READY' }));
     const err = await coded.requests.callMember(1, 'grant', {}, { signal }).catch((e: unknown) => e);
@@ -58,7 +59,9 @@ describe('member calls', () => {
     const plain = harness(() => ({ ok: false, error: 'member service failed', code: 'NO_SUCH_CODE' }));
     const other = await plain.requests.callMember(1, 'shard', {}, { signal }).catch((e: unknown) => e);
     expect(isAppError(other)).toBe(false);
-    expect((other as Error).message).toBe('member service failed');
+    expect(other).toBeInstanceOf(PeerError);
+    expect((other as PeerError).kind).toBe('refused');
+    expect((other as Error).message).toBe('refused: member service failed');
     expect(coded.sent[0]?.protocol).toBe(PROTOCOLS.grant);
     expect(plain.sent[0]?.protocol).toBe(PROTOCOLS.shard);
   });
