@@ -151,3 +151,13 @@ export interface FilesService {
    */
   list(request: SignedRequest, includeExpired: boolean): Promise<ListedJob[]>;
 }
+
+/** What the files service reports to the node's metrics (label values from fixed sets, never ids). */
+export interface FileJobMetrics {
+  /** Jobs now pending or processing, by type and state. */
+  jobs: { inc(labels: { type: JobType; state: 'pending' | 'processing' }): void; dec(labels: { type: JobType; state: 'pending' | 'processing' }): void };
+  /** Bytes read from uploads (`upload`) and written into results (`result`). */
+  bytes: { inc(labels: { direction: 'upload' | 'result' }, value: number): void };
+  /** Job duration in seconds, from accepted to its final state. */
+  duration: { observe(labels: { type: JobType; outcome: 'completed' | 'failed' }, seconds: number): void };
+}

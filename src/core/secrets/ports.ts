@@ -5,7 +5,7 @@
 
 /**
  * A member's own shares, encrypted at rest (not replicated), by label: a Web2 secret's id, or
- * `<chainId>:<id>` for a Web3 secret (`shareLabel`, src/core/secrets/service.ts).
+ * `<chainId>:<id>` for a Web3 secret (`shareLabel`, src/core/secrets/rules.ts).
  */
 export interface ShareStore {
   get(label: number | string): Promise<Uint8Array | undefined>;
@@ -60,4 +60,10 @@ export interface NodeKeyring {
   decryptAtRest(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;
   /** The x-coordinate of ECDH between this node's signing key and `publicKey` (33 or 65 bytes); the caller zeroes it. */
   ecdhX(publicKey: Uint8Array): Uint8Array;
+}
+
+/** Slot 0's durable claims by name (create strings → secretId, used setDelegate strings). */
+export interface ClaimStore {
+  get(name: string): Promise<string | undefined>;
+  put(name: string, value: string): Promise<void>;
 }

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { evidenceOf, type RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
+import { kindName } from '../replication/views.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
 import { createEvidenceChecker, signedEvidenceSchema, signedStringKey, type EvidenceChecker } from '../sessions/evidence.ts';
 import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
@@ -68,6 +69,9 @@ export const secretBodySchema = z.strictObject({
     .optional(),
 });
 export type SecretBody = z.infer<typeof secretBodySchema>;
+
+/** The `secret` kind's name and body type, for typed reads of the replica (`stateView`). */
+export const secretKindName = kindName<SecretBody>('secret');
 
 /**
  * How long a setDelegate string's use is kept in the secret, ms: past twice the freshness window no

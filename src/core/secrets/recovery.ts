@@ -29,7 +29,8 @@ import { shareAtRestAad, shareDigest, type SecretBody } from './records.ts';
 import type { Web3SecretBody } from '../web3/records.ts';
 import type { NodeKeyring, ShareStore } from './ports.ts';
 import { MEMBER_SLOT_RE, type MemberStatusBody } from './member-records.ts';
-import { secretRecordOf, shareLabel } from './service.ts';
+import { secretRecordOf } from './reads.ts';
+import { shareLabel } from './rules.ts';
 
 /** Secrets per recovery round (one call per helper for all of them). */
 const BATCH_SIZE = 32;

@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFilesService, ENCRYPT_RESULT_TTL_MS, EXPIRED_JOB_RETENTION_MS, FAILED_JOB_TTL_MS, type FilesCapability } from '../../../src/core/files/service.ts';
-import type { JobRecord, JobRepo } from '../../../src/core/files/types.ts';
+import type { JobRecord } from '../../../src/core/files/types.ts';
 import type { SignedDataVerifier, VerifiedCaller } from '../../../src/core/sessions/types.ts';
 import type { ResolvedSecret } from '../../../src/core/secrets/types.ts';
 import { AppError, isAppError } from '../../../src/errors/index.ts';
@@ -17,6 +17,7 @@ import { decryptAtRest, encryptAtRest, mlkemPublicKeyFromSeed, systemRandom, toB
 import { createLogger } from '../../../src/log/index.ts';
 import { waitFor } from '../../../src/testing/index.ts';
 import { cleanupStack, tempDir } from '../../utils/temp.ts';
+import { memoryRepo } from './fixtures.ts';
 
 const stack = cleanupStack();
 afterEach(() => stack.run());
@@ -25,24 +26,6 @@ const STORAGE_KEY = systemRandom(32);
 const PUBLIC_KEY = toBase64(mlkemPublicKeyFromSeed(systemRandom(64)));
 const SECRET: ResolvedSecret = { chainId: -1, secretId: 7, owner: 'owner', delegate: null, publicKeyCid: PUBLIC_KEY, isSyncing: false, secretType: 1 };
 const CALLER = { chainId: -1, subject: '7', principalId: 'signer' } as unknown as VerifiedCaller;
-
-function memoryRepo(): JobRepo & { jobs: Map<string, JobRecord>; hold?: Promise<void> } {
-  const repo: JobRepo & { jobs: Map<string, JobRecord>; hold?: Promise<void> } = {
-    jobs: new Map(),
-    get: async (id) => (repo.jobs.has(id) ? { ...repo.jobs.get(id)! } : undefined),
-    async put(job) {
-      if (job.status === 'processing' && repo.hold) await repo.hold;
-      repo.jobs.set(job.id, { ...job });
-    },
-    async *list() {
-      for (const job of [...repo.jobs.values()]) yield { ...job };
-    },
-    async delete(id) {
-      repo.jobs.delete(id);
-    },
-  };
-  return repo;
-}
 
 function job(id: string, status: JobRecord['status'], completedAt: number | null, ttl = ENCRYPT_RESULT_TTL_MS): JobRecord {
   return {

@@ -1,0 +1,193 @@
+/**
+ * Creating a Web2 secret (docs/http.md, Secrets): the signed create string is the request's idempotency
+ * key. Slot 0 maps it to one secretId and leases that id to the attempt dealing its key, so a retry
+ * after a lost answer gets the same secret back, and a retry through another coordinator meanwhile
+ * gets 503 — never a second key for one id. Both sides: slot 0's `claimSecretCreate` and
+ * `releaseSecretCreate` operations, and the coordinator's create.
+ */
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { CreatorService } from '../replication/creator.ts';
+import { reachableMemberSlots } from '../replication/gather.ts';
+import type { MembershipView } from '../replication/ports.ts';
+import { serialQueue } from '../serial-queue.ts';
+import { signedStringKey } from '../sessions/evidence.ts';
+import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
+import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
+import type { KeyDealer } from './dealing.ts';
+import type { ClaimStore, PendingShareStore } from './ports.ts';
+import { SECRET_TYPE_MLKEM768, secretKey, type SecretBody } from './records.ts';
+import { evidenceFor, USE_KEY_RE } from './rules.ts';
+import type { CreatedSecret } from './types.ts';
+
+/**
+ * How long slot 0 reserves a create string's secretId for the coordinator creating it, ms: a retry of
+ * the same string through another coordinator meanwhile gets 503, never a second key for one id.
+ */
+export const CREATE_LEASE_MS = 15_000;
+
+/** Slot 0's durable claim on a create string: the id it maps to and the attempt holding the lease. */
+export interface CreateClaim {
+  secretId: number;
+  coordinator: string;
+  attempt?: string;
+  /** End of the lease, Unix ms (0: given back). */
+  until: number;
+}
+
+/** The name of a create string's claim in slot 0's claims. */
+export function createClaimName(useKey: string): string {
+  return `secret-create:${useKey}`;
+}
+
+/** A fresh claim on `secretId` for one attempt, leased from `now`. */
+export function leasedClaim(secretId: number, coordinator: string, attempt: string, now: number): CreateClaim {
+  return { secretId, coordinator, attempt, until: now + CREATE_LEASE_MS };
+}
+
+/**
+ * The lease an attempt gets on a string slot 0 already mapped (whose secret has no record yet): one
+ * attempt at a time deals this id's key — another while the lease runs would mix shares — so 503
+ * while another attempt's lease runs.
+ */
+export function renewedClaim(held: CreateClaim, coordinator: string, attempt: string, now: number): CreateClaim {
+  if (held.attempt !== attempt && held.until > now) throw new AppError('NOT_READY', 'This secret is being created; try again shortly', { retryAfterSeconds: 1 });
+  return leasedClaim(held.secretId, coordinator, attempt, now);
+}
+
+/** The claim once `attempt` gives its lease back, or undefined when the lease is not that attempt's. */
+export function releasedClaim(held: CreateClaim, attempt: string): CreateClaim | undefined {
+  return held.attempt === attempt ? { ...held, until: 0 } : undefined;
+}
+
+/** Dependencies of {@link createSecretCreation}. */
+export interface SecretCreationDeps {
+  membership: MembershipView;
+  creator: Pick<CreatorService, 'call' | 'register'>;
+  /** Slot 0's durable claims. */
+  claims: ClaimStore;
+  /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
+  allocateWithClaim(counter: string, claim: string, value: (allocated: number) => string): Promise<number>;
+  verifier: SignedDataVerifier;
+  dealer: Pick<KeyDealer, 'deal'>;
+  /** Current record of a secret in this replica. */
+  getSecret(secretId: number): Promise<SecretBody | undefined>;
+  pending: Pick<PendingShareStore, 'get'>;
+  clock: () => number;
+  /** The secrets module's logger. */
+  logger: Logger;
+}
+
+/** Register slot 0's create operations and return the coordinator's POST /web2/secret. */
+export function createSecretCreation(deps: SecretCreationDeps): { createSecret(request: SignedRequest): Promise<CreatedSecret> } {
+  const { membership, creator, claims, clock, logger: log } = deps;
+  const { descriptor, self } = membership;
+  const clusterId = descriptor.clusterId;
+
+  // Slot 0: create string → secretId, leased to the attempt creating it; claims and releases of
+  // leases run one at a time.
+  const serialised = serialQueue();
+  creator.register('claimSecretCreate', (params) =>
+    serialised(async () => {
+      const { useKey, coordinator, attempt } = params;
+      if (typeof useKey !== 'string' || !USE_KEY_RE.test(useKey) || typeof coordinator !== 'string' || typeof attempt !== 'string' || attempt.length > 64) {
+        throw new AppError('BAD_REQUEST', 'malformed create claim');
+      }
+      const name = createClaimName(useKey);
+      const now = clock();
+      const raw = await claims.get(name);
+      if (raw) {
+        const held = JSON.parse(raw) as CreateClaim;
+        if (await deps.getSecret(held.secretId)) return { secretId: held.secretId, done: true };
+        await claims.put(name, JSON.stringify(renewedClaim(held, coordinator, attempt, now)));
+        return { secretId: held.secretId, done: false };
+      }
+      const secretId = await deps.allocateWithClaim('secretId', name, (id) => JSON.stringify(leasedClaim(id, coordinator, attempt, now)));
+      return { secretId, done: false };
+    }),
+  );
+
+  // Slot 0: a failed attempt gives its lease back.
+  creator.register('releaseSecretCreate', (params) =>
+    serialised(async () => {
+      const { useKey, attempt } = params;
+      if (typeof useKey !== 'string' || !USE_KEY_RE.test(useKey) || typeof attempt !== 'string') throw new AppError('BAD_REQUEST', 'malformed create release');
+      const name = createClaimName(useKey);
+      const raw = await claims.get(name);
+      if (!raw) return { released: false };
+      const released = releasedClaim(JSON.parse(raw) as CreateClaim, attempt);
+      if (!released) return { released: false };
+      await claims.put(name, JSON.stringify(released));
+      return { released: true };
+    }),
+  );
+
+  /** The original answer to a create string that already made its secret. */
+  async function existingCreate(secretId: number): Promise<CreatedSecret> {
+    const secret = await deps.getSecret(secretId);
+    // Slot 0 holds the record; this replica will in a moment.
+    if (!secret) throw new AppError('NOT_READY', `Secret ${secretId} was created and is not on this coordinator yet; try again`);
+    const status = (await deps.pending.get(secretId)) ? 'propagating' : 'complete';
+    return { secretId, clusterId, publicKeyCid: secret.publicKeyCid, status };
+  }
+
+  /** Deal a new key for `secretId`: shares to the members, then the record. */
+  async function dealSecret(caller: VerifiedCaller, request: SignedRequest, secretId: number): Promise<CreatedSecret> {
+    let publicKeyCid = '';
+    const { status, stored } = await deps.dealer.deal(WEB2_CHAIN_ID, secretId, (key) => {
+      publicKeyCid = key.publicKeyCid;
+      const body: SecretBody = {
+        secretId,
+        ownerPrincipalId: caller.principalId,
+        delegatePrincipalId: null,
+        clusterId,
+        secretType: SECRET_TYPE_MLKEM768,
+        publicKeyCid: key.publicKeyCid,
+        isSyncing: false,
+        createdAt: key.now,
+        updatedAt: key.now,
+        shareDigests: key.shareDigests,
+        auth: { by: 'create', evidence: evidenceFor(caller, request) },
+      };
+      return { kind: 'secret', key: secretKey(secretId), body };
+    });
+    log.info({ secretId, status, stored }, 'secret created');
+    return { secretId, clusterId, publicKeyCid, status };
+  }
+
+  /** One create attempt: slot 0 maps the string to an id (leased to this attempt), then the key is dealt. */
+  async function createWithClaim(caller: VerifiedCaller, request: SignedRequest, useKey: string): Promise<CreatedSecret> {
+    const attempt = randomUUID();
+    const claim = (await creator.call('claimSecretCreate', { useKey, coordinator: self.id, attempt })) as { secretId: number; done: boolean };
+    if (claim.done) return existingCreate(claim.secretId);
+    try {
+      return await dealSecret(caller, request, claim.secretId);
+    } catch (err) {
+      // Give the id back to the next attempt now rather than at the lease's end (best effort).
+      creator.call('releaseSecretCreate', { useKey, attempt }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Creates in flight on this coordinator, by create string. */
+  const creating = new Map<string, Promise<CreatedSecret>>();
+
+  return {
+    async createSecret(request) {
+      const caller = await deps.verifier.verify(request, { parts: 4 });
+      if (caller.subject !== '0') throw new AppError('BAD_REQUEST', 'Invalid data format: the second part must be 0 when creating a secret');
+      reachableMemberSlots(membership);
+      // The signed string is the request's idempotency key: slot 0 maps it to one secretId, so a
+      // retry after a lost answer gets the same secret back, never a second one.
+      const useKey = signedStringKey('createSecret', caller.parts);
+      // Identical requests on this coordinator share one attempt.
+      let run = creating.get(useKey);
+      if (!run) {
+        run = createWithClaim(caller, request, useKey).finally(() => creating.delete(useKey));
+        creating.set(useKey, run);
+      }
+      return run;
+    },
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * Dealing a secret's key (docs/architecture.md, Keys and crypto; docs/web3.md, Web3 secrets): a fresh
+ * ML-KEM-768 seed split threshold-of-size with Shamir's scheme, share i sealed to member i's key and
+ * delivered, then the record with the public key — never the seed, which is zeroed at once. Below
+ * threshold stored shares the secret is abandoned; the members that missed theirs are retried from the
+ * durable list (delivery.ts). Web2 and Web3 secrets are dealt alike; only their record differs.
+ */
+import { QuorumError, type MemberFailure } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import { fromHex, mlkemPublicKeyFromSeed, sealTo, splitSecretForSlots, toBase64, zeroize, type RandomSource } from '../../crypto/index.ts';
+import { membersOf, type ClusterDescriptor, type MembershipView, type Replicator, type WriteIntent } from '../replication/ports.ts';
+import { reachableMemberSlots } from '../replication/gather.ts';
+import { web3SecretKey, type Web3SecretBody } from '../web3/records.ts';
+import { SECRET_TYPE_MLKEM768, shareDigest, shareStoreAad } from './records.ts';
+import { memberAddresses, shareLabel } from './rules.ts';
+import type { ShareDelivery } from './delivery.ts';
+import type { SecretStatus } from './types.ts';
+
+/** Bytes of an ML-KEM-768 seed (d ‖ z). */
+const SEED_BYTES = 64;
+
+/** A dealt key before delivery: its public key, each slot's share digest and sealed share. */
+export interface SealedShares {
+  publicKey: Uint8Array;
+  /** {@link shareDigest} by slot. */
+  shareDigests: string[];
+  /** Slot → its share sealed to the member for storage ({@link shareStoreAad}). */
+  boxes: Map<number, Uint8Array>;
+}
+
+/**
+ * Split `seed` threshold-of-size and seal share i to member i; the shares are zeroed, the seed is the
+ * caller's to zero. At x = slot + 1: a member that loses its share can get it back (recovery.ts).
+ */
+export function sealShares(seed: Uint8Array, descriptor: ClusterDescriptor, label: number | string): SealedShares {
+  const memberList = membersOf(descriptor);
+  const publicKey = mlkemPublicKeyFromSeed(seed);
+  const shareDigests: string[] = [];
+  const boxes = new Map<number, Uint8Array>();
+  const shares = splitSecretForSlots(seed, memberList.map((m) => m.slot), descriptor.threshold);
+  try {
+    for (const m of memberList) {
+      boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(descriptor.clusterId, label, m.slot)));
+      shareDigests[m.slot] = shareDigest(descriptor.clusterId, label, m.slot, shares[m.slot]!);
+    }
+  } finally {
+    zeroize(...shares);
+  }
+  return { publicKey, shareDigests, boxes };
+}
+
+/** What a secret's record is built from. */
+export interface DealtKey {
+  /** The public key, base64. */
+  publicKeyCid: string;
+  shareDigests: string[];
+  /** When the key was dealt, Unix ms. */
+  now: number;
+}
+
+/** Dependencies of {@link createKeyDealer}. */
+export interface KeyDealerDeps {
+  membership: MembershipView;
+  replicator: Replicator;
+  delivery: Pick<ShareDelivery, 'deliver' | 'keepUndelivered'>;
+  random: RandomSource;
+  clock: () => number;
+  /** The secrets module's logger. */
+  logger: Logger;
+}
+
+/** The dealing of keys. */
+export interface KeyDealer {
+  /**
+   * Deal a new key for the secret and replicate the record `record` builds from it. Throws
+   * QuorumError when fewer than threshold members stored their share (nothing is recorded then).
+   */
+  deal(chainId: number, secretId: number, record: (key: DealtKey) => WriteIntent): Promise<{ status: SecretStatus; stored: number }>;
+  /** Deal a key for a Web3 secret created on chain; concurrent calls for one secret share one attempt. */
+  dealWeb3Secret(chainId: number, secretId: number, createdBlock: number): Promise<void>;
+}
+
+/** Create the dealer. */
+export function createKeyDealer(deps: KeyDealerDeps): KeyDealer {
+  const { membership, clock, logger: log } = deps;
+  const { descriptor } = membership;
+  const addressOf = memberAddresses(descriptor);
+
+  async function deal(chainId: number, secretId: number, record: (key: DealtKey) => WriteIntent): Promise<{ status: SecretStatus; stored: number }> {
+    const seed = deps.random(SEED_BYTES);
+    let sealed: SealedShares;
+    try {
+      sealed = sealShares(seed, descriptor, shareLabel(chainId, secretId));
+    } finally {
+      zeroize(seed);
+    }
+    const { stored, errors } = await deps.delivery.deliver(chainId, secretId, sealed.boxes);
+    if (stored.length < descriptor.threshold) {
+      const failed: MemberFailure[] = [...errors].map(([slot, error]) => ({ slot, nodeAddress: addressOf(slot), error }));
+      log.warn({ chainId, secretId, stored: stored.length, failed }, 'secret shares below threshold; secret abandoned');
+      throw new QuorumError(`Only ${stored.length} members stored their share; ${descriptor.threshold} are needed`, stored.map(addressOf), failed);
+    }
+    const now = clock();
+    const intent = record({ publicKeyCid: toBase64(sealed.publicKey), shareDigests: sealed.shareDigests, now });
+    await deps.delivery.keepUndelivered(chainId, secretId, sealed.boxes, errors, now);
+    await deps.replicator.replicate(intent);
+    return { status: errors.size === 0 ? 'complete' : 'propagating', stored: stored.length };
+  }
+
+  /** Web3 deals for one secret on this node share one attempt. */
+  const dealingWeb3 = new Map<string, Promise<void>>();
+
+  return {
+    deal,
+    dealWeb3Secret(chainId, secretId, createdBlock) {
+      const key = web3SecretKey(chainId, secretId);
+      let run = dealingWeb3.get(key);
+      if (!run) {
+        run = (async () => {
+          reachableMemberSlots(membership);
+          const { status, stored } = await deal(chainId, secretId, ({ publicKeyCid, shareDigests, now }) => {
+            const body: Web3SecretBody = { chainId, secretId, clusterId: descriptor.clusterId, secretType: SECRET_TYPE_MLKEM768, publicKeyCid, createdBlock, createdAt: now, shareDigests };
+            return { kind: 'web3Secret', key, body };
+          });
+          log.info({ chainId, secretId, status, stored }, 'web3 secret keyed');
+        })().finally(() => dealingWeb3.delete(key));
+        dealingWeb3.set(key, run);
+      }
+      return run;
+    },
+  };
+}
