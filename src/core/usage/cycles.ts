@@ -24,3 +24,26 @@ export function cycleOf(type: CycleType, atMs: number): Cycle {
 export function isCycleStart(type: CycleType, ms: number): boolean {
   return Number.isSafeInteger(ms) && cycleOf(type, ms).start === ms;
 }
+
+/** The current cycle of each type, as {@link createCurrentCycles} keeps it. */
+export interface CurrentCycles {
+  /** The cycle of `type` containing `atMs`: the one held while the clock is in it, else computed and held. */
+  at(type: CycleType, atMs: number): Cycle;
+}
+
+/**
+ * The current cycle of each type, kept while the clock is in it: one comparison per admission, no
+ * date arithmetic. An instant outside the held cycle (the next one, or a clock set back) replaces it.
+ */
+export function createCurrentCycles(): CurrentCycles {
+  const held = new Map<CycleType, Cycle>();
+  return {
+    at(type, atMs) {
+      const cycle = held.get(type);
+      if (cycle && cycle.start <= atMs && atMs < cycle.end) return cycle;
+      const next = cycleOf(type, atMs);
+      held.set(type, next);
+      return next;
+    },
+  };
+}

@@ -84,6 +84,11 @@ export function countsCover(b: UsageCounts, a: UsageCounts): boolean {
   return b.bytes >= a.bytes && b.requests >= a.requests && b.refundedBytes >= a.refundedBytes && b.refundedRequests >= a.refundedRequests;
 }
 
+/** True when `a` and `b` hold the same counts. */
+export function sameCounts(a: UsageCounts, b: UsageCounts): boolean {
+  return countsCover(a, b) && countsCover(b, a);
+}
+
 /** Net usage of counts. */
 export function netOf(c: UsageCounts): NetUsage {
   return { bytes: c.bytes - c.refundedBytes, requests: c.requests - c.refundedRequests };

@@ -1,7 +1,7 @@
-/** Billing cycles aligned to UTC (src/core/usage/cycles.ts). */
+/** Billing cycles aligned to UTC, and the current cycle kept per type (src/core/usage/cycles.ts). */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { cycleOf, isCycleStart } from '../../../src/core/usage/cycles.ts';
+import { createCurrentCycles, cycleOf, isCycleStart } from '../../../src/core/usage/cycles.ts';
 
 const utc = (iso: string) => Date.parse(iso);
 
@@ -56,5 +56,35 @@ describe('every instant', () => {
     expect(isCycleStart('daily', utc('2026-05-02T00:00:00Z'))).toBe(true);
     expect(isCycleStart('daily', utc('2026-05-02T00:00:00.001Z'))).toBe(false);
     expect(isCycleStart('daily', 1.5)).toBe(false);
+  });
+});
+
+describe('the current cycle', () => {
+  it('is kept while the clock is in it, and replaced by the cycle of any instant outside it', () => {
+    const cycles = createCurrentCycles();
+    const may = cycles.at('monthly', utc('2026-05-10T00:00:00Z'));
+    expect(may).toEqual(cycleOf('monthly', utc('2026-05-10T00:00:00Z')));
+    expect(cycles.at('monthly', utc('2026-05-31T23:59:59.999Z'))).toBe(may);
+    const june = cycles.at('monthly', utc('2026-06-01T00:00:00Z'));
+    expect(june).toEqual({ type: 'monthly', start: utc('2026-06-01T00:00:00Z'), end: utc('2026-07-01T00:00:00Z') });
+    // A clock set back: the earlier cycle again.
+    expect(cycles.at('monthly', utc('2026-05-31T23:59:59.999Z'))).toEqual(may);
+  });
+
+  it('is kept per type', () => {
+    const cycles = createCurrentCycles();
+    const at = utc('2026-05-10T12:00:00Z');
+    expect(cycles.at('daily', at)).toEqual(cycleOf('daily', at));
+    expect(cycles.at('monthly', at)).toEqual(cycleOf('monthly', at));
+    expect(cycles.at('daily', at + 1)).toBe(cycles.at('daily', at));
+  });
+
+  it('always equals the cycle of the instant, whatever the order of instants', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom('monthly' as const, 'daily' as const), fc.integer({ min: 0, max: utc('2100-01-01T00:00:00Z') })), { maxLength: 30 }), (instants) => {
+        const cycles = createCurrentCycles();
+        for (const [type, at] of instants) expect(cycles.at(type, at)).toEqual(cycleOf(type, at));
+      }),
+    );
   });
 });

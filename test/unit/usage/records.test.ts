@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { counterRank, mergeCounterStates, parseUsageKey, planKind, totalOf, usageKey, usageKind, type UsageCounts } from '../../../src/core/usage/records.ts';
+import { counterRank, mergeCounterStates, parseUsageKey, planKind, sameCounts, totalOf, usageKey, usageKind, type UsageCounts } from '../../../src/core/usage/records.ts';
 import { supersedes } from '../../../src/core/replication/kinds.ts';
 import type { ReplicatedRecord } from '../../../src/core/replication/record.ts';
 import { contextFor, unitCluster } from '../../utils/evidence.ts';
@@ -65,6 +65,14 @@ describe('the G-counter join', () => {
       [coordB, counts(7, 1)],
     ]);
     expect(totalOf(state)).toEqual({ bytes: 67, requests: 3 });
+  });
+
+  it('two counts are the same only when all four are', () => {
+    expect(sameCounts(counts(5, 2, 1, 1), counts(5, 2, 1, 1))).toBe(true);
+    expect(sameCounts(counts(5, 2, 1, 1), counts(5, 2, 1, 0))).toBe(false);
+    expect(sameCounts(counts(5, 2), counts(5, 3))).toBe(false);
+    // Neither covers the other.
+    expect(sameCounts(counts(6, 2), counts(5, 3))).toBe(false);
   });
 
   it('the engine keeps, per key, the record a coordinator wrote last: the highest rank is the join', () => {
