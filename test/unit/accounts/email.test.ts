@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { normalizeEmail, emailHexOf } from '../../../src/core/accounts/service.ts';
+import { normalizeEmail, emailHexOf } from '../../../src/core/accounts/rules.ts';
 import { AppError } from '../../../src/errors/index.ts';
 
 describe('normalizeEmail', () => {
