@@ -256,6 +256,73 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
   table(`POST /decrypt-payload (${DECRYPTS} sequential, 3 shares gathered of 5 members)`, row(decryptLatencies));
 }
 
+/** Cluster shapes of the scale curve: size / threshold. */
+const SCALE_SHAPES: Array<[number, number]> = (process.env.BENCH_SCALE_SHAPES ?? '5/3,9/5,15/8').split(',').map((s) => s.split('/').map(Number) as [number, number]);
+const SCALE_SESSIONS = Number(process.env.BENCH_SCALE_SESSIONS ?? 100);
+const SCALE_DECRYPTS = Number(process.env.BENCH_SCALE_DECRYPTS ?? 200);
+
+/**
+ * `npm run bench -- scale`: the cost of growing the cluster, as a curve measured in one run — session
+ * creation (threshold grants) and decrypt (threshold shares) latency at 5/3, 9/5 and 15/8, each on its
+ * own in-process cluster, next to that cluster's loopback round trip.
+ */
+async function benchScale(): Promise<void> {
+  const rows: Array<[string, string]> = [];
+  for (const [size, threshold] of SCALE_SHAPES) {
+    // Every node of the cluster runs in this one process: liveness pings among 15 nodes (210 pairs) every
+    // 300 ms would be most of its work, so they ping every 2 s here (a deployment has one node per host).
+    const cluster = await startLocalCluster({
+      size,
+      threshold,
+      coordinators: 1,
+      logLevel: 'silent',
+      nodeConfig: { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } }, replication: { livenessIntervalMs: 2000, livenessTimeoutMs: 10_000 } },
+    });
+    await cluster.waitForConvergence({ timeoutMs: 60_000 });
+    try {
+      const [first, second] = cluster.members as [QuorumNode, QuorumNode];
+      const rtts: number[] = [];
+      for (let i = 0; i < 200; i++) rtts.push(await first.pingPeer(second.nodeId));
+      const url = cluster.coordinators[0]!;
+      const { newSession } = await benchPrincipal(cluster, url);
+      let session = newSession();
+      const sessions: number[] = [];
+      for (let i = 0; i < SCALE_SESSIONS; i++) {
+        session = newSession();
+        const t0 = performance.now();
+        const res = await post(`${url}/web2/session`, session.body);
+        sessions.push(performance.now() - t0);
+        if (res.status !== 201) throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      const signed = (subject: string | number, extra?: string) => {
+        const data = `-1_${subject}_${session.address}_${Date.now()}` + (extra === undefined ? '' : `_${extra}`);
+        return { data, signature: signPersonalMessage(data, session.wallet) };
+      };
+      const created = await post(`${url}/web2/secret`, signed(0));
+      if (created.status !== 201 || created.body.status !== 'complete') throw new Error(`secret: ${created.status} ${JSON.stringify(created.body)}`);
+      const secretId = created.body.secretId as number;
+      // Every member holds the secret's record before the timed decrypts (a member behind would first catch up).
+      await cluster.waitForConvergence({ timeoutMs: 60_000 });
+      const enc = await post(`${url}/encrypt-payload`, signed(secretId, 'scale'));
+      const decrypts: number[] = [];
+      for (let i = 0; i < SCALE_DECRYPTS; i++) {
+        const body = { cifer: enc.body.cifer, ...signed(secretId, enc.body.encryptedMessage as string) };
+        const t0 = performance.now();
+        const res = await post(`${url}/decrypt-payload`, body);
+        decrypts.push(performance.now() - t0);
+        if (res.status !== 200) throw new Error(`decrypt: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      rows.push([
+        `${size} members, threshold ${threshold}`,
+        `session p50 ${ms(median(sessions))} p99 ${ms(percentile(sessions, 99))}; decrypt p50 ${ms(median(decrypts))} p99 ${ms(percentile(decrypts, 99))}; RTT ${ms(median(rtts))}`,
+      ]);
+    } finally {
+      await cluster.stop();
+    }
+  }
+  table(`Cluster size curve (${SCALE_SESSIONS} sessions, ${SCALE_DECRYPTS} sequential decrypts each; targets at 5/3: session p50 ≤ 15 ms, decrypt p50 ≤ 5 ms, p99 ≤ 20 ms)`, rows);
+}
+
 /** One round of {@link benchUsage}. */
 interface Round {
   /** Requests per second. */
@@ -941,6 +1008,8 @@ async function main(): Promise<void> {
   if (process.argv[2] === 'web3') return benchWeb3();
   // `npm run bench -- recovery`: only a member's share recovery (10,000 secrets; its own cluster).
   if (process.argv[2] === 'recovery') return benchRecovery();
+  // `npm run bench -- scale`: session and decrypt latency at cluster sizes 5/3, 9/5 and 15/8.
+  if (process.argv[2] === 'scale') return benchScale();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   // One principal encrypts thousands of messages a second here: a plan far above that (usage is
   // still counted and flushed, so its cost is in the figures).
