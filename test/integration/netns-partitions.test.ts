@@ -201,10 +201,7 @@ describe('a cluster of five hosts under silent partitions', () => {
     }
     for (const r of unknown) {
       let ans = await post(`${r.url}/web2/secret`, r.body);
-      for (let i = 0; ans.status === 503 && i < 40; i++) {
-        await new Promise((res) => setTimeout(res, 250));
-        ans = await post(`${r.url}/web2/secret`, r.body);
-      }
+      await waitFor(async () => ans.status !== 503 || (ans = await post(`${r.url}/web2/secret`, r.body)).status !== 503, { timeoutMs: 20_000, intervalMs: 250, description: 'the retried create to be answered' });
       expect(ans.status, JSON.stringify(ans.body)).toBe(201);
       expect(created.has(r.body.data)).toBe(false);
       created.set(r.body.data, ans.body.secretId as number);

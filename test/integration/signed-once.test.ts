@@ -5,6 +5,7 @@
  * nothing, even after a later change.
  */
 import { describe, expect, it } from 'vitest';
+import { waitFor } from 'quorumkeep/testing';
 import { postJson } from '../utils/http.ts';
 import { highSTwin, type Principal } from '../utils/session.ts';
 import { secretOnEveryMember } from '../utils/permits.ts';
@@ -73,10 +74,7 @@ describe('a create whose first answer was a 503', () => {
     // Retrying until it is not 503 gives the one secret.
     for (const url of [A, B]) {
       let res = await postJson<{ secretId: number }>(`${url}/web2/secret`, signed);
-      for (let i = 0; res.status === 503 && i < 50; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        res = await postJson<{ secretId: number }>(`${url}/web2/secret`, signed);
-      }
+      await waitFor(async () => res.status !== 503 || (res = await postJson<{ secretId: number }>(`${url}/web2/secret`, signed)).status !== 503, { timeoutMs: 10_000, intervalMs: 100, description: 'the retried create to be answered' });
       expect(res.status).toBe(201);
       expect(res.body.secretId).toBe(id);
     }
