@@ -47,7 +47,7 @@ import {
 } from '../crypto/index.ts';
 import { createMailer, otpMail, permitMail, type Mailer } from '../mail/index.ts';
 import { accountKinds } from '../core/accounts/records.ts';
-import { createAccountsService, type AccountCrypto, type AccountsCapability } from '../core/accounts/service.ts';
+import { createAccountsService, type AccountCrypto } from '../core/accounts/service.ts';
 import { sessionKind } from '../core/sessions/records.ts';
 import { createSignedDataVerifier } from '../core/sessions/signed-data.ts';
 import { createSessionsService } from '../core/sessions/service.ts';
@@ -213,7 +213,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // The enabled EVM chains (docs/web3.md): heads for Web3 signed strings, the controller's state
       // for Web3 secrets — also what every node checks a Web3 secret record against.
       const chains = createChainClients(config.chains, { logger, metrics, signingKey: keys.signing });
-      const late: { chains?: ChainClients; cluster?: Cluster; accounts?: AccountsCapability; permits?: PermitsCapability; usage?: UsageCapability; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
+      const late: { chains?: ChainClients; cluster?: Cluster; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
       const membership = {
         descriptor,
         self: self!,
@@ -227,11 +227,6 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           kinds: recordKinds(descriptor, chains),
           membership,
           transport: () => late.cluster!,
-          onApplied: (records, _source, changes) => {
-            late.accounts?.onRecordsApplied(records);
-            late.usage?.onRecordsApplied(records);
-            late.permits?.onStateChanges(changes);
-          },
           signingKey: keys.signing,
           clock,
           logger,
@@ -263,7 +258,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           logger,
         },
       );
-      late.accounts = accounts;
+      engine.onApplied(({ records }) => accounts.onRecordsApplied(records));
       // Members call themselves in-process; everyone else over `grant`/`shard`.
       const members: MemberRpc = {
         async call(slot, service, body, { signal }) {
@@ -387,7 +382,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         logger,
         metrics: { refusals: metrics.usageRefusals, flushDuration: metrics.usageFlushDuration, flushWaits: metrics.usageFlushWaits },
       });
-      late.usage = usage;
+      engine.onApplied(({ records }) => usage.onRecordsApplied(records));
       // The admission port of every encrypt and decrypt; none with `usage.enabled` false (limits
       // off: nothing admitted, nothing counted). The report and plan assignment keep the service.
       const admission = config.usage.enabled ? usage : undefined;
@@ -425,7 +420,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           applied: metrics.permitsApplied,
         },
       );
-      late.permits = permits;
+      engine.onApplied(({ changes }) => permits.onStateChanges(changes));
       // Share recovery (docs/operations.md, "Lose a disk"): members help and recover; coordinators mark.
       const recovery =
         self!.slot === null

@@ -31,7 +31,7 @@ export interface NodeRegistrationsDeps {
 /** Key registration for the HTTP layer, and the hooks through which members acknowledge keys. */
 export interface NodeRegistrations extends Pick<AccountsService, 'registerKey' | 'retryNodeRegistration' | 'nodeRegistrationStatus'> {
   /** After records are stored: a member acknowledges keys it now holds (nodeRegistration). */
-  onRecordsApplied(records: ReplicatedRecord[]): void;
+  onRecordsApplied(records: readonly ReplicatedRecord[]): void;
   /**
    * At start: acknowledge every held key whose ack is missing — an ack in flight when the node
    * stopped is otherwise lost, since the principal record will not be applied again. Returns how

@@ -93,7 +93,7 @@ export interface PermitsDeps {
 /** The permits capability as the node composes it: the HTTP port plus its lifecycle. */
 export interface PermitsCapability extends PermitsService {
   /** Engine hook: count and log each permit this replica applies (pending or absent → consumed). */
-  onStateChanges(changes: StateChange[]): void;
+  onStateChanges(changes: readonly StateChange[]): void;
   /** Stop background delivery. */
   stop(): void;
 }

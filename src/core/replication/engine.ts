@@ -38,6 +38,26 @@ export interface IngestResult {
   rejected: Array<{ origin: string; seq: number; reason: string }>;
 }
 
+/**
+ * One committed batch: the newly stored records (never duplicates) and the state changes they made
+ * (one per (kind, key) whose winner changed: the winner before the batch and after it).
+ */
+export interface AppliedEvent {
+  records: readonly ReplicatedRecord[];
+  source: RecordSource;
+  changes: readonly StateChange[];
+}
+
+/** Where services hear about committed batches (the engine implements it). */
+export interface AppliedEvents {
+  /**
+   * Call `listener` after every batch that stored new records, once they are durable. Listeners run
+   * in subscription order; one that throws is logged and does not stop the others. Returns the
+   * unsubscribe function.
+   */
+  onApplied(listener: (event: AppliedEvent) => void): () => void;
+}
+
 /** Options of {@link createReplicationEngine}. */
 export interface ReplicationEngineOptions {
   /** Deadline for each member's `apply` ack, ms. @default 2000 */
@@ -80,12 +100,6 @@ export interface ReplicationEngineDeps {
    * @default inline, on the event loop
    */
   verifier?: { verify(items: readonly VerifyItem[]): Promise<boolean[]> };
-  /**
-   * Called after newly stored records are durable (never for duplicates), with the state changes
-   * they made (one per (kind, key) whose winner changed: the winner before the batch and after it);
-   * errors are logged.
-   */
-  onApplied?: (records: ReplicatedRecord[], source: RecordSource, changes: StateChange[]) => void;
 }
 
 /** Records checked as far as they can be without the replica ({@link ReplicationEngine.prepareIngest}). */
@@ -102,7 +116,7 @@ export interface PreparedIngest {
 }
 
 /** The engine's surface for the node and the cluster module. */
-export interface ReplicationEngine extends Replicator, StateReader {
+export interface ReplicationEngine extends Replicator, StateReader, AppliedEvents {
   /** Load the version vector and own sequence from the store. */
   open(): Promise<void>;
   /** Validate and apply records from a peer or locally: {@link prepareIngest} then {@link ingestPrepared}. */
@@ -240,6 +254,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     if (recentSigs.size > RECENT_SIGS) recentSigs.delete(recentSigs.keys().next().value!);
   };
   let ownSeq = 0;
+  const appliedListeners = new Set<(event: AppliedEvent) => void>();
   /** Set while own writes are held ({@link ReplicationEngine.holdOwnWrites}). */
   let ownWritesHeld: Promise<void> | undefined;
   const queue: Pending[] = [];
@@ -413,13 +428,15 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
       if (res.applied) deps.metrics.recordsApplied.inc({ source: batch[i]!.source }, res.applied);
       batch[i]!.resolve(res);
     }
-    if (deps.onApplied) {
-      try {
-        const before = new Map(keys.map(([k], i) => [k, currents[i]]));
-        const changes = [...changed].map(([k, after]) => ({ before: before.get(k), after }));
-        deps.onApplied(fresh, batch[0]!.source, changes);
-      } catch (err) {
-        log.error({ err }, 'onApplied hook failed');
+    if (appliedListeners.size > 0) {
+      const before = new Map(keys.map(([k], i) => [k, currents[i]]));
+      const event: AppliedEvent = { records: fresh, source: batch[0]!.source, changes: [...changed].map(([k, after]) => ({ before: before.get(k), after })) };
+      for (const listener of appliedListeners) {
+        try {
+          listener(event);
+        } catch (err) {
+          log.error({ err }, 'onApplied listener failed');
+        }
       }
     }
   }
@@ -770,6 +787,12 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
         }
       }
     },
+    onApplied(listener) {
+      const entry = (event: AppliedEvent) => listener(event);
+      appliedListeners.add(entry);
+      return () => appliedListeners.delete(entry);
+    },
+
     async drain() {
       while (working) await working;
     },

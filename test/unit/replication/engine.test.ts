@@ -330,12 +330,20 @@ describe('replication engine: quorum writes', () => {
         clock: Date.now,
         logger: createLogger({ level: 'silent' }),
         metrics: createMetrics({ processMetrics: false }),
-        onApplied: (_records, _source, changes) => commits.push({ kinds: changes.map((c) => c.after.kind), before: changes.map((c) => c.before?.kind) }),
       },
     );
+    peer.onApplied(({ changes }) => commits.push({ kinds: changes.map((c) => c.after.kind), before: changes.map((c) => c.before?.kind) }));
+    // A listener that throws is logged; the ones after it still hear the batch.
+    peer.onApplied(() => {
+      throw new Error('listener bug');
+    });
+    let heard = 0;
+    const unsubscribe = peer.onApplied(() => heard++);
     await peer.open();
     expect(await peer.ingest(sent[0]!.records, 'apply')).toMatchObject({ applied: 2, duplicates: 0 });
     expect(commits).toEqual([{ kinds: ['flag', 'note'], before: [undefined, undefined] }]);
+    expect(heard).toBe(1);
+    unsubscribe();
     // Delivered again (a redelivery): duplicates, no state change reported.
     expect(await peer.ingest(sent[0]!.records, 'apply')).toMatchObject({ applied: 0, duplicates: 2 });
     expect(commits).toHaveLength(1);
