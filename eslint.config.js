@@ -49,6 +49,7 @@ const OWNED_LIBRARIES = [
   { regex: '^viem(/|$)', owners: ['src/evm/**'], what: 'viem' },
   { regex: '^nodemailer(/|$)', owners: ['src/mail/**'], what: 'nodemailer' },
   { regex: '^@noble/[^/]+(/|$)', owners: ['src/crypto/**'], what: '@noble/*' },
+  { regex: '^hash-wasm(/|$)', owners: ['src/crypto/hash.ts'], what: 'hash-wasm' },
   { regex: '^prom-client(/|$)', owners: ['src/metrics/**'], what: 'prom-client' },
   { regex: '^yauzl(/|$)', owners: ['src/core/files/cifer-archive.ts'], what: 'yauzl' },
 ];

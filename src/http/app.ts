@@ -160,7 +160,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
 
   const app = createBaseApp(log, { trustProxy: options.trustProxy });
   app.use(requestId(log, random));
-  app.use(observe(deps.metrics));
+  app.use(observe(deps.metrics, log));
   app.use(securityHeaders);
   app.use(cors(options.corsOrigins));
   app.use(createJsonBodyParser({ limitBytes: options.bodyLimitBytes, skip: takesRawBody(api) }));

@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import { AppError } from '../errors/index.ts';
 import type { ApiRouter, HttpContext, HttpMiddleware, HttpState } from './types.ts';
+import { routeLayers } from './route-layers.ts';
 
 /** Methods whose requests carry a body we parse. */
 const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
@@ -40,7 +41,8 @@ export const rawBodyRoute: Koa.Middleware<HttpState, HttpContext> = (_ctx, next)
  * paths kept here) so the opt-out sits next to the route it concerns.
  */
 export function takesRawBody(router: ApiRouter): (ctx: HttpCtx) => boolean {
-  return (ctx) => router.match(ctx.path, ctx.method).pathAndMethod.some((layer) => layer.stack.some((fn) => fn === rawBodyRoute));
+  const rawRoutes = routeLayers(router, (layer) => layer.stack.includes(rawBodyRoute));
+  return (ctx) => rawRoutes(ctx.path, ctx.method).length > 0;
 }
 
 /**
@@ -74,6 +76,7 @@ export function createJsonBodyParser(options: JsonBodyOptions): HttpMiddleware {
 
 /** True for `application/json`, optionally with `charset=utf-8`; other charsets are not JSON. */
 function isJsonContentType(header: string): boolean {
+  if (header === 'application/json') return true;
   const [mediaType, ...params] = header.split(';').map((part) => part.trim().toLowerCase());
   if (mediaType !== 'application/json') return false;
   return params.every((param) => {

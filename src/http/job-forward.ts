@@ -31,6 +31,7 @@ import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { FilesService } from '../core/files/types.ts';
 import type { ApiRouter, HttpContext, HttpMiddleware, HttpState } from './types.ts';
+import { routeLayers } from './route-layers.ts';
 
 /** Marks a request one coordinator sent to another: answered locally, never forwarded again. */
 export const FORWARDED_HEADER = 'X-Quorumkeep-Forwarded';
@@ -145,9 +146,11 @@ export function createJobForwarding(options: JobForwardingOptions, deps: JobForw
   const agents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
   const count = (route: JobRoute, outcome: Outcome): void => deps.metrics?.jobForwards.inc({ route, outcome });
 
+  const jobLayers = routeLayers(deps.router, (layer) => JOB_ROUTES.has(String(layer.path)));
+
   /** Which job route the API router would dispatch `ctx` to, and its path parameters. */
   function jobRouteOf(ctx: HttpCtx): { route: JobRoute; params: Record<string, string> } | undefined {
-    for (const layer of deps.router.match(ctx.path, ctx.method).pathAndMethod) {
+    for (const layer of jobLayers(ctx.path, ctx.method)) {
       const route = JOB_ROUTES.get(String(layer.path));
       if (route !== undefined) return { route, params: layer.params(ctx.path, layer.captures(ctx.path), {}) };
     }

@@ -15,8 +15,17 @@ const CORS_MAX_AGE_S = 600;
 export function cors(allowedOrigins: readonly string[]): HttpMiddleware {
   const anyOrigin = allowedOrigins.includes('*');
   const allowed = new Set(allowedOrigins);
+  // No origin allowed: no answer ever carries a CORS header, so none varies by Origin; a preflight
+  // from any origin is refused.
+  if (allowed.size === 0) {
+    return (ctx, next) => {
+      if (ctx.method === 'OPTIONS' && ctx.get('Origin') !== '' && ctx.get('Access-Control-Request-Method') !== '') throw new AppError('FORBIDDEN', 'Origin not allowed');
+      return next();
+    };
+  }
   return (ctx, next) => {
-    ctx.vary('Origin');
+    // The first middleware to set Vary (nothing before this one does): no header to parse and merge.
+    ctx.set('Vary', 'Origin');
     const origin = ctx.get('Origin');
     if (origin === '') return next();
     const preflight = ctx.method === 'OPTIONS' && ctx.get('Access-Control-Request-Method') !== '';

@@ -1,6 +1,8 @@
 /**
  * Request id: echo a well-formed `X-Request-Id` or generate one, and give the request a child logger
- * bound to it (`ctx.state.reqId`, `ctx.state.log`).
+ * bound to it (`ctx.state.reqId`, `ctx.state.log`). The child is made on first use: most requests
+ * log nothing below the access line's level, and a pino child costs more than the rest of this
+ * middleware together (docs/http.md, "Throughput").
  */
 import { toHex, type RandomSource } from '../../crypto/index.ts';
 import type { Logger } from '../../log/index.ts';
@@ -21,9 +23,16 @@ export function requestId(log: Logger, random: RandomSource): HttpMiddleware {
   return (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const reqId = REQUEST_ID_RE.test(incoming) ? incoming : prefix + (counter++).toString(16).padStart(REQUEST_ID_BYTES, '0');
-    ctx.state.reqId = reqId;
-    ctx.state.log = log.child({ reqId });
-    ctx.set('X-Request-Id', reqId);
+    const state = ctx.state;
+    state.reqId = reqId;
+    let child: Logger | undefined;
+    Object.defineProperty(state, 'log', {
+      get: () => (child ??= log.child({ reqId })),
+      set: (value: Logger) => (child = value),
+      enumerable: true,
+      configurable: true,
+    });
+    ctx.response.set('X-Request-Id', reqId);
     return next();
   };
 }
