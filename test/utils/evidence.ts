@@ -12,13 +12,13 @@ import type { SignedEvidence } from '../../src/core/sessions/evidence.ts';
 import { addressOfPrivateKey, generatePrivateKey, publicKeyOf, signDigest, toHex } from '../../src/crypto/index.ts';
 import { newSessionWallet, signData, type SessionWallet } from './session.ts';
 
-/** Five members, threshold 3; nodes 0 and 1 are coordinators. */
-export function unitCluster() {
-  const keys = Array.from({ length: 5 }, () => generatePrivateKey());
+/** `n` members with fresh keys, threshold a majority; the first `coordinators` have an HTTP URL. */
+export function testCluster(n: number, options: { clusterId: string; coordinators: number }) {
+  const keys = Array.from({ length: n }, () => generatePrivateKey());
   const descriptor: ClusterDescriptor = {
-    clusterId: 'qk-unit-evidence',
-    size: 5,
-    threshold: 3,
+    clusterId: options.clusterId,
+    size: n,
+    threshold: Math.floor(n / 2) + 1,
     nodes: keys.map((k, i) => ({
       id: `node-${i}`,
       slot: i,
@@ -26,10 +26,15 @@ export function unitCluster() {
       nodeAddress: addressOfPrivateKey(k),
       signingPublicKey: toHex(publicKeyOf(k)),
       multiaddrs: ['/ip4/127.0.0.1/tcp/1'],
-      ...(i < 2 ? { httpUrl: `http://127.0.0.1:${3010 + i}` } : {}),
+      ...(i < options.coordinators ? { httpUrl: `http://127.0.0.1:${3010 + i}` } : {}),
     })),
   };
   return { keys, descriptor };
+}
+
+/** Five members, threshold 3; nodes 0 and 1 are coordinators. */
+export function unitCluster() {
+  return testCluster(5, { clusterId: 'qk-unit-evidence', coordinators: 2 });
 }
 
 export type UnitCluster = ReturnType<typeof unitCluster>;

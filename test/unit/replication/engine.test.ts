@@ -5,41 +5,16 @@ import { openStore } from '../../../src/store/index.ts';
 import { createReplicationEngine, type ReplicationEngine } from '../../../src/core/replication/engine.ts';
 import { createKindRegistry, type RecordKindDefinition } from '../../../src/core/replication/kinds.ts';
 import { signRecord, type ReplicatedRecord } from '../../../src/core/replication/record.ts';
-import type { ClusterDescriptor, PeerTransport } from '../../../src/core/replication/ports.ts';
-import { generatePrivateKey, publicKeyOf, addressOfPrivateKey, toHex } from '../../../src/crypto/index.ts';
+import type { PeerTransport } from '../../../src/core/replication/ports.ts';
+import { generatePrivateKey, addressOfPrivateKey } from '../../../src/crypto/index.ts';
 import { createLogger } from '../../../src/log/index.ts';
 import { createMetrics } from '../../../src/metrics/index.ts';
 import { QuorumError } from '../../../src/errors/index.ts';
 import { cleanupStack, tempDir } from '../../utils/temp.ts';
+import { flagKind, makeCluster, noteKind, rec } from './fixtures.ts';
 
 const stack = cleanupStack();
 afterEach(() => stack.run());
-
-const noteKind: RecordKindDefinition<{ v: number }> = { name: 'note', writers: ['member'], body: z.strictObject({ v: z.number().int() }) };
-const flagKind: RecordKindDefinition<{ state: 'open' | 'closed' }> = {
-  name: 'flag',
-  writers: ['member'],
-  body: z.strictObject({ state: z.enum(['open', 'closed']) }),
-  rank: (b) => (b.state === 'closed' ? 1 : 0),
-};
-
-function makeCluster(n: number) {
-  const keys = Array.from({ length: n }, () => generatePrivateKey());
-  const descriptor: ClusterDescriptor = {
-    clusterId: 'qk-unit',
-    size: n,
-    threshold: Math.floor(n / 2) + 1,
-    nodes: keys.map((k, i) => ({
-      id: `node-${i}`,
-      slot: i,
-      peerId: `peer-${i}`,
-      nodeAddress: addressOfPrivateKey(k),
-      signingPublicKey: toHex(publicKeyOf(k)),
-      multiaddrs: ['/ip4/127.0.0.1/tcp/1'],
-    })),
-  };
-  return { keys, descriptor };
-}
 
 /** An engine over a real store, node `selfIndex` of the cluster, with stub membership and transport. */
 function engineOn(
@@ -80,14 +55,6 @@ async function makeEngine(opts: { selfIndex?: number; reachable?: number; transp
   const engine = engineOn(store, cluster, opts.selfIndex ?? 0, opts);
   await engine.open();
   return { engine, keys: cluster.keys, descriptor: cluster.descriptor, store, cluster };
-}
-
-function rec(descriptor: ClusterDescriptor, key: Uint8Array, origin: number, seq: number, body: unknown, opts: { kind?: string; k?: string; hlc?: [number, number] } = {}): ReplicatedRecord {
-  return signRecord(
-    descriptor.clusterId,
-    { kind: opts.kind ?? 'note', key: opts.k ?? 'k', origin: descriptor.nodes[origin]!.nodeAddress, seq, hlc: opts.hlc ?? [1000 + seq, 0], body: body as never },
-    key,
-  );
 }
 
 async function stateOf(engine: ReplicationEngine, kind: string, key: string) {
@@ -239,6 +206,21 @@ describe('replication engine: the same records from several peers at once (catch
     expect(await second).toMatchObject({ applied: 50, duplicates: 0, rejected: [] });
     expect(engine.versionVector()[origin]).toBe(50);
     expect(await store.records.countLog()).toBe(50);
+  });
+
+  it('stop (the Startable contract) waits for queued applies to be durable, and a second stop waits alike', async () => {
+    const { engine, store, control, batch } = await gatedEngine();
+    let applied = false;
+    const ingesting = engine.ingest(batch, 'sync').then(() => (applied = true));
+    await new Promise((r) => setImmediate(r));
+    const stopped = engine.stop();
+    const again = engine.stop();
+    control.release();
+    await Promise.all([stopped, again]);
+    expect(applied).toBe(true);
+    expect(await store.records.countLog()).toBe(50);
+    await ingesting;
+    await engine.stop();
   });
 
   it('a record under a stored (origin, seq) with another signature is not taken for a duplicate', async () => {

@@ -1,0 +1,162 @@
+/**
+ * Applying one batch of the group commit against the replica (docs/architecture.md, "Records"): this
+ * node's own writes are signed and numbered, duplicates recognised (and an equivocation among them),
+ * the new winners of the keys touched found, and log, states and version vector written in one
+ * durable batch; then the in-memory summaries are updated and the batch's listeners told.
+ */
+import { signDigest, toHex } from '../../crypto/index.ts';
+import type { NodeMetrics } from '../../metrics/index.ts';
+import type { AppliedEvent, AppliedListeners, IngestResult } from './applied-events.ts';
+import type { Equivocations } from './equivocation.ts';
+import type { PendingApply } from './group-commit.ts';
+import { supersedes, type KindRegistry } from './kinds.ts';
+import type { LogIndex } from './log-index.ts';
+import type { RecordStore, VersionVector } from './ports.ts';
+import { recordDigest, type HlcClock, type ReplicatedRecord } from './record.ts';
+import type { StateCache } from './state-cache.ts';
+
+/** Options of {@link createBatchApplier}. */
+export interface BatchApplierOptions {
+  clusterId: string;
+  /** This node's address: the origin of its own records. */
+  selfAddress: string;
+}
+
+/** Dependencies of {@link createBatchApplier}. */
+export interface BatchApplierDeps {
+  store: Pick<RecordStore, 'hasRecord' | 'getLog' | 'getStates' | 'commit'>;
+  kinds: KindRegistry;
+  index: LogIndex;
+  stateCache: Pick<StateCache, 'update'>;
+  hlc: HlcClock;
+  /** This node's secp256k1 private key (signs its records). */
+  signingKey: Uint8Array;
+  equivocations: Pick<Equivocations, 'resolve'>;
+  listeners: Pick<AppliedListeners, 'listening' | 'emit'>;
+  metrics: Pick<NodeMetrics, 'recordsApplied'>;
+}
+
+/** The commit step of the group commit. */
+export interface BatchApplier {
+  /** Continue this node's own sequence after the highest seq of its own in the log index (at open, once the index is loaded). */
+  open(): void;
+  /** Apply one batch durably and resolve each of its applies; on failure nothing of it is stored. */
+  apply(batch: PendingApply[]): Promise<void>;
+}
+
+/** Create the batch applier. */
+export function createBatchApplier(options: BatchApplierOptions, deps: BatchApplierDeps): BatchApplier {
+  const { clusterId, selfAddress } = options;
+  const { store, kinds, index, hlc } = deps;
+  let ownSeq = 0;
+
+  async function apply(batch: PendingApply[]): Promise<void> {
+    const seqBefore = ownSeq;
+    try {
+      await commitBatch(batch);
+    } catch (err) {
+      // Nothing of this batch is stored: its own records give their seqs back.
+      ownSeq = seqBefore;
+      for (const p of batch) if (p.own) p.records = [];
+      throw err;
+    }
+  }
+
+  async function commitBatch(batch: PendingApply[]): Promise<void> {
+    for (const p of batch) {
+      if (!p.own) continue;
+      p.records = p.own.map((intent) => {
+        const unsigned = { kind: intent.kind, key: intent.key, origin: selfAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body };
+        const digest = recordDigest(clusterId, unsigned);
+        const record: ReplicatedRecord = { ...unsigned, sig: '0x' + toHex(signDigest(digest, deps.signingKey)) };
+        index.noteDigest(record, digest);
+        return record;
+      });
+    }
+    const logged = new Map<string, ReplicatedRecord>();
+    const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
+    const touched = new Set<string>();
+    // Existence is known in memory for everything except seqs at or below the highest stored one
+    // that arrived out of order, which are rare: only those cost a LevelDB read.
+    const has = async (origin: string, seq: number) =>
+      seq <= (index.vv[origin] ?? 0) ||
+      logged.has(`${origin}!${seq}`) ||
+      (seq <= (index.maxStored.get(origin) ?? 0) && (await store.hasRecord(origin, seq)));
+
+    const fresh: ReplicatedRecord[] = [];
+    const conflicts: Array<{ stored: ReplicatedRecord; incoming: ReplicatedRecord }> = [];
+    for (let i = 0; i < batch.length; i++) {
+      const res = results[i]!;
+      for (const r of batch[i]!.records) {
+        if (await has(r.origin, r.seq)) {
+          res.duplicates++;
+          // A duplicate must be the same record: another one under the same (origin, seq) is an
+          // equivocation (our own seqs are ours alone, and nobody else can sign for us).
+          if (r.origin !== selfAddress && index.recentSig(`${r.origin}!${r.seq}`) !== r.sig) {
+            const stored = logged.get(`${r.origin}!${r.seq}`) ?? (await store.getLog(r.origin, r.seq));
+            if (stored && stored.sig !== r.sig && index.contentId(stored) !== index.contentId(r)) conflicts.push({ stored, incoming: r });
+          }
+          continue;
+        }
+        logged.set(`${r.origin}!${r.seq}`, r);
+        touched.add(r.origin);
+        fresh.push(r);
+        res.applied++;
+        hlc.observe(r.hlc);
+      }
+    }
+    if (fresh.length === 0) {
+      for (const c of conflicts) await deps.equivocations.resolve(c.stored, c.incoming);
+      batch.forEach((p, i) => p.resolve(results[i]!));
+      return;
+    }
+
+    // Current winners of every key touched, in one read.
+    const keys = [...new Map(fresh.map((r) => [`${r.kind}!${r.key}`, { kind: r.kind, key: r.key }])).entries()];
+    const currents = await store.getStates(keys.map(([, v]) => v));
+    const winners = new Map<string, ReplicatedRecord | undefined>(keys.map(([k], i) => [k, currents[i]]));
+    const changed = new Map<string, ReplicatedRecord>();
+    for (const r of fresh) {
+      const sk = `${r.kind}!${r.key}`;
+      if (supersedes(kinds.get(r.kind)!, winners.get(sk), r)) {
+        winners.set(sk, r);
+        changed.set(sk, r);
+      }
+    }
+    const vvChange: VersionVector = {};
+    for (const origin of touched) {
+      let s = index.vv[origin] ?? 0;
+      while (await has(origin, s + 1)) s++;
+      if (s !== (index.vv[origin] ?? 0)) vvChange[origin] = s;
+    }
+    await store.commit({ log: fresh, states: [...changed.values()], vv: vvChange });
+    for (const r of fresh) {
+      index.addFingerprint(r);
+      index.rememberSig(r);
+    }
+    deps.stateCache.update(changed.values());
+    for (const c of conflicts) await deps.equivocations.resolve(c.stored, c.incoming);
+    index.vv = { ...index.vv, ...vvChange };
+    for (const r of fresh) if (r.seq > (index.maxStored.get(r.origin) ?? 0)) index.maxStored.set(r.origin, r.seq);
+    // Our own records can come back from peers (a node restored from a backup): a seq any of them
+    // holds is used, whatever this node's log said at open.
+    for (const r of fresh) if (r.origin === selfAddress && r.seq > ownSeq) ownSeq = r.seq;
+    for (let i = 0; i < batch.length; i++) {
+      const res = results[i]!;
+      if (res.applied) deps.metrics.recordsApplied.inc({ source: batch[i]!.source }, res.applied);
+      batch[i]!.resolve(res);
+    }
+    if (deps.listeners.listening()) {
+      const before = new Map(keys.map(([k], i) => [k, currents[i]]));
+      const event: AppliedEvent = { records: fresh, source: batch[0]!.source, changes: [...changed].map(([k, after]) => ({ before: before.get(k), after })) };
+      deps.listeners.emit(event);
+    }
+  }
+
+  return {
+    open() {
+      ownSeq = Math.max(index.vv[selfAddress] ?? 0, index.maxStored.get(selfAddress) ?? 0);
+    },
+    apply,
+  };
+}

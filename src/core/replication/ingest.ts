@@ -1,0 +1,184 @@
+/**
+ * Ingesting records from any source (apply, gossip, sync; CONTRIBUTING.md rule 6): duplicates
+ * recognised, the record rules of src/core/replication/validate.ts, signatures verified in one
+ * batch, then the kinds' evidence checks against the replica, and the group commit. Applying is
+ * idempotent. The two halves are apart so that a sync requester prepares the next page while the one
+ * before is being stored (docs/architecture.md, "Sync (catch-up)").
+ */
+import type { VerifyItem } from '../../crypto/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { NodeMetrics } from '../../metrics/index.ts';
+import type { IngestResult, RecordSource } from './applied-events.ts';
+import type { Json } from './canonical-json.ts';
+import type { CommitQueue } from './group-commit.ts';
+import type { RecordKindDefinition } from './kinds.ts';
+import type { LogIndex } from './log-index.ts';
+import type { ClusterNodeEntry } from './ports.ts';
+import type { ReplicatedRecord } from './record.ts';
+import { bodyProblem, checkRecord, reasonLabel, type CheckedRecord, type EvidenceContextOf, type RecordRules, type Refusal, type UnverifiedRecord } from './validate.ts';
+
+/** Records checked as far as they can be without the replica ({@link Ingest.prepareIngest}). */
+export interface PreparedIngest {
+  readonly source: RecordSource;
+  /** Refused so far, by position in the batch. */
+  readonly refusals: Array<{ at: number; reason: string; origin: string; seq: number }>;
+  /** Passed structure and signature, by position in the batch. */
+  readonly checked: ReadonlyArray<{ at: number; record: ReplicatedRecord; kind: RecordKindDefinition; node: { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean } }>;
+  /** Duplicates of records stored lately. */
+  readonly known: number;
+  /** Copies of records being stored now: duplicates once those are durable. */
+  readonly awaiting: ReadonlyArray<{ item: unknown; stored: Promise<boolean> }>;
+}
+
+/** Verifies record signatures in batches. */
+export interface SignatureVerifier {
+  verify(items: readonly VerifyItem[]): Promise<boolean[]>;
+}
+
+/** Dependencies of {@link createIngest}. */
+export interface IngestDeps {
+  /** The record rules (origins, kinds, skew) checked before the signature. */
+  rules: RecordRules;
+  /** This node's clock, Unix ms: records stamped too far ahead of it are refused. */
+  clock: () => number;
+  verifier: SignatureVerifier;
+  index: Pick<LogIndex, 'recentSig' | 'noteDigest'>;
+  /** The evidence contexts over this node's replica. */
+  contextOf: EvidenceContextOf;
+  queue: Pick<CommitQueue, 'enqueue'>;
+  metrics: Pick<NodeMetrics, 'recordsRejected'>;
+  logger: Logger;
+}
+
+/** The engine's ingest path. */
+export interface Ingest {
+  /** Validate and apply records: {@link prepareIngest} then {@link ingestPrepared}. */
+  ingest(records: unknown[], source: RecordSource): Promise<IngestResult>;
+  /** Duplicates recognised, structure and signatures checked (reads no state). */
+  prepareIngest(records: unknown[], source: RecordSource): Promise<PreparedIngest>;
+  /** Evidence checks against the replica, then the durable store. Call in page order. */
+  ingestPrepared(prepared: PreparedIngest): Promise<IngestResult>;
+}
+
+type Positioned<T> = T & { at: number };
+
+/** Create the ingest path. */
+export function createIngest(deps: IngestDeps): Ingest {
+  const { rules, verifier, index, contextOf, logger: log } = deps;
+  /** Records verified and queued by {@link ingest}, not durable yet, by `<origin>!<seq>`. */
+  const inFlight = new Map<string, { sig: string; stored: Promise<boolean> }>();
+
+  /** A refusal: kept for the result, counted, logged. */
+  function refuseInto(refusals: Array<Positioned<Refusal>>, source: RecordSource, at: number, v: Refusal): void {
+    refusals.push({ at, ...v });
+    // The label is the reason's fixed part (before any `:` detail), so its values stay a small set.
+    deps.metrics.recordsRejected.inc({ reason: reasonLabel(v.reason) });
+    log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
+  }
+
+  /**
+   * The first half of {@link ingest}: duplicates recognised, structure checked, signatures verified
+   * (off the event loop for a large batch). It reads no state, so the next sync page can be prepared
+   * while the one before is checked and stored.
+   */
+  async function prepareIngest(raw: unknown[], source: RecordSource): Promise<PreparedIngest> {
+    const refusals: Array<Positioned<Refusal>> = [];
+    const refuse = (at: number, v: Refusal) => refuseInto(refusals, source, at, v);
+    const checked: Array<Positioned<CheckedRecord>> = [];
+    const unverified: Array<Positioned<UnverifiedRecord>> = [];
+    // A record stored here lately, byte for byte the same signature under the same (origin, seq), is a
+    // duplicate (catch-up from several peers at once brings each record several times): it is neither
+    // verified nor checked again. Anything else under a stored (origin, seq) goes the whole way, so an
+    // equivocation is still seen.
+    // One that is being stored right now (verified, queued, not durable yet) is awaited: a duplicate
+    // once that store is durable, checked the whole way if it failed.
+    let known = 0;
+    const awaiting: Array<{ item: unknown; stored: Promise<boolean> }> = [];
+    // The clock is read once for the batch: the records are checked in one synchronous pass.
+    const nowMs = deps.clock();
+    raw.forEach((item, at) => {
+      const r = item as Partial<ReplicatedRecord> | null;
+      if (r !== null && typeof r === 'object' && typeof r.sig === 'string') {
+        const id = `${r.origin}!${r.seq}`;
+        if (index.recentSig(id) === r.sig) {
+          known++;
+          return;
+        }
+        const pending = inFlight.get(id);
+        if (pending?.sig === r.sig) {
+          awaiting.push({ item, stored: pending.stored });
+          return;
+        }
+      }
+      const v = checkRecord(item, rules, nowMs);
+      if ('record' in v) unverified.push({ ...v, at });
+      else refuse(at, v);
+    });
+    // Signatures in one batch: a sync page's are verified off the event loop (deps.verifier).
+    const signed = await verifier.verify(unverified.map((u) => ({ sig: u.sig, digest: u.digest, publicKey: u.node.publicKey })));
+    unverified.forEach((u, i) => {
+      if (!signed[i]) return refuse(u.at, { reason: 'bad signature', origin: u.record.origin, seq: u.record.seq });
+      index.noteDigest(u.record, u.digest);
+      checked.push(u);
+    });
+    return { source, refusals, checked, known, awaiting };
+  }
+
+  async function ingest(raw: unknown[], source: RecordSource): Promise<IngestResult> {
+    return ingestPrepared(await prepareIngest(raw, source));
+  }
+
+  /** The second half of {@link ingest}: evidence checks against the replica, then the store. */
+  async function ingestPrepared(prepared: PreparedIngest): Promise<IngestResult> {
+    const { source, refusals, checked, awaiting } = prepared;
+    let known = prepared.known;
+    const refuse = (at: number, v: Refusal) => refuseInto(refusals, source, at, v);
+    const valid: ReplicatedRecord[] = [];
+    // Evidence checks read the replica and the records of the same origin travelling before this one
+    // that passed their own checks (a consumed permit before the change it authorises): a refused
+    // record is never evidence for another.
+    const byOrigin = new Map<string, Array<{ kind: string; key: string; body: Json }>>();
+    for (const c of checked) {
+      const r = c.record;
+      const siblings = byOrigin.get(r.origin) ?? [];
+      byOrigin.set(r.origin, siblings);
+      let problem: string | undefined;
+      try {
+        problem = await bodyProblem(c.kind, r.body, contextOf(c.kind, r, c.node, [...siblings]));
+      } catch (err) {
+        problem = `evidence check failed: ${(err as Error).message}`.slice(0, 200);
+      }
+      if (problem) refuse(c.at, { reason: problem, origin: r.origin, seq: r.seq });
+      else {
+        valid.push(r);
+        siblings.push({ kind: r.kind, key: r.key, body: r.body });
+      }
+    }
+    const rejected = refusals.sort((a, b) => a.at - b.at).map(({ reason, origin, seq }) => ({ reason, origin, seq }));
+    let res: IngestResult = { applied: 0, duplicates: 0, rejected: [] };
+    if (valid.length > 0) {
+      let settle!: (stored: boolean) => void;
+      const stored = new Promise<boolean>((resolve) => (settle = resolve));
+      const mine = valid.filter((r) => !inFlight.has(`${r.origin}!${r.seq}`));
+      for (const r of mine) inFlight.set(`${r.origin}!${r.seq}`, { sig: r.sig, stored });
+      try {
+        res = await deps.queue.enqueue(valid, source);
+        settle(true);
+      } catch (err) {
+        settle(false);
+        throw err;
+      } finally {
+        for (const r of mine) inFlight.delete(`${r.origin}!${r.seq}`);
+      }
+    }
+    const retry: unknown[] = [];
+    for (const a of awaiting) {
+      if (await a.stored) known++;
+      else retry.push(a.item);
+    }
+    const again = retry.length > 0 ? await ingest(retry, source) : { applied: 0, duplicates: 0, rejected: [] };
+    return { applied: res.applied + again.applied, duplicates: res.duplicates + known + again.duplicates, rejected: [...rejected, ...again.rejected] };
+  }
+
+  return { ingest, prepareIngest, ingestPrepared };
+}
