@@ -13,6 +13,7 @@ import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { ReplicationEngine } from '../core/replication/engine.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport } from '../core/replication/ports.ts';
+import { stopAll, type Startable } from '../core/lifecycle.ts';
 import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
 import { PROTOCOLS } from './protocols.ts';
 import { announcedAddressUnbound } from './announce-check.ts';
@@ -69,22 +70,27 @@ export interface ClusterDeps {
   engine: Pick<ReplicationEngine, 'ingest' | 'prepareIngest' | 'ingestPrepared' | 'versionVector' | 'missingFor' | 'syncRequest'>;
   /** Slot 0's create handler (absent on other nodes). */
   createHandler?: CreateHandler;
-  /** This member's `grant` and `shard` handlers (absent on gateways). */
+  /** This member's `grant` and `shard` handlers (absent on gateways): served to peers, and called in-process by {@link Cluster.callMember} for its own slot. */
   memberHandlers?: Partial<Record<MemberService, MemberHandler>>;
+  /** The node's lifetime: ends the periodic loops (reconnect, liveness, sync) when aborted. @default only {@link Cluster.stop} ends them */
+  signal?: AbortSignal;
   logger: Logger;
   metrics: NodeMetrics;
 }
 
 /** The running cluster. */
-export interface Cluster extends PeerTransport {
+export interface Cluster extends PeerTransport, Startable {
   readonly membership: MembershipView;
+  /** Listen, dial the other nodes, and start gossip, the liveness pings and the periodic sync. */
   start(): Promise<void>;
+  /** Stop every loop, close the links and libp2p, and wait for the background work; idempotent. */
   stop(): Promise<void>;
   /** Send a `create` request to slot 0 and return its result; rejects when unreachable or refused. */
   requestCreate(request: unknown, options: { signal: AbortSignal }): Promise<unknown>;
   /**
-   * Call a member's `grant` or `shard` service. Rejects with an AppError carrying the member's code
-   * when it refused, with a plain Error when unreachable or timed out.
+   * Call a member's `grant` or `shard` service; this node's own slot is called in-process. Rejects
+   * with an AppError carrying the member's code when it refused, with a plain Error when unreachable
+   * or timed out.
    */
   callMember(slot: number, service: MemberService, body: unknown, options: { signal: AbortSignal }): Promise<unknown>;
   /** One catch-up round with a node (by id). */
@@ -116,10 +122,13 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   const peers = createPeers({ descriptor, self }, { libp2p, blockedPeers: deps.blockedPeers, silencedPeers: deps.silencedPeers });
 
   let started = false;
+  let stopped: Promise<void> | undefined;
   /** Aborted on stop: ends what fault injection left waiting, and tells every part the cluster stopped. */
   const stopping = new AbortController();
   const background = createBackground();
   const { track } = background;
+  /** What ends the periodic loops: this cluster's stop, or the node's lifetime. */
+  const loops = deps.signal ? AbortSignal.any([stopping.signal, deps.signal]) : stopping.signal;
 
   const serving = { libp2p, peers, stopping: stopping.signal, track };
   await serveProtocol(PROTOCOLS.apply, createApplyHandler({ engine }), { maxStreams }, serving);
@@ -130,7 +139,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
   }
   const sync = await createSync(
     { syncIntervalMs: options.syncIntervalMs, syncBatchSize: options.syncBatchSize, syncReadTimeoutMs: options.syncReadTimeoutMs ?? 15_000 },
-    { libp2p, peers, engine, stopping: stopping.signal, track, log },
+    { libp2p, peers, engine, stopping: stopping.signal, loops, track, log },
   );
 
   const connections = createConnections(
@@ -140,6 +149,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       peers,
       blockedPeers: deps.blockedPeers,
       stopping: stopping.signal,
+      loops,
       track,
       log,
       metrics: deps.metrics,
@@ -177,20 +187,30 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       sync.start();
       log.info({ listen: libp2p.getMultiaddrs().map(String), peerId: self.peerId }, 'cluster started');
     },
-    async stop() {
-      if (stopping.signal.aborted) return;
-      stopping.abort();
-      connections.stop();
-      sync.stop();
-      for (const p of peers.all()) peers.closeLinks(p, 'stopping');
-      gossip.stop();
-      await libp2p.stop();
-      await background.settle();
+    stop() {
+      stopped ??= (async () => {
+        // Ends the loops (no run starts after this) and the sync rounds under way.
+        stopping.abort();
+        for (const p of peers.all()) peers.closeLinks(p, 'stopping');
+        await gossip.stop();
+        await libp2p.stop();
+        // The run each loop had in flight, then everything else tracked.
+        await stopAll([connections, sync]);
+        await background.settle();
+      })();
+      return stopped;
     },
     sendApply: requests.sendApply,
     publish: gossip.publish,
     requestCreate: requests.requestCreate,
-    callMember: requests.callMember,
+    async callMember(slot, service, body, options) {
+      if (slot !== self.slot) return requests.callMember(slot, service, body, options);
+      // A member calls itself in-process, never over the wire.
+      const handler = deps.memberHandlers?.[service];
+      if (!handler) throw new Error(`no ${service} handler`);
+      options.signal.throwIfAborted();
+      return handler(body, self);
+    },
     syncWith(nodeId) {
       const p = peers.get(nodeId);
       if (!p) return Promise.reject(new Error(`unknown node ${nodeId}`));

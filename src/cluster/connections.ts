@@ -10,6 +10,7 @@ import { PROTOCOLS } from './protocols.ts';
 import { createDialFailureLog, type DialFailureLog } from './dial-log.ts';
 import type { Peer, Peers } from './peers.ts';
 import type { Track } from './background.ts';
+import { runPeriodic, stopAll, type Periodic, type Startable } from '../core/lifecycle.ts';
 
 /** Options of {@link createConnections}. */
 export interface ConnectionsOptions {
@@ -29,6 +30,8 @@ export interface ConnectionsDeps {
   blockedPeers: ReadonlySet<string>;
   /** Aborted when the cluster stops. */
   stopping: AbortSignal;
+  /** Ends the reconnect and liveness loops when aborted: the cluster's stop, or the node's lifetime. */
+  loops: AbortSignal;
   track: Track;
   /** The cluster's logger. */
   log: Logger;
@@ -40,9 +43,11 @@ export interface ConnectionsDeps {
 }
 
 /** The reconnect and liveness loops (the connection events are listened to from creation). */
-export interface Connections {
+export interface Connections extends Startable {
+  /** Dial the nodes not connected now, then start both loops. */
   start(): void;
-  stop(): void;
+  /** Stop both loops (waits for a run in flight); idempotent. */
+  stop(): Promise<void>;
 }
 
 /** Create the loops and listen to connection events. */
@@ -50,8 +55,9 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
   const { libp2p, peers, log, stopping } = deps;
   const { livenessTimeoutMs } = options;
   const reachable = () => deps.metrics.connectedMembers.set(peers.membership.reachableCount());
-  let maintenanceTimer: NodeJS.Timeout | undefined;
-  let livenessTimer: NodeJS.Timeout | undefined;
+  let loops: Periodic[] = [];
+  /** When the liveness check last ran, or the loop started (performance.now()). */
+  let lastCheckAt: number | undefined;
   /** Failed dials, told at warn at most once per peer per 30 s (created at start: its grace period starts then). */
   let dialFailures: DialFailureLog | undefined;
 
@@ -69,7 +75,13 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
   function checkLiveness(): void {
     if (stopping.aborted) return;
     const now = performance.now();
+    // This check ran late by `stall` ms: our own event loop was blocked or backlogged (a long
+    // synchronous task, GC, a starved CPU), so answers may be sitting unread in our sockets. Time we
+    // could not listen is no evidence of a peer's silence: it does not count towards the timeout.
+    const stall = lastCheckAt === undefined ? 0 : Math.max(0, now - lastCheckAt - options.livenessIntervalMs);
+    lastCheckAt = now;
     for (const p of peers.all()) {
+      if (stall > 0) p.lastHeard = Math.min(now, p.lastHeard + stall);
       if (p.silent || deps.blockedPeers.has(p.idStr) || !libp2p.getConnections(p.peerId).some((c) => c.status === 'open')) continue;
       if (now - p.lastHeard > livenessTimeoutMs) {
         p.silent = true;
@@ -140,13 +152,16 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
   return {
     start() {
       dialFailures = createDialFailureLog({}, { now: () => performance.now(), warn: (fields, message) => log.warn(fields, message) });
-      maintain();
-      maintenanceTimer = setInterval(maintain, options.reconnectIntervalMs);
-      livenessTimer = setInterval(checkLiveness, options.livenessIntervalMs);
+      const signal = deps.loops;
+      lastCheckAt = performance.now();
+      loops = [
+        // The first round at once: the dials start with the cluster.
+        runPeriodic(maintain, { intervalMs: options.reconnectIntervalMs, signal, logger: log, name: 'reconnect', immediate: true }),
+        runPeriodic(checkLiveness, { intervalMs: options.livenessIntervalMs, signal, logger: log, name: 'liveness' }),
+      ];
     },
     stop() {
-      clearInterval(maintenanceTimer);
-      clearInterval(livenessTimer);
+      return stopAll(loops);
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { ReplicationEngine } from '../core/replication/engine.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
+import type { Startable } from '../core/lifecycle.ts';
 import type { ClusterLibp2p } from './libp2p-node.ts';
 import { recordsTopic } from './protocols.ts';
 import { encodeMessage, decodeMessage } from './rpc.ts';
@@ -27,11 +28,11 @@ export interface GossipDeps {
 }
 
 /** The records topic (messages are listened to from creation). */
-export interface Gossip {
+export interface Gossip extends Startable {
   /** Subscribe to the topic. */
   start(): void;
-  /** Unsubscribe. */
-  stop(): void;
+  /** Unsubscribe; idempotent. */
+  stop(): Promise<void>;
   /** Best-effort gossip of a record to every subscriber. */
   publish(record: ReplicatedRecord): Promise<void>;
 }
@@ -57,7 +58,7 @@ export function createGossip(options: GossipOptions, deps: GossipDeps): Gossip {
     start() {
       pubsub.subscribe(topic);
     },
-    stop() {
+    async stop() {
       try {
         pubsub.unsubscribe(topic);
       } catch {

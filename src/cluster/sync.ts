@@ -13,6 +13,7 @@ import { PROTOCOLS } from './protocols.ts';
 import { messageChannel } from './rpc.ts';
 import { untilStopped, type Peer, type Peers } from './peers.ts';
 import type { Track } from './background.ts';
+import { runPeriodic, type Periodic, type Startable } from '../core/lifecycle.ts';
 
 /** Summary of one catch-up round with one peer. */
 export interface SyncResult {
@@ -36,15 +37,17 @@ export interface SyncDeps {
   libp2p: Pick<ClusterLibp2p, 'handle' | 'dialProtocol'>;
   peers: Peers;
   engine: Pick<ReplicationEngine, 'prepareIngest' | 'ingestPrepared' | 'missingFor' | 'syncRequest'>;
-  /** Aborted when the cluster stops. */
+  /** Aborted when the cluster stops: running rounds end at once. */
   stopping: AbortSignal;
+  /** Ends the periodic rounds when aborted: the cluster's stop, or the node's lifetime. */
+  loops: AbortSignal;
   track: Track;
   /** The cluster's logger. */
   log: Logger;
 }
 
 /** Catch-up with the other nodes. */
-export interface Sync {
+export interface Sync extends Startable {
   /** Sync with a peer; concurrent requests coalesce into one running round plus at most one more. */
   syncPeer(p: Peer): Promise<SyncResult>;
   /** One catch-up round with every reachable node. */
@@ -55,7 +58,8 @@ export interface Sync {
   abort(p: Peer, reason: string): void;
   /** Start the periodic rounds. */
   start(): void;
-  stop(): void;
+  /** Stop the periodic rounds (waits for the one in flight); idempotent. */
+  stop(): Promise<void>;
 }
 
 interface PeerSync {
@@ -84,7 +88,7 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
     return s;
   };
   let caughtUp = false;
-  let syncTimer: NodeJS.Timeout | undefined;
+  let periodic: Periodic | undefined;
 
   // ---- responder -------------------------------------------------------------------------------
 
@@ -146,7 +150,9 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
     const started = performance.now();
     const abort = new AbortController();
     stateOf(p).syncAbort = abort;
-    const deadline = () => AbortSignal.any([abort.signal, AbortSignal.timeout(syncReadTimeoutMs)]);
+    // The cluster's stop ends the round too: its stream would only be closed under it.
+    const round = AbortSignal.any([abort.signal, stopping]);
+    const deadline = () => AbortSignal.any([round, AbortSignal.timeout(syncReadTimeoutMs)]);
     const stream = await libp2p.dialProtocol(p.peerId, PROTOCOLS.sync, { signal: deadline(), negotiateFully: false });
     const ch = messageChannel(stream);
     let applied = 0;
@@ -222,10 +228,16 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
       state.get(p)?.syncAbort?.abort(new Error(reason));
     },
     start() {
-      syncTimer = setInterval(() => void syncAll(), options.syncIntervalMs);
+      // A round waits for the one before it: a slow peer delays the next round instead of stacking them.
+      periodic ??= runPeriodic(
+        async () => {
+          await syncAll();
+        },
+        { intervalMs: options.syncIntervalMs, signal: deps.loops, logger: log, name: 'sync' },
+      );
     },
-    stop() {
-      clearInterval(syncTimer);
+    async stop() {
+      await periodic?.stop();
     },
   };
 }

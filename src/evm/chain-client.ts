@@ -24,6 +24,7 @@ import {
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { redactUrl } from '../config/redact.ts';
 import { serialQueue } from '../core/serial-queue.ts';
+import type { Startable } from '../core/lifecycle.ts';
 import type { ChainEvent, ChainEventPosition, ChainStatusView, EventFollower, FollowEventsOptions, MarkSyncedResult, SecretState, Web3Chain } from '../core/web3/ports.ts';
 
 export type { ChainEvent, ChainEventPosition, FollowEventsOptions, MarkSyncedResult, SecretState } from '../core/web3/ports.ts';
@@ -130,7 +131,7 @@ export interface ChainStatus extends ChainStatusView {
 }
 
 /** One chain. Satisfies the core's {@link Web3Chain} port (src/core/web3/ports.ts). */
-export interface ChainClient extends Web3Chain {
+export interface ChainClient extends Web3Chain, Startable {
   readonly chainId: number;
   readonly name: string;
   /** `ceil(600000 / blockTimeMs)`: how many blocks a signed block number may lag the head. */

@@ -3,10 +3,11 @@
  * hands to the core as its {@link Web3Chains} port and to `/healthz` as per-chain status.
  */
 import type { Web3Chains } from '../core/web3/ports.ts';
+import type { Startable } from '../core/lifecycle.ts';
 import { createChainClient, type ChainClient, type ChainClientDeps, type ChainClientOptions, type ChainStatus } from './chain-client.ts';
 
 /** Every enabled chain's client. */
-export interface ChainClients extends Web3Chains {
+export interface ChainClients extends Web3Chains, Startable {
   get(chainId: number): ChainClient | undefined;
   /** In config order. */
   list(): readonly ChainClient[];

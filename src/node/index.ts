@@ -1,7 +1,8 @@
 /**
  * The composition root (CONTRIBUTING.md rule 2): the only place that imports every folder. Starts
  * components in dependency order — keys, store, replication engine, cluster, operator port, HTTP — and
- * stops them in reverse, store last. `stop()` is idempotent.
+ * stops them in reverse, store last, under one lifetime AbortSignal (CONTRIBUTING.md, "Lifecycle").
+ * `stop()` is idempotent.
  */
 import { join } from 'node:path';
 import type { NodeConfig } from '../config/schema.ts';
@@ -10,6 +11,7 @@ import { createLogger, type Logger } from '../log/index.ts';
 import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
 import { AppError } from '../errors/index.ts';
 import { createHash } from 'node:crypto';
+import { stopAll, type Startable } from '../core/lifecycle.ts';
 import { recordContentId } from '../core/replication/record.ts';
 import { createEvidenceChecker } from '../core/sessions/evidence.ts';
 import { createFreshReader } from '../core/replication/fresh-read.ts';
@@ -153,6 +155,55 @@ interface Running {
   verifyPool: VerifyPool;
 }
 
+/** A value bound once, after the parts that use it were created: {@link createNode}'s one late binding. */
+function lateBinding<T>(what: string): { get(): T; bind(value: T): void } {
+  let value: T | undefined;
+  return {
+    get() {
+      if (value === undefined) throw new Error(`${what} is not created yet`);
+      return value;
+    },
+    bind(v) {
+      if (value !== undefined) throw new Error(`${what} is bound already`);
+      value = v;
+    },
+  };
+}
+
+/** A resource that is opened and closed (a server, a pool, the store) as a part {@link stopAll} stops. */
+function closing(resource: { close(): Promise<void> } | undefined): Startable | undefined {
+  return resource && { stop: () => resource.close() };
+}
+
+/**
+ * Stop what `parts` holds, in the node's stop order (CONTRIBUTING.md rule 2 and "Lifecycle"): the
+ * ports, the services, the cluster, the engine, the resources and the store last; every part even
+ * when one before it failed. Then zero the keys.
+ */
+async function stopParts(parts: Partial<Running>): Promise<void> {
+  try {
+    await stopAll([
+      closing(parts.http),
+      closing(parts.operator),
+      parts.files,
+      parts.web3,
+      parts.recovery,
+      parts.secrets,
+      // After the HTTP server and the jobs, before the cluster: the last counts reach the members.
+      parts.usage,
+      parts.chains,
+      parts.permits,
+      parts.cluster,
+      parts.engine,
+      closing(parts.verifyPool),
+      closing(parts.mailer),
+      closing(parts.store),
+    ]);
+  } finally {
+    zeroize(...(parts.keys ?? []));
+  }
+}
+
 /**
  * Create a node from a validated config. Reads the cluster file (unless given) and checks that this
  * node is in it; nothing is opened until {@link QuorumNode.start}.
@@ -171,6 +222,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
   let running: Running | undefined;
   let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
+  /** The node's lifetime (CONTRIBUTING.md, "Lifecycle"): aborted first at stop, it ends every periodic loop. */
+  let lifetime: AbortController | undefined;
 
   const need = (): Running => {
     if (!running) throw new Error('node not started');
@@ -198,6 +251,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     const store = await openStore({ location: join(config.dataDir, 'db') });
     // Record signatures of large batches (catch-up) are verified on a worker thread.
     const verifyPool = createVerifyPool();
+    const life = (lifetime = new AbortController());
+    const { signal } = life;
+    // What exists so far: a failed start stops it, in the stop order.
+    const parts: Partial<Running> = { store, verifyPool, keys: [keys.signing, keys.storage] };
     try {
       // The membership this node accepted before decides whether it may run on this cluster file
       // (src/core/membership/epoch.ts): the same identities, or one approved step further.
@@ -208,17 +265,20 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         await store.putMeta(MEMBERSHIP_META, descriptor);
         if (accepted) log.warn({ epoch: descriptor.epoch, retired: descriptor.retired?.at(-1)?.nodeAddress }, 'membership epoch accepted: a replaced identity is retired');
       }
-      // The engine and the cluster need each other (and the engine calls accounts back): they reach
-      // each other late, through this.
       // The enabled EVM chains (docs/web3.md): heads for Web3 signed strings, the controller's state
       // for Web3 secrets — also what every node checks a Web3 secret record against.
-      const chains = createChainClients(config.chains, { logger, metrics, signingKey: keys.signing });
-      const late: { chains?: ChainClients; cluster?: Cluster; handlers?: Partial<Record<MemberService, MemberHandler>> } = {};
+      const chains = (parts.chains = createChainClients(config.chains, { logger, metrics, signingKey: keys.signing }));
+      // The node's one late binding. The engine sends through the cluster and reads from it who is
+      // reachable; slot 0's creator, the members' RPC and the catch-up gate call it too. The cluster,
+      // in turn, serves the engine, the creator and the members' handlers (the services), so it is
+      // created after all of them: a true cycle. What is built before the cluster reaches it through
+      // `network.get()`, bound once, right after the cluster is created and before anything is started.
+      const network = lateBinding<Cluster>('the cluster');
       const membership = {
         descriptor,
         self: self!,
-        isReachable: (slot: number) => late.cluster!.membership.isReachable(slot),
-        reachableCount: () => late.cluster!.membership.reachableCount(),
+        isReachable: (slot: number) => network.get().membership.isReachable(slot),
+        reachableCount: () => network.get().membership.reachableCount(),
       };
       const engine = createReplicationEngine(
         { applyTimeoutMs: config.replication.applyTimeoutMs, maxClockSkewMs: config.replication.maxClockSkewMs },
@@ -226,7 +286,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           store: store.records,
           kinds: recordKinds(descriptor, chains),
           membership,
-          transport: () => late.cluster!,
+          transport: network.get,
           signingKey: keys.signing,
           clock,
           logger,
@@ -234,15 +294,18 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           verifier: verifyPool,
         },
       );
+      parts.engine = engine;
       await engine.open();
       const creator = createCreator(
         { timeoutMs: config.replication.createTimeoutMs },
-        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => late.cluster!.requestCreate(req, o), logger },
+        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => network.get().requestCreate(req, o), logger },
       );
+      parts.creator = creator;
       const mailer = createMailer(
         { transport: config.mail.transport, from: config.mail.from, outboxDir: join(config.dataDir, 'outbox'), smtp: config.mail.smtp },
         { logger, clock },
       );
+      parts.mailer = mailer;
       const publicUrl = config.http.publicUrl || `http://${config.http.host}:${config.http.port}`;
       const accounts = createAccountsService(
         { otpTtlMs: config.accounts.otpTtlMs, mailCooldownMs: config.accounts.mailCooldownMs, publicUrl },
@@ -259,19 +322,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         },
       );
       engine.onApplied(({ records }) => accounts.onRecordsApplied(records));
-      // Members call themselves in-process; everyone else over `grant`/`shard`.
+      // Over `grant`/`shard`; this member's own slot in-process (the cluster does both).
       const members: MemberRpc = {
-        async call(slot, service, body, { signal }) {
-          if (slot === self!.slot) {
-            const handler = late.handlers?.[service];
-            if (!handler) throw new Error(`no ${service} handler`);
-            signal.throwIfAborted();
-            return handler(body, self!);
-          }
-          return late.cluster!.callMember(slot, service, body, { signal });
-        },
+        call: async (slot, service, body, options) => network.get().callMember(slot, service, body, options),
       };
-      late.chains = chains;
       const verifier = createSignedDataVerifier({ state: engine, recoverSigner: recoverPersonalSigner, clock, chains });
       /**
        * The catch-up gate of `grant` and `shard` (docs/security.md): a member behind the requester
@@ -287,7 +341,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         const deadline = AbortSignal.timeout(config.replication.catchUpWaitMs);
         const timedOut = new Promise<undefined>((r) => deadline.addEventListener('abort', () => r(undefined), { once: true }));
         while (behind(theirs)) {
-          const round = await Promise.race([late.cluster!.syncWith(from.id).catch(() => undefined), timedOut]);
+          const round = await Promise.race([network.get().syncWith(from.id).catch(() => undefined), timedOut]);
           // A round that brought nothing will not bring more: stop instead of asking again until the deadline.
           if (!round || round.applied === 0) break;
         }
@@ -303,7 +357,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { membersToAsk: descriptor.size - descriptor.threshold + 1 },
         {
           state: engine,
-          catchUp: async () => (await late.cluster!.syncAll()).filter((r) => memberIds.has(r.peer)).length + (self!.slot !== null ? 1 : 0),
+          catchUp: async () => (await network.get().syncAll()).filter((r) => memberIds.has(r.peer)).length + (self!.slot !== null ? 1 : 0),
           now: () => performance.now(),
         },
       );
@@ -344,7 +398,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               selfAddress: self!.nodeAddress,
               logger,
               metrics: { secretsDealt: metrics.web3SecretsDealt, syncFailures: metrics.web3SyncFailures },
+              signal,
             });
+      parts.web3 = web3;
       const secrets = createSecretsService(
         { shardTimeoutMs: config.secrets.shardTimeoutMs, retryIntervalMs: config.secrets.retryIntervalMs },
         {
@@ -368,8 +424,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           logger,
           chains,
           web3: () => web3,
+          signal,
         },
       );
+      parts.secrets = secrets;
       // Usage counting and plan limits (docs/architecture.md, "Usage and plan limits").
       const usage = createUsageService(config.usage, {
         replicator: engine,
@@ -381,7 +439,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         clock,
         logger,
         metrics: { refusals: metrics.usageRefusals, flushDuration: metrics.usageFlushDuration, flushWaits: metrics.usageFlushWaits },
+        signal,
       });
+      parts.usage = usage;
       engine.onApplied(({ records }) => usage.onRecordsApplied(records));
       // The admission port of every encrypt and decrypt; none with `usage.enabled` false (limits
       // off: nothing admitted, nothing counted). The report and plan assignment keep the service.
@@ -397,8 +457,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           maxDiskBytes: config.files.maxDiskBytes,
           sweepIntervalMs: config.files.sweepIntervalMs,
         },
-        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage), jobs: store.jobs, usage: admission, clock, logger, metrics: { jobs: metrics.fileJobs, bytes: metrics.fileBytes, duration: metrics.fileJobDuration } },
+        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage), jobs: store.jobs, usage: admission, clock, logger, metrics: { jobs: metrics.fileJobs, bytes: metrics.fileBytes, duration: metrics.fileJobDuration }, signal },
       );
+      parts.files = files;
       const permits = createPermitsService(
         { ttlMs: config.permits.ttlMs, createTimeoutMs: config.replication.createTimeoutMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs, acceptLegacy: config.permits.acceptLegacy },
         {
@@ -418,8 +479,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           clock,
           logger,
           applied: metrics.permitsApplied,
+          signal,
         },
       );
+      parts.permits = permits;
       engine.onApplied(({ changes }) => permits.onStateChanges(changes));
       // Share recovery (docs/operations.md, "Lose a disk"): members help and recover; coordinators mark.
       const recovery =
@@ -434,18 +497,21 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               keyring: nodeKeyring(keys.signing, keys.storage),
               versionVector,
               catchUp,
-              syncAll: () => late.cluster!.syncAll(),
+              syncAll: () => network.get().syncAll(),
               clock,
               logger,
               timeoutMs: config.secrets.shardTimeoutMs,
+              signal,
             });
+      parts.recovery = recovery;
       const memberAdmin = createMemberAdmin({ state: engine, replicator: engine, membership, clock, logger });
-      if (self!.slot !== null) {
-        late.handlers = {
-          grant: (body, from) => sessions.handleGrant(body, from),
-          shard: (body, from) => ((body as { op?: unknown } | null)?.op === 'recover' ? recovery!.handleRecover(body as Record<string, unknown>, from) : secrets.handleShard(body, from)),
-        };
-      }
+      const memberHandlers: Partial<Record<MemberService, MemberHandler>> | undefined =
+        self!.slot === null
+          ? undefined
+          : {
+              grant: (body, from) => sessions.handleGrant(body, from),
+              shard: (body, from) => ((body as { op?: unknown } | null)?.op === 'recover' ? recovery!.handleRecover(body as Record<string, unknown>, from) : secrets.handleShard(body, from)),
+            };
       const cluster = await createCluster(
         {
           listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
@@ -463,12 +529,15 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           ...(deps.silencedPeers ? { silencedPeers: deps.silencedPeers } : {}),
           engine,
           createHandler: self!.slot === 0 ? creator.handle : undefined,
-          memberHandlers: late.handlers,
+          memberHandlers,
+          signal,
           logger,
           metrics,
         },
       );
-      late.cluster = cluster;
+      // The binding point (see `network` above).
+      network.bind(cluster);
+      parts.cluster = cluster;
       // Backups (src/backup): a node restored from one holds its own writes until it has caught its own records up.
       const backup = await createNodeBackup({ store, engine, descriptor, self: self!, storageKey: keys.storage, clock, logger });
       await cluster.start();
@@ -480,10 +549,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       web3?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'web3: could not start following the chains'));
       await files.start();
       usage.start();
-      running = { store, engine, cluster, creator, http: undefined, operator: undefined, mailer, secrets, recovery, permits, files, usage, chains, web3, keys: [keys.signing, keys.storage], verifyPool };
+      running = parts as Running;
       if (config.operator.enabled) {
         const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, membership: createEpochApprover({}, { descriptor, self: self!, parseProposal: (value) => parseClusterProposal(value, 'the proposal'), versionVector: () => engine.versionVector(), signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)), clock }), ...(recovery ? { recovery: () => recovery.progress() } : {}) });
-        running.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
+        parts.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
       }
       if (config.http.enabled) {
         // File jobs held by another coordinator are forwarded to it (docs/http.md, Files and jobs).
@@ -501,23 +570,17 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           },
           { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files, usage, jobPeers: () => jobPeers, chainStatus: () => chains.status(), members: memberAdmin, ...(recovery ? { recovery: () => recovery.progress() } : {}) },
         );
-        running.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
+        parts.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
       }
       log.info(
-        { nodeId: self!.id, slot: self!.slot, peerId: self!.peerId, nodeAddress: self!.nodeAddress, http: running.http?.url, operator: running.operator?.url, listen: cluster.listenAddresses() },
+        { nodeId: self!.id, slot: self!.slot, peerId: self!.peerId, nodeAddress: self!.nodeAddress, http: parts.http?.url, operator: parts.operator?.url, listen: cluster.listenAddresses() },
         'node started',
       );
     } catch (err) {
-      // A failed bind of the API port leaves the operator port bound: release it too.
-      await running?.operator?.close().catch(() => undefined);
-      await running?.usage.stop().catch(() => undefined);
-      await running?.web3?.stop().catch(() => undefined);
-      await running?.chains.stop().catch(() => undefined);
-      await running?.cluster.stop().catch(() => undefined);
+      // Everything created so far, the loops already running and a bound operator port included.
+      life.abort();
       running = undefined;
-      await verifyPool.close();
-      await store.close();
-      zeroize(keys.signing, keys.storage);
+      await stopParts(parts).catch((stopErr: unknown) => log.warn({ err: stopErr }, 'stop after a failed start failed'));
       throw err;
     }
   }
@@ -526,22 +589,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     if (starting) await starting.catch(() => undefined);
     const r = running;
     if (!r) return;
-    await r.http?.close();
-    await r.operator?.close();
-    await r.files.stop();
-    await r.web3?.stop();
-    await r.recovery?.stop();
-    await r.secrets.stop();
-    // After the HTTP server and the jobs, before the cluster: the last counts reach the members.
-    await r.usage.stop();
-    await r.chains.stop();
-    r.permits.stop();
-    await r.cluster.stop();
-    await r.engine.drain();
-    await r.verifyPool.close();
-    await r.mailer.close();
-    await r.store.close();
-    zeroize(...r.keys);
+    // First: no periodic run starts from here on; then every part, in order, waits for its own.
+    lifetime?.abort();
+    await stopParts(r);
     log.info('node stopped');
   }
 

@@ -6,10 +6,11 @@ import type { NodeMetrics } from '../metrics/index.ts';
 import type { NodeConfig } from '../config/schema.ts';
 import type { ClusterDescriptor, Creator, MembershipView, Replicator, StateReader } from '../core/replication/ports.ts';
 import type { HealthSource } from '../core/health/index.ts';
+import type { Startable } from '../core/lifecycle.ts';
 import type { VersionVector } from '../core/replication/ports.ts';
 
 /** A running (or startable) quorumkeep node. */
-export interface QuorumNode {
+export interface QuorumNode extends Startable {
   readonly config: NodeConfig;
   /** This node's entry facts. */
   readonly nodeId: string;
@@ -42,7 +43,7 @@ export interface QuorumNode {
   syncNow(): Promise<void>;
   /** Start in dependency order: store, cluster, replication, http. */
   start(): Promise<void>;
-  /** Stop in reverse order; idempotent. */
+  /** Stop in reverse order, under the node's lifetime signal (CONTRIBUTING.md, "Lifecycle"); idempotent. */
   stop(): Promise<void>;
 }
 

@@ -5,6 +5,7 @@
  * start was interrupted by a stop or crash and is marked `failed`.
  */
 import type { Logger } from '../../log/index.ts';
+import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { removeFile } from './archive.ts';
 import type { JobRegistry } from './registry.ts';
 import { sweepVerdict } from './rules.ts';
@@ -26,25 +27,26 @@ export interface JobSweeperDeps {
   clock: () => number;
   /** The files module's logger. */
   logger: Logger;
+  /** The node's lifetime: ends the sweep loop when aborted. */
+  signal: AbortSignal;
 }
 
 /** Expiry of finished jobs and recovery of interrupted ones. */
-export interface JobSweeper {
+export interface JobSweeper extends Startable {
   /** Expire every job past its TTL now, forget expired ones past their retention; returns how many expired. */
   sweep(): Promise<number>;
   /** Mark `failed` every stored job left `pending` or `processing` (run at start, before any job). */
   failInterrupted(): Promise<void>;
   /** Sweep every `sweepIntervalMs` from now on. */
   start(): void;
-  /** Stop sweeping; resolves once a sweep under way has finished. */
+  /** Stop sweeping; resolves once a sweep under way has finished. Idempotent. */
   stop(): Promise<void>;
 }
 
 /** Create the sweeper of a files service. */
 export function createJobSweeper(options: JobSweeperOptions, deps: JobSweeperDeps): JobSweeper {
   const { registry, logger: log } = deps;
-  let timer: NodeJS.Timeout | undefined;
-  let sweeping: Promise<number> | undefined;
+  let sweeping: Periodic | undefined;
 
   async function sweep(): Promise<number> {
     const now = deps.clock();
@@ -79,20 +81,14 @@ export function createJobSweeper(options: JobSweeperOptions, deps: JobSweeperDep
     },
 
     start() {
-      timer = setInterval(() => {
-        sweeping ??= sweep()
-          .catch((err: unknown) => {
-            log.error({ err }, 'file job sweep failed');
-            return 0;
-          })
-          .finally(() => (sweeping = undefined));
-      }, options.sweepIntervalMs);
-      timer.unref();
+      const sweepOnce = async () => {
+        await sweep();
+      };
+      sweeping ??= runPeriodic(sweepOnce, { intervalMs: options.sweepIntervalMs, signal: deps.signal, logger: log, name: 'file job sweep' });
     },
 
     async stop() {
-      clearInterval(timer);
-      await sweeping;
+      await sweeping?.stop();
     },
   };
 }

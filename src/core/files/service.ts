@@ -17,6 +17,7 @@
  */
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
+import type { Startable } from '../lifecycle.ts';
 import { createChunkCrypto, type ChunkCrypto } from '../../crypto/index.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
 import type { SecretsCapability } from '../secrets/service.ts';
@@ -82,10 +83,12 @@ export interface FilesDeps {
    * it completes, taken back when it fails. None when usage limits are off.
    */
   usage?: UsageAdmission;
+  /** The node's lifetime: ends the TTL sweep loop when aborted (running jobs end at {@link FilesCapability.stop}). @default only stop ends it */
+  signal?: AbortSignal;
 }
 
 /** The service plus its lifecycle (the node starts and stops it). */
-export interface FilesCapability extends FilesService {
+export interface FilesCapability extends FilesService, Startable {
   /** Create the folders, remove leftover spools, fail interrupted jobs, start the sweeper. */
   start(): Promise<void>;
   /** Stop the sweeper and wait for running jobs (they stop at their next chunk and fail). Idempotent. */
@@ -115,7 +118,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     },
   );
   const access = createJobAccess({ verifier: deps.verifier, secrets: deps.secrets, keyring: deps.keyring, jobs: deps.jobs, registry, engine, clock, logger: log });
-  const sweeper = createJobSweeper(options, { jobs: deps.jobs, registry, clock, logger: log });
+  const sweeper = createJobSweeper(options, { jobs: deps.jobs, registry, clock, logger: log, signal: deps.signal ?? new AbortController().signal });
   const decryptUploadBytes = maxDecryptUploadBytes(options.maxFileBytes, options.chunkBytes);
   let stopped: Promise<void> | undefined;
 

@@ -5,6 +5,7 @@
  * consumed permit is `consumed` only when ≥ threshold members are known to hold it.
  */
 import type { Logger } from '../../log/index.ts';
+import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import type { BatchWriteReport, MembershipView, Replicator } from '../replication/ports.ts';
 import { membersOf } from '../replication/ports.ts';
 import type { ReplicatedRecord } from '../replication/record.ts';
@@ -30,10 +31,12 @@ export interface PermitDeliveryDeps {
   log: { logRecord(origin: string, seq: number): Promise<ReplicatedRecord | undefined> };
   /** The permits module's logger. */
   logger: Logger;
+  /** The node's lifetime: ends the redelivery when aborted. */
+  signal: AbortSignal;
 }
 
 /** This coordinator's consumptions on their way to every member. */
-export interface PermitDelivery {
+export interface PermitDelivery extends Startable {
   /** A consumption this coordinator wrote: durable at ≥ threshold acks, delivered again until every member acked. */
   track(permitId: string, report: BatchWriteReport): void;
   /**
@@ -43,11 +46,11 @@ export interface PermitDelivery {
    * change stored with it — and the acks counted: duplicates ack, so this both measures and repairs.
    */
   consumedAnswer(permit: PermitBody): Promise<PermitConfirmation>;
-  /** Stop background delivery. */
-  stop(): void;
+  /** Stop background delivery (waits for a round in flight); idempotent. */
+  stop(): Promise<void>;
 }
 
-/** Create the delivery of this coordinator's consumptions; its timer runs only while one is missing somewhere. */
+/** Create the delivery of this coordinator's consumptions; its loop runs only while one is missing somewhere. */
 export function createPermitDelivery(options: PermitDeliveryOptions, deps: PermitDeliveryDeps): PermitDelivery {
   const { membership, logger: log } = deps;
   const members = membersOf(membership.descriptor);
@@ -56,7 +59,10 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
 
   /** Consumptions this coordinator wrote that some member has not acked yet. */
   const deliveries = new Map<string, { records: ReplicatedRecord[]; acked: Set<string> }>();
-  let redeliverTimer: NodeJS.Timeout | undefined;
+  /** The redelivery loop, while a consumption is missing somewhere. */
+  let redelivery: Periodic | undefined;
+  /** Set by stop: no loop starts after it. */
+  let stopped: Promise<void> | undefined;
 
   /** Permits whose consumption this coordinator saw acknowledged by ≥ threshold members. */
   const durable = new Set<string>();
@@ -65,10 +71,7 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
     if (durable.size > DURABLE_PERMITS_REMEMBERED) durable.delete(durable.values().next().value!);
   };
 
-  let redelivering = false;
   async function redeliver(): Promise<void> {
-    if (redelivering) return;
-    redelivering = true;
     try {
       for (const [permitId, d] of deliveries) {
         const missing = members.filter((m) => !d.acked.has(m.nodeAddress) && membership.isReachable(m.slot));
@@ -80,13 +83,11 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
           log.info({ permitId }, 'permit delivered to every member');
         }
       }
-    } catch (err) {
-      log.warn({ err: (err as Error).message }, 'permit redelivery failed');
     } finally {
-      redelivering = false;
-      if (deliveries.size === 0 && redeliverTimer) {
-        clearInterval(redeliverTimer);
-        redeliverTimer = undefined;
+      // Every member has every consumption: the loop ends (the next track starts another).
+      if (deliveries.size === 0 && redelivery) {
+        void redelivery.stop();
+        redelivery = undefined;
       }
     }
   }
@@ -97,7 +98,7 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
       const acked = new Set(report.acked);
       if (acked.size >= members.length) return;
       deliveries.set(permitId, { records: report.records, acked });
-      redeliverTimer ??= setInterval(() => void redeliver(), options.redeliverIntervalMs);
+      if (!stopped) redelivery ??= runPeriodic(redeliver, { intervalMs: options.redeliverIntervalMs, signal: deps.signal, logger: log, name: 'permit redelivery' });
     },
 
     async consumedAnswer(permit) {
@@ -120,8 +121,12 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
     },
 
     stop() {
-      if (redeliverTimer) clearInterval(redeliverTimer);
-      redeliverTimer = undefined;
+      stopped ??= (async () => {
+        const loop = redelivery;
+        redelivery = undefined;
+        await loop?.stop();
+      })();
+      return stopped;
     },
   };
 }

@@ -42,8 +42,13 @@ export interface ConsumeLeases {
    * permit once); refused with the stored permit when slot 0's replica already has it consumed.
    */
   claim(permitId: string): Promise<ConsumeClaim>;
-  /** Wait up to the lease for another coordinator's consumption to reach this replica. */
+  /**
+   * Wait up to the lease for another coordinator's consumption to reach this replica: resolves with
+   * the consumed permit as soon as {@link permitChanged} tells of it, or undefined at the lease's end.
+   */
   awaitConsumed(permitId: string): Promise<PermitBody | undefined>;
+  /** The replica's record of `permitId` changed (the engine's applied event): wakes its waiters. */
+  permitChanged(permitId: string): void;
 }
 
 /** Register slot 0's `claimConsume` operation and return this coordinator's side of the lease. */
@@ -68,6 +73,25 @@ export function createConsumeLeases(options: ConsumeLeasesOptions, deps: Consume
     return { granted: true };
   });
 
+  /** Coordinator: who waits for a change of which permit. */
+  const waiting = new Map<string, Set<() => void>>();
+  /** Resolves at the next change of `permitId`, or when `signal` aborts (never rejects). */
+  function nextChange(permitId: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const listeners = waiting.get(permitId) ?? new Set();
+      waiting.set(permitId, listeners);
+      const wake = (): void => {
+        signal.removeEventListener('abort', wake);
+        listeners.delete(wake);
+        if (listeners.size === 0 && waiting.get(permitId) === listeners) waiting.delete(permitId);
+        resolve();
+      };
+      listeners.add(wake);
+      signal.addEventListener('abort', wake, { once: true });
+    });
+  }
+
   return {
     async claim(permitId) {
       try {
@@ -82,12 +106,29 @@ export function createConsumeLeases(options: ConsumeLeasesOptions, deps: Consume
     },
 
     async awaitConsumed(permitId) {
-      const until = Date.now() + leaseMs;
-      for (;;) {
-        const p = await deps.permits.get(permitId);
-        if (p?.status === 'consumed' || Date.now() >= until) return p?.status === 'consumed' ? p : undefined;
-        await new Promise((r) => setTimeout(r, 50));
+      // The lease's end: a timer wakes the wait then; a change seen after the clock passed it ends it too.
+      const until = deps.clock() + leaseMs;
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), leaseMs);
+      try {
+        for (;;) {
+          // Listening before the read: a change between the two is not missed.
+          const changed = nextChange(permitId, deadline.signal);
+          const p = await deps.permits.get(permitId);
+          if (p?.status === 'consumed') return p;
+          if (deadline.signal.aborted || deps.clock() >= until) return undefined;
+          await changed;
+        }
+      } finally {
+        clearTimeout(timer);
+        // Releases the listener of the last round.
+        deadline.abort();
       }
+    },
+
+    permitChanged(permitId) {
+      // Each listener removes itself.
+      for (const wake of [...(waiting.get(permitId) ?? [])]) wake();
     },
   };
 }

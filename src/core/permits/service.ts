@@ -12,6 +12,7 @@
 import { constantTimeEqual, sha256Hex } from '../../crypto/index.ts';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
+import type { Startable } from '../lifecycle.ts';
 import { principalKind } from '../accounts/records.ts';
 import type { AccountsService } from '../accounts/types.ts';
 import type { OutgoingMail } from '../mail-port.ts';
@@ -88,14 +89,19 @@ export interface PermitsDeps {
   logger: Logger;
   /** Counts permits applied in this node's replica (once per permit). */
   applied?: { inc(labels: { action: string }): void };
+  /** The node's lifetime: ends the redelivery of consumptions when aborted. @default only {@link PermitsCapability.stop} ends it */
+  signal?: AbortSignal;
 }
 
 /** The permits capability as the node composes it: the HTTP port plus its lifecycle. */
-export interface PermitsCapability extends PermitsService {
-  /** Engine hook: count and log each permit this replica applies (pending or absent → consumed). */
+export interface PermitsCapability extends PermitsService, Startable {
+  /**
+   * Engine hook: wake the confirmations waiting for a permit that changed, and count and log each
+   * permit this replica applies (pending or absent → consumed).
+   */
   onStateChanges(changes: readonly StateChange[]): void;
-  /** Stop background delivery. */
-  stop(): void;
+  /** Stop background delivery (waits for a round in flight); idempotent. */
+  stop(): Promise<void>;
 }
 
 /** Create the permits service; registers slot 0's operations (`createPermit`, `permitMailed`, `reissuePermitToken`, `claimConsume`). */
@@ -109,7 +115,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
 
   registerPermitClaims({ ttlMs: options.ttlMs }, { creator: deps.creator, claims: deps.claims, replicator: deps.replicator, permits, clock });
   const leases = createConsumeLeases({ leaseMs: options.consumeLeaseMs ?? 10_000, coordinator: membership.self.id }, { creator: deps.creator, permits, clock, logger: log });
-  const delivery = createPermitDelivery({ redeliverIntervalMs: options.redeliverIntervalMs }, { replicator: deps.replicator, membership, permits, log: deps.log, logger: log });
+  const delivery = createPermitDelivery({ redeliverIntervalMs: options.redeliverIntervalMs }, { replicator: deps.replicator, membership, permits, log: deps.log, logger: log, signal: deps.signal ?? new AbortController().signal });
 
   /** Confirmations in progress here, so concurrent clicks share one. */
   const inflight = new Map<string, Promise<PermitConfirmation>>();
@@ -160,6 +166,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     onStateChanges(changes) {
       for (const { before, after } of changes) {
         if (after.kind !== 'permit') continue;
+        leases.permitChanged(after.key);
         const b = after.body as PermitBody;
         if (b.status !== 'consumed' || (before && (before.body as PermitBody).status === 'consumed')) continue;
         deps.applied?.inc({ action: b.action });
@@ -168,7 +175,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
     },
 
     stop() {
-      delivery.stop();
+      return delivery.stop();
     },
 
     async confirmPermit(input): Promise<PermitConfirmation> {

@@ -6,6 +6,7 @@
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { fromBase64, toBase64 } from '../../crypto/index.ts';
+import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import type { MemberRpc, MembershipView } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { PendingShares, PendingShareStore } from './ports.ts';
@@ -30,6 +31,8 @@ export interface ShareDeliveryDeps {
   clock: () => number;
   /** The secrets module's logger. */
   logger: Logger;
+  /** The node's lifetime: ends the background delivery when aborted. @default only {@link ShareDelivery.stop} ends it */
+  signal?: AbortSignal;
 }
 
 /** Which members stored their share, and the last error of each of the others. */
@@ -39,7 +42,7 @@ export interface DeliveryResult {
 }
 
 /** A coordinator's delivery of shares. */
-export interface ShareDelivery {
+export interface ShareDelivery extends Startable {
   /** Deliver sealed shares (slot → box) to the members. */
   deliver(chainId: number, secretId: number, boxes: Map<number, Uint8Array>): Promise<DeliveryResult>;
   /**
@@ -53,7 +56,7 @@ export interface ShareDelivery {
   retryFailure(secretIdRaw: string, chainIdRaw?: string): Promise<RetryOutcome>;
   /** Start the background delivery loop. */
   start(): void;
-  /** Stop it and wait for a running round and retries. */
+  /** Stop it and wait for a running round and retries; idempotent. */
   stop(): Promise<void>;
 }
 
@@ -140,8 +143,7 @@ export function createShareDelivery(options: ShareDeliveryOptions, deps: ShareDe
   }
 
   // Background delivery: one round at a time; a manual retry of one secret waits for nothing.
-  let timer: NodeJS.Timeout | undefined;
-  let round: Promise<void> | undefined;
+  let rounds: Periodic | undefined;
   const inFlight = new Map<number | string, Promise<PendingShares>>();
   const retryOnce = (p: PendingShares): Promise<PendingShares> => {
     const label = shareLabel(p.chainId ?? WEB2_CHAIN_ID, p.secretId);
@@ -179,19 +181,10 @@ export function createShareDelivery(options: ShareDeliveryOptions, deps: ShareDe
       return retryOutcome(await retryOnce(p), addressOf);
     },
     start() {
-      timer = setInterval(() => {
-        if (round) return;
-        round = backgroundRound()
-          .catch((err: unknown) => log.warn({ err: errorText(err) }, 'share delivery round failed'))
-          .finally(() => {
-            round = undefined;
-          });
-      }, options.retryIntervalMs);
-      timer.unref();
+      rounds ??= runPeriodic(backgroundRound, { intervalMs: options.retryIntervalMs, signal: deps.signal ?? new AbortController().signal, logger: log, name: 'share delivery' });
     },
     async stop() {
-      clearInterval(timer);
-      await round;
+      await rounds?.stop();
       await Promise.allSettled([...inFlight.values()]);
     },
   };

@@ -24,6 +24,7 @@ import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
 import { membersOf, parseVersionVector } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
+import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { constantTimeEqual, fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
 import { shareAtRestAad, shareDigest, type SecretBody } from './records.ts';
 import type { Web3SecretBody } from '../web3/records.ts';
@@ -42,6 +43,8 @@ const BATCHES_AT_ONCE = 4;
 const ATTEMPTS_PER_SECRET = 4;
 /** An incomplete run starts again this long after the last one started, ms. */
 const RERUN_AFTER_MS = 30_000;
+/** How often the recovering member looks at its status, ms. */
+const STATUS_CHECK_INTERVAL_MS = 500;
 /** Bytes of a seed share's y part (a 64-byte ML-KEM seed). */
 const SHARE_Y_BYTES = 64;
 
@@ -95,10 +98,12 @@ export interface RecoveryDeps {
   logger: Logger;
   /** Deadline of one helper call, ms. */
   timeoutMs: number;
+  /** The node's lifetime: ends the loop (and a run under way, at its next batch) when aborted. @default only {@link ShareRecovery.stop} ends it */
+  signal?: AbortSignal;
 }
 
 /** Share recovery: the helpers' `shard` op `recover`, and the recovering member's loop. */
-export interface ShareRecovery {
+export interface ShareRecovery extends Startable {
   /**
    * A helper's answer to `{ op: 'recover', items: [{ chainId?, secretId }], helpers, round, vv }`:
    * `{ results: [{ box } | { error }] }`, one per item, in order.
@@ -108,6 +113,7 @@ export interface ShareRecovery {
   progress(): RecoveryProgress;
   /** Start watching this member's status (recovers while it is `recovering`). */
   start(): void;
+  /** Stop watching (a run under way stops at its next batch, and is waited for); idempotent. */
   stop(): Promise<void>;
 }
 
@@ -216,9 +222,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   // --- The recovering member ---
 
   let progress: RecoveryProgress = { state: 'idle', total: 0, held: 0, recovered: 0, failed: 0, startedAt: null };
-  let run: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
+  let watching: Periodic | undefined;
 
   /** The helper sets to try, in order: reachable members but this one, rotated per attempt. */
   function helperSets(): number[][] {
@@ -235,7 +239,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
    * Rebuild the shares of a batch of secrets; returns how many were stored. Each helper set is one
    * round (one call per helper for the whole batch); what a set could not rebuild goes to the next.
    */
-  async function recoverBatch(batch: SecretRef[]): Promise<number> {
+  async function recoverBatch(batch: SecretRef[], signal: AbortSignal): Promise<number> {
     let pending = batch.filter((ref) => {
       if (ref.shareDigests?.[self.slot!]) return true;
       log.warn({ chainId: ref.chainId, secretId: ref.secretId }, 'secret has no share digest (dealt before recovery support): not recoverable');
@@ -243,7 +247,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     });
     let stored = 0;
     for (const helpers of helperSets()) {
-      if (pending.length === 0 || stopped) break;
+      if (pending.length === 0 || signal.aborted) break;
       const round = randomUUID();
       const items = pending.map((ref) => (ref.chainId === WEB2_CHAIN_ID ? { secretId: ref.secretId } : { chainId: ref.chainId, secretId: ref.secretId }));
       const answers = await Promise.allSettled(
@@ -314,7 +318,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     return out;
   }
 
-  async function recoverAll(): Promise<void> {
+  async function recoverAll(signal: AbortSignal): Promise<void> {
     // The secrets to recover are those of the replica: bring it up to date with every peer first,
     // or a member that started empty a moment ago would call itself done after the first few.
     await deps.syncAll();
@@ -326,10 +330,10 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     let next = 0;
     await Promise.all(
       Array.from({ length: BATCHES_AT_ONCE }, async () => {
-        while (next < missing.length && !stopped) {
+        while (next < missing.length && !signal.aborted) {
           const batch = missing.slice(next, next + BATCH_SIZE);
           next += batch.length;
-          const stored = await recoverBatch(batch);
+          const stored = await recoverBatch(batch, signal);
           progress.recovered += stored;
           progress.held += stored;
           progress.failed += batch.length - stored;
@@ -337,7 +341,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
       }),
     );
     await deps.shares.flush();
-    if (stopped) return;
+    if (signal.aborted) return;
     // Secrets created meanwhile: their shares came from their dealer, or come in the next run.
     const now = await secrets();
     if (now.length > all.length) progress.failed += (await withoutShare(now)).length;
@@ -356,13 +360,13 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   }
 
   /** One look at this member's status: recover while it says `recovering` (an incomplete run again after a pause). */
-  async function tick(): Promise<void> {
+  async function tick(signal: AbortSignal): Promise<void> {
     if ((await statusOf(self.slot!))?.status !== 'recovering') {
       if (progress.state !== 'idle' && progress.state !== 'done') progress.state = 'idle';
       return;
     }
     if (progress.state === 'incomplete' && deps.clock() - (progress.startedAt ?? 0) < RERUN_AFTER_MS) return;
-    await recoverAll();
+    await recoverAll(signal);
   }
 
   return {
@@ -370,22 +374,10 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     progress: () => ({ ...progress }),
     start() {
       if (self.slot === null) return;
-      const kick = () => {
-        if (run || stopped) return;
-        run = tick()
-          .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'share recovery round failed'))
-          .finally(() => {
-            run = undefined;
-          });
-      };
-      timer = setInterval(kick, 500);
-      timer.unref();
-      kick();
+      watching ??= runPeriodic(tick, { intervalMs: STATUS_CHECK_INTERVAL_MS, signal: deps.signal ?? new AbortController().signal, logger: log, name: 'share recovery', immediate: true });
     },
     async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await run;
+      await watching?.stop();
       for (const shared of pairSecrets.values()) zeroize(shared);
       pairSecrets.clear();
     },

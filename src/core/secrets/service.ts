@@ -18,6 +18,7 @@
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { RandomSource } from '../../crypto/index.ts';
+import { stopAll, type Startable } from '../lifecycle.ts';
 import { principalKind } from '../accounts/records.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { FreshReader } from '../replication/fresh-read.ts';
@@ -90,10 +91,12 @@ export interface SecretsDeps {
   web3?: () => Web3Secrets | undefined;
   /** The enabled chains (which chain ids a Web3 public-key request may name). */
   chains?: ChainHeads;
+  /** The node's lifetime: ends the background loops (share delivery, used-string pruning) when aborted. @default only {@link SecretsCapability.stop} ends them */
+  signal?: AbortSignal;
 }
 
 /** The secrets capability: the HTTP port, the member's `shard` handler, and seed recovery. */
-export interface SecretsCapability extends SecretsService {
+export interface SecretsCapability extends SecretsService, Startable {
   /** A member's `shard` handler (`store` and `release`). */
   handleShard(body: unknown, from: ClusterNodeEntry): Promise<unknown>;
   /** Current record of a secret, or undefined. */
@@ -112,9 +115,9 @@ export interface SecretsCapability extends SecretsService {
    * it and checks it against the public key. 503 when fewer than threshold members release their share.
    */
   recoverSeed(secret: ResolvedSecret, request: SignedRequest, envelope: DecryptEnvelope): Promise<Uint8Array>;
-  /** Start the background delivery loop. */
+  /** Start the background loops: delivery of missing shares, and (members) pruning of used decrypt strings. */
   start(): void;
-  /** Stop it and wait for a running round. */
+  /** Stop them and wait for a running round; idempotent. */
   stop(): Promise<void>;
 }
 
@@ -123,9 +126,10 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   const { state, membership, clock } = deps;
   const log = deps.logger.child({ module: 'secrets' });
   const common = { membership, clock, logger: log };
+  const signal = deps.signal ?? new AbortController().signal;
 
   const reads = createSecretReads({ state, fresh: deps.fresh, web3: deps.web3 });
-  const delivery = createShareDelivery(options, { ...common, members: deps.members, pending: deps.pending });
+  const delivery = createShareDelivery(options, { ...common, members: deps.members, pending: deps.pending, signal });
   const dealer = createKeyDealer({ ...common, replicator: deps.replicator, delivery, random: deps.random });
   // Slot 0's operations are registered in this order: claimSecretCreate, releaseSecretCreate, signedUse.
   const creation = createSecretCreation({
@@ -148,7 +152,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     clock,
     logger: log,
   });
-  const shard = createShardHandler({ ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, keyring: deps.keyring });
+  const shard = createShardHandler({ ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, keyring: deps.keyring, signal });
   const recoverSeed = createSeedRecovery(options, { membership, members: deps.members, keyring: deps.keyring, versionVector: deps.versionVector, logger: log });
 
   const service: SecretsCapability = {
@@ -192,9 +196,8 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       shard.start();
       delivery.start();
     },
-    async stop() {
-      shard.stop();
-      await delivery.stop();
+    stop() {
+      return stopAll([shard, delivery]);
     },
   };
   return service;

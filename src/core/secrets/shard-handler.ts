@@ -8,6 +8,7 @@
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { CIFER_BYTES, constantTimeEqual, fromBase64, fromHex, sealTo, shareXOfSlot, toBase64, toHex, zeroize } from '../../crypto/index.ts';
+import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { decodeBinary } from '../payloads/binary.ts';
 import { isCoordinatorEntry, parseVersionVector, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
@@ -16,7 +17,7 @@ import type { SignedDataVerifier, VerifiedCaller } from '../sessions/types.ts';
 import type { NodeKeyring, ShareStore, UsedStringStore } from './ports.ts';
 import { secretRecordOf, type SecretReads } from './reads.ts';
 import { shareAtRestAad, shareReleaseAad, shareStoreAad } from './records.ts';
-import { assertDecryptRight, errorText, resolvedOf, shareLabel } from './rules.ts';
+import { assertDecryptRight, resolvedOf, shareLabel } from './rules.ts';
 import { parseShareRelease, parseShareStore, type DecryptEnvelope } from './shard-messages.ts';
 
 /** How often a member forgets decrypt strings too old to be used again, ms. */
@@ -59,15 +60,18 @@ export interface ShardHandlerDeps {
   clock: () => number;
   /** The secrets module's logger. */
   logger: Logger;
+  /** The node's lifetime: ends the prune loop when aborted. */
+  signal: AbortSignal;
 }
 
 /** A member's side of the shares. */
-export interface ShardHandler {
+export interface ShardHandler extends Startable {
   /** The `shard` handler (`store` and `release`). */
   handleShard(body: unknown, from: ClusterNodeEntry): Promise<unknown>;
   /** Start forgetting used decrypt strings once they are too old. */
   start(): void;
-  stop(): void;
+  /** Stop forgetting (waits for a prune in flight); idempotent. */
+  stop(): Promise<void>;
 }
 
 /** Create the handler. */
@@ -131,7 +135,7 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
     }
   }
 
-  let pruneTimer: NodeJS.Timeout | undefined;
+  let pruning: Periodic | undefined;
   return {
     async handleShard(body, from) {
       if (self.slot === null) throw new AppError('FORBIDDEN', 'not a member');
@@ -142,13 +146,13 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
     },
     start() {
       // Forget used decrypt strings once they are too old to pass the freshness check anywhere.
-      pruneTimer = setInterval(() => {
-        deps.usedStrings.prune(clock()).catch((err: unknown) => log.warn({ err: errorText(err) }, 'used-string prune failed'));
-      }, USED_STRING_PRUNE_INTERVAL_MS);
-      pruneTimer.unref();
+      const prune = async () => {
+        await deps.usedStrings.prune(clock());
+      };
+      pruning ??= runPeriodic(prune, { intervalMs: USED_STRING_PRUNE_INTERVAL_MS, signal: deps.signal, logger: log, name: 'used-string prune' });
     },
-    stop() {
-      clearInterval(pruneTimer);
+    async stop() {
+      await pruning?.stop();
     },
   };
 }

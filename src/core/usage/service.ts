@@ -25,6 +25,7 @@
  * of limits.ts) and cycles.ts (the current cycle).
  */
 import type { Logger } from '../../log/index.ts';
+import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import type { ClusterDescriptor, Replicator, StateReader } from '../replication/ports.ts';
 import { isCoordinatorEntry } from '../replication/ports.ts';
 import type { ReplicatedRecord } from '../replication/record.ts';
@@ -91,15 +92,17 @@ export interface UsageDeps {
     flushDuration: { observe(labels: { outcome: FlushOutcome }, seconds: number): void };
     flushWaits: { inc(): void };
   };
+  /** The node's lifetime: ends the periodic flush when aborted ({@link UsageCapability.stop} still flushes once). @default only stop ends it */
+  signal?: AbortSignal;
 }
 
 /** The usage capability: the HTTP port, the admission port, and its lifecycle. */
-export interface UsageCapability extends UsageService, UsageAdmission {
+export interface UsageCapability extends UsageService, UsageAdmission, Startable {
   /** Start the periodic flush. */
   start(): void;
   /** Flush every dirty counter (a round that starts after this call); never rejects. */
   flush(): Promise<void>;
-  /** Stop the timer and flush one last time (a restart loses nothing that flush stores). Idempotent. */
+  /** Stop the periodic flush and flush one last time (a restart loses nothing that flush stores). Idempotent. */
   stop(): Promise<void>;
   /**
    * The engine's hook (after records are durably applied here): other coordinators' `usage` records
@@ -122,7 +125,7 @@ export function createUsageService(options: UsageOptions, deps: UsageDeps): Usag
     { replicator: deps.replicator, counters, membership: deps.membership, clock: deps.clock, now, logger: log, metrics: deps.metrics },
   );
   const cycles = createCurrentCycles();
-  let timer: NodeJS.Timeout | undefined;
+  let flushing: Periodic | undefined;
   let stopped: Promise<void> | undefined;
   const admission = createUsageAdmission(options, { plans, counters, cycles, flush, stopping: () => stopped !== undefined, clock: deps.clock, now, metrics: deps.metrics });
 
@@ -154,10 +157,9 @@ export function createUsageService(options: UsageOptions, deps: UsageDeps): Usag
     planOf: plans.planOf,
 
     start() {
-      if (timer || stopped) return;
+      if (flushing || stopped) return;
       // A round with nothing dirty only forgets idle counters.
-      timer = setInterval(() => void flush(), options.flushIntervalMs);
-      timer.unref();
+      flushing = runPeriodic(flush, { intervalMs: options.flushIntervalMs, signal: deps.signal ?? new AbortController().signal, logger: log, name: 'usage flush' });
     },
 
     flush,
@@ -166,8 +168,7 @@ export function createUsageService(options: UsageOptions, deps: UsageDeps): Usag
 
     stop() {
       stopped ??= (async () => {
-        if (timer) clearInterval(timer);
-        timer = undefined;
+        await flushing?.stop();
         await flush();
         const unconfirmed = counters.held().filter(isUnconfirmed).length;
         if (unconfirmed > 0) log.warn({ counters: unconfirmed }, 'usage counters not acknowledged by a quorum at stop (stored locally; sync spreads them)');

@@ -16,8 +16,10 @@
  *   after that: a crash or a failure re-delivers the range, and the key is never dealt twice (the
  *   record is checked first, and members refuse a second key).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
+import type { Startable } from '../lifecycle.ts';
 import type { FreshReader } from '../replication/fresh-read.ts';
 import type { StateReader } from '../replication/ports.ts';
 import type { ResolvedSecret } from '../secrets/types.ts';
@@ -51,10 +53,12 @@ export interface Web3Deps {
   logger: Logger;
   /** Counters of dealt keys and sync transactions, by chain. */
   metrics?: { secretsDealt: { inc(labels: { chain: string }): void }; syncFailures: { inc(labels: { chain: string }): void } };
+  /** The node's lifetime: when aborted, a start still waiting for a chain gives up. @default only {@link Web3Service.stop} does */
+  signal?: AbortSignal;
 }
 
 /** The Web3 secrets capability. */
-export interface Web3Service {
+export interface Web3Service extends Startable {
   /**
    * A Web3 secret as a client names it, for a coordinator's answer: the cluster's key from the record,
    * owner and delegate from the confirmed view. 404 unknown (or no key in this cluster), 403 while
@@ -67,7 +71,7 @@ export interface Web3Service {
   confirmedState(chainId: number, secretId: number): Promise<SecretState | undefined>;
   /** Start following every chain with a controller. */
   start(): Promise<void>;
-  /** Stop the followers (waits for a handler in progress). */
+  /** Stop the followers (waits for a handler in progress); idempotent. */
   stop(): Promise<void>;
 }
 
@@ -208,7 +212,7 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
       if (head === undefined) return;
       fromBlock = Math.max(0, head - chain.confirmations);
     }
-    if (stopped) return;
+    if (ended.aborted) return;
     view.followFrom = fromBlock;
     view.follower = chain.followEvents({
       fromBlock,
@@ -230,15 +234,18 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
     log.info({ chainId: chain.chainId, fromBlock, dealing }, 'following the secrets controller');
   }
 
-  let stopped = false;
+  const stopping = new AbortController();
+  /** Aborted by stop or by the node's lifetime. */
+  const ended = deps.signal ? AbortSignal.any([stopping.signal, deps.signal]) : stopping.signal;
   /** `read()` retried with backoff (1 s doubling to 30 s) until it answers; undefined once stopped. */
   async function untilRead<T>(read: () => Promise<T>): Promise<T | undefined> {
-    for (let wait = 1000; !stopped; wait = Math.min(wait * 2, 30_000)) {
+    for (let wait = 1000; !ended.aborted; wait = Math.min(wait * 2, 30_000)) {
       try {
         return await read();
       } catch (err) {
         log.warn({ err: (err as Error).message, retryInMs: wait }, 'cannot read the chain yet; following starts when it answers');
-        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+        // Ends early when stopped: rejects with an AbortError then, which only ends the wait.
+        await sleep(wait, undefined, { signal: ended, ref: false }).catch(() => undefined);
       }
     }
     return undefined;
@@ -254,7 +261,7 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
       }
     },
     async stop() {
-      stopped = true;
+      stopping.abort();
       await Promise.all([...views.values()].map((view) => view.follower?.stop()));
     },
   };

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runPeriodic, stopAll } from '../../../src/core/lifecycle.ts';
 import { createLogger } from '../../../src/log/index.ts';
 import { waitFor } from '../../../src/testing/wait.ts';
+import { stillPending } from './pending.ts';
 
 const logger = createLogger({ level: 'silent' });
 
@@ -42,10 +43,7 @@ describe('runPeriodic', () => {
     );
     await waitFor(() => runs === 1);
     const stopped = loop.stop();
-    let settled = false;
-    void stopped.then(() => (settled = true));
-    await new Promise((r) => setImmediate(r));
-    expect(settled).toBe(false);
+    expect(await stillPending(stopped)).toBe(true);
     release();
     await stopped;
     expect(finished).toBe(true);

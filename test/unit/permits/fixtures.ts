@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PrincipalBody } from '../../../src/core/accounts/records.ts';
 import type { PermitReads } from '../../../src/core/permits/authorize.ts';
+import type { PermitBody } from '../../../src/core/permits/records.ts';
 import { PUBLIC_KEY_B64_CHARS, SECRET_TYPE_MLKEM768, secretKey, type SecretBody } from '../../../src/core/secrets/records.ts';
 
 export const NOW = 1_800_000_000_000;
@@ -51,5 +52,22 @@ export function replica(principals: Record<string, PrincipalBody>, secrets: Secr
   return {
     principals: { get: async (id) => principals[id] },
     secrets: { get: async (key) => byKey.get(key) },
+  };
+}
+
+/** A pending rotate permit `permitId` (consumed with a result when `consumed`). */
+export function permitBody(permitId: string, consumed = false): PermitBody {
+  return {
+    permitId,
+    requestId: randomUUID(),
+    action: 'rotate',
+    principalId: randomUUID(),
+    secretId: 0,
+    payload: '{}',
+    payloadDigest: '00'.repeat(32),
+    tokenHash: '11'.repeat(32),
+    createdAt: NOW - 1000,
+    expiresAt: NOW + 900_000,
+    ...(consumed ? { status: 'consumed', consumedAt: NOW, result: { principalId: 'p', newPublicKey: 'ab' } } : { status: 'pending', consumedAt: null, result: null }),
   };
 }
