@@ -2,7 +2,7 @@
  * Match a request against a chosen few of the API router's layers. Middleware that must know which
  * route a request is for before the router runs (the JSON body parser's raw-body opt-out, file-job
  * forwarding) asks only the layers it cares about, not all of them: a full `router.match` per
- * middleware per request cost as much as the router's own dispatch (docs/http.md, "Throughput").
+ * middleware per request cost as much as the router's own dispatch (docs/http.md, "Request path cost").
  */
 import type { ApiRouter } from './types.ts';
 

@@ -2,7 +2,7 @@
  * Request id: echo a well-formed `X-Request-Id` or generate one, and give the request a child logger
  * bound to it (`ctx.state.reqId`, `ctx.state.log`). The child is made on first use: most requests
  * log nothing below the access line's level, and a pino child costs more than the rest of this
- * middleware together (docs/http.md, "Throughput").
+ * middleware together (docs/http.md, "Request path cost").
  */
 import { toHex, type RandomSource } from '../../crypto/index.ts';
 import type { Logger } from '../../log/index.ts';
