@@ -13,7 +13,7 @@ export const MAX_SYNC_GAPS = 1000;
 
 /** Dependencies of {@link createSyncSource}. */
 export interface SyncSourceDeps {
-  store: Pick<RecordStore, 'origins' | 'scanLog' | 'getLog'>;
+  store: Pick<RecordStore, 'scanLog' | 'getLog'>;
   index: Pick<LogIndex, 'vv' | 'maxStored' | 'fingerprintHex'>;
 }
 
@@ -58,7 +58,8 @@ export function createSyncSource(deps: SyncSourceDeps): SyncSource {
     },
     async *missingFor(request, { limit }) {
       const peer = request.vv;
-      for (const origin of await store.origins()) {
+      // Every origin stored is in the index (loaded at open, kept on commit): no store walk per round.
+      for (const origin of [...index.maxStored.keys()].sort()) {
         const theirs = peer[origin] ?? 0;
         const mine = index.vv[origin] ?? 0;
         const fp = request.fp?.[origin];
@@ -74,6 +75,9 @@ export function createSyncSource(deps: SyncSourceDeps): SyncSource {
           }
         }
         let from = differ ? 1 : (max ?? theirs) + 1;
+        // Nothing stored past what the peer holds — the usual case, a round between members in step:
+        // no log scan (a LevelDB iterator per origin per peer per round otherwise).
+        if (from > (index.maxStored.get(origin) ?? 0)) continue;
         for (;;) {
           const page = await store.scanLog(origin, from, limit);
           if (page.length === 0) break;

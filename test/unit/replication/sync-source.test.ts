@@ -60,4 +60,24 @@ describe('sync source', () => {
     const same = await collect(source.missingFor({ vv: { [o1]: 3 }, fp: { [o1]: index.fingerprintHex(o1) } }, { limit: 10 }));
     expect(same.filter((p) => p[0]![0] === o1)).toEqual([]);
   });
+
+  it('answers a peer in step with nothing, without scanning the log (a round between members in step costs no store reads)', async () => {
+    const { descriptor, keys, one, two } = await replica();
+    const mem = memoryStore({ log: [...one, ...two], vv: { [one[0]!.origin]: 3, [two[0]!.origin]: 2 } });
+    const index = createLogIndex({ clusterId: descriptor.clusterId });
+    await index.load(mem.store);
+    let scans = 0;
+    let walks = 0;
+    const counted = { ...mem.store, scanLog: (...a: Parameters<typeof mem.store.scanLog>) => (scans++, mem.store.scanLog(...a)), origins: () => (walks++, mem.store.origins()) };
+    const source = createSyncSource({ store: counted, index });
+    const inStep: SyncRequest = { vv: { [one[0]!.origin]: 3, [two[0]!.origin]: 2 }, max: { [two[0]!.origin]: 6 }, gaps: { [two[0]!.origin]: [3, 5] } };
+    expect(await collect(source.missingFor(inStep, { limit: 10 }))).toEqual([]);
+    expect({ scans, walks }).toEqual({ scans: 0, walks: 0 });
+    // One record more on node 1: that origin alone is scanned, from the peer's seq on.
+    const more = rec(descriptor, keys[1]!, 1, 4, { v: 4 }, { k: 'a4' });
+    index.maxStored.set(more.origin, 4);
+    mem.log.set(`${more.origin}!4`, more);
+    expect(await collect(source.missingFor(inStep, { limit: 10 }))).toEqual([[[more.origin, 4]]]);
+    expect(scans).toBe(1);
+  });
 });
