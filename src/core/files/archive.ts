@@ -13,7 +13,7 @@
  * fflate and client-zip compute themselves at ~350 MB/s, which was the largest single cost of an
  * encrypt job. None of those takes a precomputed CRC; @zip.js/zip.js does (`passThrough` + `crc32`),
  * but brings WHATWG streams and its worker machinery for a one-pass stored writer. The archives read
- * as before with yauzl and `unzip` (test/unit/files/archive.test.ts).
+ * as before with yauzl and `unzip` (test/unit/core/files/archive.test.ts).
  */
 import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';

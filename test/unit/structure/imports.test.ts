@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SRC = join(ROOT, 'src');
 
 /** One import of a file: where it points, and whether it only carries types or is loaded on demand. */

@@ -1,0 +1,200 @@
+/**
+ * The files service with stubbed deps (CONTRIBUTING.md rule 12): job lifecycle rules that the integration
+ * test cannot stage through HTTP — interrupted jobs failed at start, the TTL sweep on an injected
+ * clock, the per-coordinator job limit, and the spool removed on every refusal.
+ */
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFilesService, ENCRYPT_RESULT_TTL_MS, EXPIRED_JOB_RETENTION_MS, FAILED_JOB_TTL_MS, type FilesCapability } from '../../../../src/core/files/service.ts';
+import type { JobRecord } from '../../../../src/core/files/types.ts';
+import type { SignedDataVerifier, VerifiedCaller } from '../../../../src/core/sessions/types.ts';
+import type { ResolvedSecret } from '../../../../src/core/secrets/types.ts';
+import { AppError, isAppError } from '../../../../src/errors/index.ts';
+import { decryptAtRest, encryptAtRest, mlkemPublicKeyFromSeed, systemRandom, toBase64 } from '../../../../src/crypto/index.ts';
+import { createLogger } from '../../../../src/log/index.ts';
+import { waitFor } from '../../../../src/testing/index.ts';
+import { cleanupStack, tempDir } from '../../../utils/temp.ts';
+import { memoryRepo } from './fixtures.ts';
+
+const stack = cleanupStack();
+afterEach(() => stack.run());
+
+const STORAGE_KEY = systemRandom(32);
+const PUBLIC_KEY = toBase64(mlkemPublicKeyFromSeed(systemRandom(64)));
+const SECRET: ResolvedSecret = { chainId: -1, secretId: 7, owner: 'owner', delegate: null, publicKeyCid: PUBLIC_KEY, isSyncing: false, secretType: 1 };
+const CALLER = { chainId: -1, subject: '7', principalId: 'signer' } as unknown as VerifiedCaller;
+
+function job(id: string, status: JobRecord['status'], completedAt: number | null, ttl = ENCRYPT_RESULT_TTL_MS): JobRecord {
+  return {
+    id, type: 'encrypt', status, progress: 0, secretId: 7, chainId: -1, createdAt: 1000, completedAt, expiredAt: null, error: null,
+    resultFileName: 'a.cifer', ttl, originalSize: 1, signerPrincipalId: 'signer', secretOwnerPrincipalId: 'owner', originalName: 'a',
+  };
+}
+
+async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcurrentJobs?: number; maxJobsPerPrincipal?: number; maxDiskBytes?: number } = {}) {
+  const dir = await tempDir(stack);
+  const repo = memoryRepo();
+  let now = 1_000_000;
+  let ids = 0;
+  const verifier: SignedDataVerifier = { verify: options.verify ?? (async () => CALLER) };
+  const files: FilesCapability = createFilesService(
+    {
+      dir,
+      maxFileBytes: 10_000,
+      chunkBytes: 100,
+      maxConcurrentJobs: options.maxConcurrentJobs ?? 4,
+      maxJobsPerPrincipal: options.maxJobsPerPrincipal ?? 4,
+      maxDiskBytes: options.maxDiskBytes ?? 1_000_000,
+      sweepIntervalMs: 60_000,
+    },
+    {
+      verifier,
+      secrets: { resolveSecret: async () => SECRET, recoverSeed: () => Promise.reject(new AppError('QUORUM_UNAVAILABLE', 'no members in unit tests')) },
+      keyring: { encryptAtRest: (plaintext, aad) => encryptAtRest(STORAGE_KEY, plaintext, aad), decryptAtRest: (box, aad) => decryptAtRest(STORAGE_KEY, box, aad) },
+      jobs: repo,
+      clock: () => now,
+      logger: createLogger({ level: 'silent' }),
+      newId: () => `00000000-0000-4000-8000-${String(++ids).padStart(12, '0')}`,
+    },
+  );
+  stack.push(() => files.stop());
+  return { dir, repo, files, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+async function upload(files: FilesCapability, bytes: number) {
+  const spool = await files.createSpool('encrypt');
+  await pipeline(Readable.from([Buffer.alloc(bytes, 'x')]), spool);
+  return files.startEncrypt({ spool, originalName: 'a', secretId: '7', request: { data: 'd', signature: 's' }, receivedAt: 0 });
+}
+
+async function spoolFiles(dir: string): Promise<string[]> {
+  return readdir(join(dir, 'spool'));
+}
+
+describe('files service', () => {
+  it('marks interrupted jobs failed at start, keeps finished ones, removes leftover spools', async () => {
+    const { dir, repo, files, now } = await setup();
+    repo.jobs.set('00000000-0000-4000-8000-00000000000a', job('00000000-0000-4000-8000-00000000000a', 'pending', null));
+    repo.jobs.set('00000000-0000-4000-8000-00000000000b', job('00000000-0000-4000-8000-00000000000b', 'processing', null));
+    repo.jobs.set('00000000-0000-4000-8000-00000000000c', job('00000000-0000-4000-8000-00000000000c', 'completed', 5000));
+    await mkdir(join(dir, 'spool'), { recursive: true });
+    await writeFile(join(dir, 'spool', `qk-spool-${'ab'.repeat(16)}.sealed`), 'leftover');
+    await files.start();
+    for (const id of ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b']) {
+      expect(await files.status(id)).toMatchObject({ status: 'failed', completedAt: now(), ttl: FAILED_JOB_TTL_MS, error: expect.stringContaining('Interrupted') });
+    }
+    expect((await files.status('00000000-0000-4000-8000-00000000000c')).status).toBe('completed');
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('expires completed and failed jobs past their TTL and removes the result', async () => {
+    const { dir, files, advance } = await setup();
+    await files.start();
+    const { id } = await upload(files, 250);
+    const done = await waitStatus(files, id, 'completed');
+    expect(done.progress).toBe(100);
+    expect((await readdir(join(dir, 'results'))).includes(`${id}.zip`)).toBe(true);
+
+    advance(ENCRYPT_RESULT_TTL_MS - 1);
+    expect(await files.sweep()).toBe(0);
+    advance(1);
+    expect(await files.sweep()).toBe(1);
+    expect(await files.status(id)).toMatchObject({ status: 'expired', expiredAt: expect.any(Number) });
+    expect((await readdir(join(dir, 'results'))).includes(`${id}.zip`)).toBe(false);
+    await expect(files.download(id, undefined)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+
+    // An expired job's record is kept for EXPIRED_JOB_RETENTION_MS, then forgotten.
+    advance(EXPIRED_JOB_RETENTION_MS - 1);
+    await files.sweep();
+    expect(await files.status(id)).toMatchObject({ status: 'expired' });
+    advance(1);
+    await files.sweep();
+    await expect(files.status(id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('decrypt-existing-file refuses an encrypt job that has not completed (400), before any share is asked for', async () => {
+    const { repo, files } = await setup({ verify: async () => ({ ...CALLER, principalId: 'owner' }) });
+    await files.start();
+    let release!: () => void;
+    repo.hold = new Promise<void>((r) => (release = r));
+    const running = await upload(files, 10);
+    const refused = await files.startDecryptExisting(running.id, { data: 'd', signature: 's' }).catch((err: unknown) => err);
+    expect(isAppError(refused) && refused.code).toBe('BAD_REQUEST');
+    expect((refused as Error).message).toMatch(/Encrypt job is (pending|processing), not completed/);
+    release();
+    await waitStatus(files, running.id, 'completed');
+  });
+
+  it('refuses a job over maxConcurrentJobs with 503 OVERLOADED, and removes its spool', async () => {
+    const { dir, repo, files } = await setup({ maxConcurrentJobs: 1 });
+    await files.start();
+    let release!: () => void;
+    repo.hold = new Promise<void>((r) => (release = r));
+    const first = await upload(files, 10);
+    const refused = await upload(files, 10).catch((err: unknown) => err);
+    expect(isAppError(refused) && refused.code).toBe('OVERLOADED');
+    expect(() => files.assertCapacity()).toThrow(AppError);
+    release();
+    await waitStatus(files, first.id, 'completed');
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('refuses a principal over maxJobsPerPrincipal with 429 RATE_LIMITED, others still start', async () => {
+    let signer = 'signer';
+    const { dir, repo, files } = await setup({ maxJobsPerPrincipal: 1, verify: async () => ({ ...CALLER, principalId: signer }) });
+    await files.start();
+    let release!: () => void;
+    repo.hold = new Promise<void>((r) => (release = r));
+    const first = await upload(files, 10);
+    const refused = await upload(files, 10).catch((err: unknown) => err);
+    expect(isAppError(refused) && refused.code).toBe('RATE_LIMITED');
+    expect(isAppError(refused) && refused.extra).toEqual({ retryAfterSeconds: expect.any(Number) });
+    signer = 'someone-else';
+    const other = await upload(files, 10);
+    release();
+    await waitStatus(files, first.id, 'completed');
+    await waitStatus(files, other.id, 'completed');
+    signer = 'signer';
+    await waitStatus(files, (await upload(files, 10)).id, 'completed');
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('refuses uploads once the disk budget is used, and takes them again when a result expires', async () => {
+    const { files, advance } = await setup({ maxDiskBytes: 600 });
+    await files.start();
+    expect(() => files.assertCapacity(601)).toThrow(expect.objectContaining({ code: 'OVERLOADED' }));
+    const { id } = await upload(files, 500);
+    await waitStatus(files, id, 'completed');
+    // The 500-byte file's result (ZIP and envelopes) is over 600 bytes.
+    expect(() => files.assertCapacity()).toThrow(expect.objectContaining({ code: 'OVERLOADED', extra: { retryAfterSeconds: expect.any(Number) } }));
+    advance(ENCRYPT_RESULT_TTL_MS);
+    expect(await files.sweep()).toBe(1);
+    expect(() => files.assertCapacity(100)).not.toThrow();
+  });
+
+  it('removes the spool when the caller is refused', async () => {
+    const { dir, files } = await setup({ verify: () => Promise.reject(new AppError('FORBIDDEN', 'Invalid signature')) });
+    await files.start();
+    await expect(upload(files, 10)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('refuses a secretId that differs from the one in data', async () => {
+    const { dir, files } = await setup();
+    await files.start();
+    const spool = await files.createSpool('encrypt');
+    await pipeline(Readable.from([Buffer.from('x')]), spool);
+    await expect(files.startEncrypt({ spool, originalName: 'a', secretId: '8', request: { data: 'd', signature: 's' }, receivedAt: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+});
+
+function waitStatus(files: FilesCapability, id: string, status: string) {
+  return waitFor(async () => {
+    const view = await files.status(id);
+    return view.status === status ? view : undefined;
+  });
+}

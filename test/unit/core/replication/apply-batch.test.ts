@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { createAppliedListeners, type AppliedEvent, type IngestResult, type RecordSource } from '../../../../src/core/replication/applied-events.ts';
+import { createBatchApplier } from '../../../../src/core/replication/apply-batch.ts';
+import type { PendingApply } from '../../../../src/core/replication/group-commit.ts';
+import { createKindRegistry, type RecordKindDefinition } from '../../../../src/core/replication/kinds.ts';
+import { createLogIndex } from '../../../../src/core/replication/log-index.ts';
+import type { WriteIntent } from '../../../../src/core/replication/ports.ts';
+import { createHlcClock, verifyRecordSignature, type ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { createStateCache } from '../../../../src/core/replication/state-cache.ts';
+import { signersOf } from '../../../../src/core/replication/validate.ts';
+import { createLogger } from '../../../../src/log/index.ts';
+import { createMetrics } from '../../../../src/metrics/index.ts';
+import { flagKind, makeCluster, memoryStore, noteKind, rec } from './fixtures.ts';
+
+/**
+ * A batch applier as node 0 of a 3-node cluster over an in-memory store (holding what `seed` gives
+ * it); `failNext` makes the next store commit throw.
+ */
+async function applierOn(seed: (cluster: ReturnType<typeof makeCluster>) => Parameters<typeof memoryStore>[0] = () => ({})) {
+  const cluster = makeCluster(3);
+  const { keys, descriptor } = cluster;
+  const mem = memoryStore(seed(cluster));
+  const control = { failNext: false };
+  const store = {
+    ...mem.store,
+    async commit(change: Parameters<typeof mem.store.commit>[0]) {
+      if (control.failNext) {
+        control.failNext = false;
+        throw new Error('disk full');
+      }
+      return mem.store.commit(change);
+    },
+  };
+  const index = createLogIndex({ clusterId: descriptor.clusterId });
+  await index.load(mem.store);
+  const conflicts: Array<[ReplicatedRecord, ReplicatedRecord]> = [];
+  const events: AppliedEvent[] = [];
+  const listeners = createAppliedListeners(createLogger({ level: 'silent' }));
+  const applier = createBatchApplier(
+    { clusterId: descriptor.clusterId, selfAddress: descriptor.nodes[0]!.nodeAddress },
+    {
+      store,
+      kinds: createKindRegistry([noteKind, flagKind] as RecordKindDefinition[]),
+      index,
+      stateCache: createStateCache({ maxEntries: 10 }, { store }),
+      hlc: createHlcClock(() => 10_000),
+      signingKey: keys[0]!,
+      equivocations: { resolve: async (stored, incoming) => void conflicts.push([stored, incoming]) },
+      listeners,
+      metrics: createMetrics({ processMetrics: false }),
+    },
+  );
+  applier.open();
+  return { keys, descriptor, mem, control, index, applier, conflicts, events, listeners };
+}
+
+/** A queued apply and what it settles with. */
+function pending(records: ReplicatedRecord[], source: RecordSource = 'apply', own?: WriteIntent[]) {
+  let result: IngestResult | undefined;
+  const p: PendingApply = { records, own, source, resolve: (r) => (result = r), reject: () => undefined };
+  return { p, result: () => result };
+}
+
+describe('applying one batch', () => {
+  it('commits every apply of the batch in one store commit, and advances the version vector once a gap fills', async () => {
+    const { keys, descriptor, mem, index, applier } = await applierOn();
+    const r = (s: number) => rec(descriptor, keys[1]!, 1, s, { v: s }, { k: `k${s}` });
+    const first = pending([r(1), r(3)]);
+    const second = pending([r(1)], 'gossip');
+    await applier.apply([first.p, second.p]);
+    expect(first.result()).toEqual({ applied: 2, duplicates: 0, rejected: [] });
+    // The same record twice in one batch: stored once.
+    expect(second.result()).toEqual({ applied: 0, duplicates: 1, rejected: [] });
+    expect(mem.commits).toHaveLength(1);
+    expect(index.vv).toEqual({ [r(1).origin]: 1 });
+    expect(index.maxStored.get(r(1).origin)).toBe(3);
+
+    await applier.apply([pending([r(2)]).p]);
+    expect(mem.commits[1]!.vv).toEqual({ [r(1).origin]: 3 });
+    expect(index.vv).toEqual({ [r(1).origin]: 3 });
+  });
+
+  it('signs and numbers own writes in the batch that commits them; a failed commit gives their seqs back', async () => {
+    const { descriptor, control, index, applier } = await applierOn();
+    const self = descriptor.nodes[0]!;
+    const one = pending([], 'local', [{ kind: 'note', key: 'a', body: { v: 1 } }]);
+    await applier.apply([one.p]);
+    expect(one.p.records.map((r) => r.seq)).toEqual([1]);
+    expect(verifyRecordSignature(descriptor.clusterId, one.p.records[0]!, signersOf(descriptor).get(self.nodeAddress)!.publicKey)).toBe(true);
+
+    control.failNext = true;
+    const failed = pending([], 'local', [{ kind: 'note', key: 'b', body: { v: 2 } }, { kind: 'note', key: 'c', body: { v: 3 } }]);
+    await expect(applier.apply([failed.p])).rejects.toThrow('disk full');
+    expect(failed.p.records).toEqual([]);
+
+    const next = pending([], 'local', [{ kind: 'note', key: 'd', body: { v: 4 } }]);
+    await applier.apply([next.p]);
+    expect(next.p.records.map((r) => r.seq)).toEqual([2]);
+    expect(index.vv[self.nodeAddress]).toBe(2);
+  });
+
+  it('continues its own numbering after the highest own seq stored', async () => {
+    // Restarted over a log whose own seqs go up to 7 (with a gap): the next own write is 8.
+    const restarted = await applierOn(({ keys, descriptor }) => ({ log: [5, 7].map((s) => rec(descriptor, keys[0]!, 0, s, { v: s }, { k: `s${s}` })) }));
+    const own = pending([], 'local', [{ kind: 'note', key: 'x', body: { v: 1 } }]);
+    await restarted.applier.apply([own.p]);
+    expect(own.p.records[0]!.seq).toBe(8);
+  });
+
+  it('hands a different record under a stored (origin, seq) to the equivocation check, as a duplicate', async () => {
+    const { keys, descriptor, applier, conflicts } = await applierOn();
+    const a = rec(descriptor, keys[1]!, 1, 1, { v: 1 });
+    const b = rec(descriptor, keys[1]!, 1, 1, { v: 2 });
+    await applier.apply([pending([a]).p]);
+    const twin = pending([b]);
+    await applier.apply([twin.p]);
+    expect(twin.result()).toEqual({ applied: 0, duplicates: 1, rejected: [] });
+    expect(conflicts).toEqual([[a, b]]);
+    // The very same record again is a plain duplicate.
+    await applier.apply([pending([a]).p]);
+    expect(conflicts).toHaveLength(1);
+  });
+
+  it('tells listeners the new records and each changed winner with the one before it, only when someone listens', async () => {
+    const { keys, descriptor, applier, listeners, events } = await applierOn();
+    const open = rec(descriptor, keys[1]!, 1, 1, { state: 'open' }, { kind: 'flag', k: 'p' });
+    await applier.apply([pending([open]).p]);
+    expect(events).toEqual([]);
+    listeners.onApplied((e) => events.push(e));
+    const closed = rec(descriptor, keys[2]!, 2, 1, { state: 'closed' }, { kind: 'flag', k: 'p', hlc: [1, 0] });
+    const reopened = rec(descriptor, keys[1]!, 1, 2, { state: 'open' }, { kind: 'flag', k: 'p', hlc: [99_999, 0] });
+    await applier.apply([pending([closed, reopened], 'sync').p]);
+    // The closed state outranks a later open one: one change, from the first open to closed.
+    expect(events).toEqual([{ records: [closed, reopened], source: 'sync', changes: [{ before: open, after: closed }] }]);
+  });
+});

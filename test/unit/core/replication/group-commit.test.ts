@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { createCommitQueue, type PendingApply } from '../../../../src/core/replication/group-commit.ts';
+import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { createLogger } from '../../../../src/log/index.ts';
+
+const logger = createLogger({ level: 'silent' });
+
+/** `n` placeholder records (the queue never looks inside them). */
+const records = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ key: `${tag}${i}` }) as unknown as ReplicatedRecord);
+
+/**
+ * A queue whose commits wait for `release()`; each commit's batch is kept, and resolves every apply
+ * with its record count (own writes get numbered placeholders).
+ */
+function gatedQueue(maxBatchRecords = 100) {
+  const batches: PendingApply[][] = [];
+  let gates: Array<() => void> = [];
+  let failing: Error | undefined;
+  const queue = createCommitQueue(
+    { maxBatchRecords },
+    {
+      logger,
+      async commit(batch) {
+        batches.push(batch);
+        await new Promise<void>((resolve) => gates.push(resolve));
+        if (failing) throw failing;
+        for (const p of batch) {
+          if (p.own) p.records = records(p.own.length, 'own');
+          p.resolve({ applied: p.records.length, duplicates: 0, rejected: [] });
+        }
+      },
+    },
+  );
+  const release = () => {
+    const open = gates;
+    gates = [];
+    for (const g of open) g();
+  };
+  return { queue, batches, release, fail: (err: Error | undefined) => (failing = err) };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('group commit', () => {
+  it('puts everything queued while a batch is being committed into the next single batch', async () => {
+    const { queue, batches, release } = gatedQueue();
+    const first = queue.enqueue(records(2, 'a'), 'apply');
+    await tick();
+    expect(batches).toHaveLength(1);
+    // Three applies arrive while the first batch is being written.
+    const waiting = [queue.enqueue(records(3, 'b'), 'gossip'), queue.enqueue(records(1, 'c'), 'sync'), queue.enqueueOwn([{ kind: 'note', key: 'x', body: { v: 1 } }])];
+    await tick();
+    expect(batches).toHaveLength(1);
+    release();
+    expect(await first).toEqual({ applied: 2, duplicates: 0, rejected: [] });
+    await tick();
+    expect(batches).toHaveLength(2);
+    expect(batches[1]!.map((p) => p.source)).toEqual(['gossip', 'sync', 'local']);
+    release();
+    const [b, c, own] = await Promise.all(waiting);
+    expect(b).toMatchObject({ applied: 3 });
+    expect(c).toMatchObject({ applied: 1 });
+    expect(own).toHaveLength(1);
+    expect(batches).toHaveLength(2);
+  });
+
+  it('takes at most maxBatchRecords into one batch, but never splits one apply', async () => {
+    const { queue, batches, release } = gatedQueue(5);
+    const first = queue.enqueue(records(1, 'a'), 'apply');
+    await tick();
+    const rest = [queue.enqueue(records(3, 'b'), 'sync'), queue.enqueue(records(2, 'c'), 'sync'), queue.enqueue(records(9, 'd'), 'sync')];
+    for (let i = 0; i < 4; i++) {
+      release();
+      await tick();
+    }
+    await Promise.all([first, ...rest]);
+    expect(batches.map((b) => b.map((p) => p.records.length))).toEqual([[1], [3, 2], [9]]);
+  });
+
+  it('rejects every apply of a failed batch, and goes on with the next', async () => {
+    const { queue, release, fail } = gatedQueue();
+    const first = queue.enqueue(records(1, 'a'), 'apply');
+    await tick();
+    const second = queue.enqueue(records(1, 'b'), 'apply');
+    const third = queue.enqueue(records(1, 'c'), 'apply');
+    fail(new Error('disk full'));
+    release();
+    await expect(first).rejects.toThrow('disk full');
+    fail(undefined);
+    await tick();
+    release();
+    expect(await second).toMatchObject({ applied: 1 });
+    expect(await third).toMatchObject({ applied: 1 });
+  });
+
+  it('holds own writes until the hold resolves, and fails them all when it rejects', async () => {
+    const { queue, batches, release } = gatedQueue();
+    let lift!: () => void;
+    queue.holdOwnWrites(new Promise<void>((resolve) => (lift = resolve)));
+    const own = queue.enqueueOwn([{ kind: 'note', key: 'x', body: { v: 1 } }]);
+    // Peers' records are not held.
+    const peer = queue.enqueue(records(1, 'p'), 'apply');
+    await tick();
+    release();
+    await peer;
+    expect(batches.flat().some((p) => p.own)).toBe(false);
+    lift();
+    await tick();
+    release();
+    expect(await own).toHaveLength(1);
+
+    queue.holdOwnWrites(Promise.reject(new Error('restore failed')));
+    await expect(queue.enqueueOwn([{ kind: 'note', key: 'y', body: { v: 2 } }])).rejects.toThrow('restore failed');
+    await expect(queue.enqueueOwn([{ kind: 'note', key: 'z', body: { v: 3 } }])).rejects.toThrow('restore failed');
+  });
+
+  it('stop waits for every queued apply, and is idempotent', async () => {
+    const { queue, release } = gatedQueue();
+    const settled: string[] = [];
+    void queue.enqueue(records(1, 'a'), 'apply').then(() => settled.push('a'));
+    await tick();
+    void queue.enqueue(records(1, 'b'), 'apply').then(() => settled.push('b'));
+    let stopped = false;
+    const stopping = queue.stop().then(() => (stopped = true));
+    await tick();
+    expect(stopped).toBe(false);
+    release();
+    await tick();
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(settled).toEqual(['a', 'b']);
+    await queue.stop();
+  });
+});

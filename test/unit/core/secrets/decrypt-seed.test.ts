@@ -1,0 +1,39 @@
+/**
+ * A decrypt short of threshold released shares (src/core/secrets/decrypt-seed.ts; docs/security.md,
+ * Share release): members that refused will refuse a retry, so once too many did the client hears
+ * why; a chain that is down is said so; anything else is a 503 the caller may retry.
+ */
+import { describe, expect, it } from 'vitest';
+import { releaseShortfall } from '../../../../src/core/secrets/decrypt-seed.ts';
+import { AppError } from '../../../../src/errors/index.ts';
+
+// Five members, threshold 3: three refusals make a quorum impossible, two do not.
+const cluster = { size: 5, threshold: 3 };
+const spent = new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
+const malformed = new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
+const chainDown = new AppError('CHAIN_UNAVAILABLE', 'chain 31337 is unavailable');
+const at = (...errors: unknown[]) => errors.map((error, slot) => ({ slot, error }));
+
+describe('release shortfall', () => {
+  it('more refusals than members that may fail: the first refusal, by its code', () => {
+    const shortfall = releaseShortfall(at(spent, malformed, spent), cluster, -1)!;
+    expect(shortfall.refused).toBe(3);
+    expect(shortfall.error).toBeInstanceOf(AppError);
+    expect(shortfall.error).toMatchObject({ code: 'FORBIDDEN', message: 'Members refused to release their shares: this signed string was already used for a decrypt' });
+    expect(releaseShortfall(at(malformed, spent, spent), cluster, -1)!.error.code).toBe('BAD_REQUEST');
+  });
+
+  it('refusals a quorum could still do without, or other failures: a retry may help', () => {
+    expect(releaseShortfall(at(spent, spent, new Error('timeout'), new AppError('NOT_READY', 'catching up')), cluster, -1)).toBeUndefined();
+    expect(releaseShortfall(at(new AppError('NOT_FOUND', 'no share'), new Error('unreachable'), new Error('unreachable')), cluster, -1)).toBeUndefined();
+    expect(releaseShortfall([], cluster, -1)).toBeUndefined();
+  });
+
+  it('a member that could not read the chain: CHAIN_UNAVAILABLE naming the chain', () => {
+    const shortfall = releaseShortfall(at(new Error('timeout'), chainDown), cluster, 31337)!;
+    expect(shortfall.refused).toBeUndefined();
+    expect(shortfall.error).toMatchObject({ code: 'CHAIN_UNAVAILABLE', message: 'chain 31337 is unavailable', extra: { chainId: 31337 } });
+    // Refusals that settle it come first.
+    expect(releaseShortfall(at(spent, spent, spent, chainDown), cluster, 31337)!.error.code).toBe('FORBIDDEN');
+  });
+});
