@@ -1,6 +1,10 @@
-/** Helpers for `npm run bench`: percentiles and aligned output. */
+/** Helpers for `npm run bench`: percentiles and aligned output, a bench principal, the load worker. */
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
+import { Worker } from 'node:worker_threads';
+import type { Mailbox } from '../src/testing/index.ts';
+import { addressOfPrivateKey, ed25519PublicKeyOf, generatePrivateKey, signEd25519, toHex } from '../src/crypto/index.ts';
 
 /** Percentile (0–100) of a sample, nearest-rank. */
 export function percentile(values: number[], p: number): number {
@@ -67,4 +71,66 @@ export async function withCpuProfile<T>(tag: string, fn: () => Promise<T>): Prom
     await writeFile(`${prefix}.${tag}.cpuprofile`, JSON.stringify(profile));
     session.disconnect();
   }
+}
+
+/**
+ * A verified principal with a registered Ed25519 key, through the HTTP API (the OTP read from the
+ * cluster's mailbox). `newSession(ttlMs?)`: a fresh session wallet and its POST /web2/session body.
+ */
+export async function benchPrincipal(cluster: { mailbox: Pick<Mailbox, 'waitFor'> }, url: string) {
+  const email = `bench-secrets-${randomBytes(4).toString('hex')}@example.test`;
+  const password = 'bench-password-secrets';
+  const reg = await post(`${url}/web2/auth/register`, { email, password });
+  const mail = await cluster.mailbox.waitFor((m) => m.to.includes(email));
+  await post(`${url}/web2/auth/verify-email`, { email, otp: /\b(\d{6})\b/.exec(mail.text)![1] });
+  const principalId = reg.body.principalId as string;
+  const seed = new Uint8Array(randomBytes(32));
+  const publicKey = toHex(ed25519PublicKeyOf(seed));
+  const key = await post(`${url}/web2/auth/register-key`, { principalId, password, publicKey, signature: toHex(signEd25519(seed, `cifer_register:${publicKey}`)) });
+  if (key.status !== 201) throw new Error(`register-key: ${key.status}`);
+  const newSession = (ttlMs?: number) => {
+    const wallet = generatePrivateKey();
+    const address = addressOfPrivateKey(wallet);
+    const timestamp = String(Date.now());
+    const message = `cifer_session:${principalId}:${timestamp}:${address}` + (ttlMs === undefined ? '' : `:${ttlMs}`);
+    const body = { principalId, timestamp, sessionAddress: address, signature: toHex(signEd25519(seed, message)), ...(ttlMs === undefined ? {} : { ttl: ttlMs }) };
+    return { wallet, address, body };
+  };
+  return { principalId, newSession };
+}
+
+/** What the load worker reports. */
+export interface LoadResult {
+  latencies: number[];
+  wallMs: number;
+  failures: number;
+  firstFailure?: string;
+  /** Answers by status code. */
+  statuses: Record<number, number>;
+}
+
+/** Run the load worker against one route (`headers`: an extra header line per body). */
+export function load(url: string, bodies: string[], concurrency: number, headers?: string[]): Promise<LoadResult> {
+  return startLoad(url, bodies, concurrency, { headers }).done;
+}
+
+/**
+ * Start the load worker (scripts/bench-load.ts, a worker thread): `started` resolves when its
+ * connections are open and its first requests go out; with `untilStopped` it cycles through the
+ * bodies until `stop()`; with `paths` it sends `GET <path>` to the url's host, one a path, instead.
+ */
+export function startLoad(
+  url: string,
+  bodies: string[],
+  concurrency: number,
+  options: { headers?: string[] | undefined; untilStopped?: boolean; paths?: string[] } = {},
+): { started: Promise<void>; done: Promise<LoadResult>; stop(): void } {
+  const w = new Worker(new URL('./bench-load.ts', import.meta.url), { workerData: { url, bodies, concurrency, ...options } });
+  let onStarted!: () => void;
+  const started = new Promise<void>((resolve) => (onStarted = resolve));
+  const done = new Promise<LoadResult>((resolve, reject) => {
+    w.on('message', (message: LoadResult | { started: true }) => ('started' in message ? onStarted() : resolve(message)));
+    w.once('error', reject);
+  });
+  return { started, done, stop: () => w.postMessage('stop') };
 }

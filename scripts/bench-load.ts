@@ -15,11 +15,14 @@ interface LoadJob {
   headers?: string[];
   /** Cycle through the bodies until the parent posts `"stop"` (a sustained flood). @default false */
   untilStopped?: boolean;
+  /** `GET` these paths (of the url's host), one request each, instead of POSTing the bodies. */
+  paths?: string[];
 }
 
 const job = workerData as LoadJob;
 const target = new URL(job.url);
 const latencies: number[] = [];
+const requests = job.paths?.length ?? job.bodies.length;
 let next = 0;
 let failures = 0;
 let firstFailure: string | undefined;
@@ -52,13 +55,16 @@ async function client(): Promise<void> {
     waiting?.();
   });
   const more = () => new Promise<void>((resolve) => (waiting = resolve));
-  while (job.untilStopped ? !stopped : next < job.bodies.length) {
-    const i = next++ % job.bodies.length;
-    const body = Buffer.from(job.bodies[i]!);
+  while (job.untilStopped ? !stopped : next < requests) {
+    const i = next++ % requests;
     const extra = job.headers?.[i] === undefined ? '' : `${job.headers[i]}\r\n`;
     const t0 = performance.now();
-    socket.write(`POST ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${extra}\r\n`);
-    socket.write(body);
+    if (job.paths) socket.write(`GET ${job.paths[i]} HTTP/1.1\r\nHost: ${target.host}\r\n${extra}\r\n`);
+    else {
+      const body = Buffer.from(job.bodies[i]!);
+      socket.write(`POST ${target.pathname} HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${extra}\r\n`);
+      socket.write(body);
+    }
     let headerEnd: number;
     while ((headerEnd = buffer.indexOf('\r\n\r\n')) < 0) await more();
     const head = buffer.subarray(0, headerEnd).toString('latin1');
