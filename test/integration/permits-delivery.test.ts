@@ -77,6 +77,9 @@ describe('confirmation while members are down', () => {
 
     await Promise.all([2, 3, 4].map((s) => cluster.restartMember(s)));
     for (const slot of [2, 3, 4]) await expectAppliedOnce(slot, link, secretId, bob.principalId);
+    // "Once they return" from A's side too: A counts acks only from members it sees reachable, and on
+    // a loaded machine its reconnects can trail the members' own catch-up.
+    await waitFor(() => [2, 3, 4].every((slot) => cluster.members[0]!.membership.isReachable(slot)), { description: 'A sees members 2-4 again' });
     const again = await confirm(A, link);
     expect(again.status, JSON.stringify(again.body)).toBe(200);
     expect(again.body).toMatchObject({ status: 'consumed', result: { secretId, delegatePrincipalId: bob.principalId } });
