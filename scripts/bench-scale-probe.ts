@@ -5,7 +5,7 @@
  * (`BENCH_CPU_PROFILE=<prefix>`) and a heap snapshot. It adds nothing to the member's heap but this
  * module and, while profiling, the profiler's samples.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { getHeapSpaceStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
@@ -28,6 +28,8 @@ export interface ProbeMemory {
   ldbMapped: number;
   /** Mappings of `.ldb` files. */
   ldbMaps: number;
+  /** Threads of the process (the event loop, V8's, libuv's pool, worker threads). */
+  threads: number;
   heapTotal: number;
   heapUsed: number;
   /** C++ objects bound to JS ones (LevelDB, libp2p's native parts, Buffers' backing stores…). */
@@ -75,6 +77,7 @@ if (send) {
       rssFile: kb('RssFile'),
       ldbMapped,
       ldbMaps,
+      threads: readdirSync('/proc/self/task').length,
       heapTotal: usage.heapTotal,
       heapUsed: usage.heapUsed,
       external: usage.external,

@@ -273,20 +273,22 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
 
   // Each member's share of the bulk part, in its share repository (unsynced puts, then one flush).
   const t1 = performance.now();
-  for (const node of summary.nodes) {
-    const shares = await openStore({ location: join(summary.out, node.id, 'db') });
-    try {
-      const box = boxes[node.slot]!;
-      for (let at = 0; at < bulk; at += 1000) {
-        const puts: Promise<void>[] = [];
-        for (let i = at; i < Math.min(bulk, at + 1000); i++) puts.push(shares.shares.put(HTTP_SECRETS + 1 + i, box.subarray(i * AT_REST_BOX_BYTES, (i + 1) * AT_REST_BOX_BYTES), { durable: false }));
-        await Promise.all(puts);
+  await Promise.all(
+    summary.nodes.map(async (node) => {
+      const shares = await openStore({ location: join(summary.out, node.id, 'db') });
+      try {
+        const box = boxes[node.slot]!;
+        for (let at = 0; at < bulk; at += 1000) {
+          const puts: Promise<void>[] = [];
+          for (let i = at; i < Math.min(bulk, at + 1000); i++) puts.push(shares.shares.put(HTTP_SECRETS + 1 + i, box.subarray(i * AT_REST_BOX_BYTES, (i + 1) * AT_REST_BOX_BYTES), { durable: false }));
+          await Promise.all(puts);
+        }
+        await shares.shares.flush();
+      } finally {
+        await shares.close();
       }
-      await shares.shares.flush();
-    } finally {
-      await shares.close();
-    }
-  }
+    }),
+  );
   const sharesMs = performance.now() - t1;
 
   // 3. Member 1 catches the bulk part up from coordinator 0 by sync, in its own process.
@@ -314,7 +316,7 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
   // 4. The other members get member 1's replicated part (log, state, version vector) copied raw.
   const t3 = performance.now();
   const from = join(summary.out, summary.nodes[MEASURED_SLOT]!.id, 'db');
-  for (const slot of all.filter((s) => s !== MEASURED_SLOT && s !== WRITER_SLOT)) await copyReplica(from, join(summary.out, summary.nodes[slot]!.id, 'db'));
+  await copyReplica(from, all.filter((s) => s !== MEASURED_SLOT && s !== WRITER_SLOT).map((slot) => join(summary.out, summary.nodes[slot]!.id, 'db')));
   return { httpMs: http.wallMs, bulkMs, sharesMs, catchUpMs, copyMs: performance.now() - t3, owner };
 }
 
@@ -322,29 +324,29 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
 const REPLICATED_SUBLEVELS = ['log', 'state', 'vv'];
 
 /**
- * Copy the replicated sublevels of the (stopped) store at `from` into the one at `to`, entry for entry
+ * Copy the replicated sublevels of the (stopped) store at `from` into the ones at `to`, entry for entry
  * as LevelDB holds them: every member's log and states are the same signed records, so this is what a
  * catch-up by sync would leave there, without its validating every record again.
  */
-async function copyReplica(from: string, to: string): Promise<void> {
+async function copyReplica(from: string, to: string[]): Promise<void> {
   const source = await openStore({ location: from });
-  const target = new Level<Uint8Array, Uint8Array>(to, { keyEncoding: 'view', valueEncoding: 'view' });
-  await target.open();
+  const targets = to.map((dir) => new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: 'view', valueEncoding: 'view' }));
   const prefixes = REPLICATED_SUBLEVELS.map((name) => Buffer.from(`!${name}!`));
   try {
-    let batch = target.batch();
+    await Promise.all(targets.map((t) => t.open()));
+    let batches = targets.map((t) => t.batch());
     let queued = 0;
     for await (const { key, value } of source.snapshot()) {
       if (!prefixes.some((p) => Buffer.from(key.buffer, key.byteOffset, p.length).equals(p))) continue;
-      batch.put(key, value);
+      for (const batch of batches) batch.put(key, value);
       if (++queued % 2000 === 0) {
-        await batch.write();
-        batch = target.batch();
+        await Promise.all(batches.map((b) => b.write()));
+        batches = targets.map((t) => t.batch());
       }
     }
-    await batch.write({ sync: true });
+    await Promise.all(batches.map((b) => b.write({ sync: true })));
   } finally {
-    await target.close();
+    await Promise.allSettled(targets.map((t) => t.close()));
     await source.close();
   }
 }
@@ -564,7 +566,8 @@ function memoryText(m: ProbeMemory): string {
   const large = m.spaces.large_object_space ?? 0;
   return (
     `RSS ${mib(m.rss)} = anonymous ${mib(m.rssAnon)} + file-backed ${mib(m.rssFile)} (of which LevelDB tables mapped: ${mib(m.ldbMapped)} in ${m.ldbMaps} maps); ` +
-    `JS heap ${mib(m.heapUsed)} used of ${mib(m.heapTotal)} (old ${mib(old)}, large objects ${mib(large)}), external ${mib(m.external)}`
+    `JS heap ${mib(m.heapUsed)} used of ${mib(m.heapTotal)} (old ${mib(old)}, large objects ${mib(large)}), external ${mib(m.external)}, ` +
+    `anonymous outside both ${mib(m.rssAnon - m.heapTotal - m.external)}; ${m.threads} threads`
   );
 }
 
@@ -659,6 +662,7 @@ export async function benchScaleStore(): Promise<void> {
       rows.push(
         [`after ${READS.toLocaleString('en')} distinct public-key reads (${work.readsPerSecond.toFixed(0)} /s) and ${DECRYPTS} encrypt + decrypt (decrypt p50 ${ms(work.decryptP50)})`, `${memoryText(memory)}  (target ≤ ${mib(RSS_TARGET_BYTES)})`],
         ['  then after a full GC', memoryText(afterGc)],
+        ['  JS heap the reads added (used, after a full GC both times)', mib(afterGc.heapUsed - rounds[0]!.afterGc.heapUsed)],
         ['  peak RSS of that run (VmHWM)', mib(afterGc.peakRss)],
       );
     }
