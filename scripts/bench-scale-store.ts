@@ -320,8 +320,8 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
   return { httpMs: http.wallMs, bulkMs, sharesMs, catchUpMs, copyMs: performance.now() - t3, owner };
 }
 
-/** Sublevels every member holds alike (src/store/level-store.ts): the records, the winners, the version vector. */
-const REPLICATED_SUBLEVELS = ['log', 'state', 'vv'];
+/** Sublevels every member holds alike (src/store/level-store.ts): the records, the winners, the version vector, the fingerprints. */
+const REPLICATED_SUBLEVELS = ['log', 'state', 'vv', 'fp'];
 
 /**
  * Copy the replicated sublevels of the (stopped) store at `from` into the ones at `to`, entry for entry
@@ -647,7 +647,7 @@ export async function benchScaleStore(): Promise<void> {
       ['  → "node started" (modules, config, keys, store + engine open, libp2p, HTTP)', pick((r) => r.startMs)],
       ['  → ready', pick((r) => r.readyMs)],
       ['  of which, in this process: LevelDB open', ms(open.storeOpenMs)],
-      ['  of which, in this process: the engine\'s open() (log scan: version vector, fingerprints)', ms(open.engineOpenMs)],
+      ['  of which, in this process: the engine\'s open() (version vector, highest seqs, fingerprints)', ms(open.engineOpenMs)],
       ['SIGTERM → exit', pick((r) => r.stopMs)],
     ]);
     const rss = (f: (r: StartRound) => ProbeMemory) => `${mib(median(rounds.map((r) => f(r).rss)))}  (${rounds.map((r) => mib(f(r).rss)).join(', ')})`;

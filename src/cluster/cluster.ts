@@ -138,7 +138,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     await serveProtocol(PROTOCOLS[service], createMemberServiceHandler(service, { memberHandlers: deps.memberHandlers, log }), { maxStreams }, serving);
   }
   const sync = await createSync(
-    { syncIntervalMs: options.syncIntervalMs, syncBatchSize: options.syncBatchSize, syncReadTimeoutMs: options.syncReadTimeoutMs ?? 15_000 },
+    { syncIntervalMs: options.syncIntervalMs, syncBatchSize: options.syncBatchSize, syncReadTimeoutMs: options.syncReadTimeoutMs ?? 15_000, caughtUpPeers: descriptor.threshold - 1 },
     { libp2p, peers, engine, stopping: stopping.signal, loops, track, log },
   );
 

@@ -30,6 +30,11 @@ export interface SyncOptions {
   syncBatchSize: number;
   /** Idle deadline while reading a sync page, ms. */
   syncReadTimeoutMs: number;
+  /**
+   * Peers a node must have completed a round with, besides every peer connected at the time, to call
+   * itself caught up from its connect syncs: `threshold − 1`, so with itself a quorum agreed. @default 1
+   */
+  caughtUpPeers?: number;
 }
 
 /** Dependencies of {@link createSync}. */
@@ -52,7 +57,12 @@ export interface Sync extends Startable {
   syncPeer(p: Peer): Promise<SyncResult>;
   /** One catch-up round with every reachable node. */
   syncAll(): Promise<SyncResult[]>;
-  /** True once a catch-up round with every node reachable at that time has completed. */
+  /**
+   * True once this node has completed a catch-up round with every node connected at that time: a
+   * periodic round with all of them, or the rounds each one's connection starts once at least
+   * `caughtUpPeers` are connected (so a restarted node is ready as soon as its connect syncs finish,
+   * not at the first periodic round).
+   */
   caughtUp(): boolean;
   /** Abort the running round with `p` (it disconnected: its stream would only time out). */
   abort(p: Peer, reason: string): void;
@@ -88,6 +98,14 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
     return s;
   };
   let caughtUp = false;
+  /** Peers this node has completed a round with since it started. */
+  const synced = new WeakSet<Peer>();
+  const noteSynced = (p: Peer) => {
+    synced.add(p);
+    if (caughtUp) return;
+    const connected = [...peers.all()].filter(peers.connected);
+    if (connected.length >= Math.max(1, options.caughtUpPeers ?? 1) && connected.every((q) => synced.has(q))) caughtUp = true;
+  };
   let periodic: Periodic | undefined;
 
   // ---- responder -------------------------------------------------------------------------------
@@ -199,6 +217,7 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
       do {
         s.syncAgain = false;
         last = await runSync(p);
+        noteSynced(p);
       } while (s.syncAgain && !stopping.aborted && peers.connected(p));
       return last;
     })().finally(() => {

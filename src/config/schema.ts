@@ -183,6 +183,11 @@ export const replicationSchema = z.strictObject({
    * `/healthz` shows it) and is re-dialled, ms. Keep it above a few intervals. @default 1200
    */
   livenessTimeoutMs: z.number().int().min(200).max(60_000).default(1200),
+  /**
+   * Most memory the current states kept in memory may hold (the hot sessions, principals and secrets
+   * every signed request reads), MiB; an estimate of their size on the heap. @default 32
+   */
+  stateCacheMb: z.number().int().min(1).max(4096).default(32),
 });
 
 export const mailSchema = z.strictObject({

@@ -281,7 +281,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         reachableCount: () => network.get().membership.reachableCount(),
       };
       const engine = createReplicationEngine(
-        { applyTimeoutMs: config.replication.applyTimeoutMs, maxClockSkewMs: config.replication.maxClockSkewMs },
+        { applyTimeoutMs: config.replication.applyTimeoutMs, maxClockSkewMs: config.replication.maxClockSkewMs, stateCacheBytes: config.replication.stateCacheMb * 1024 * 1024 },
         {
           store: store.records,
           kinds: recordKinds(descriptor, chains),

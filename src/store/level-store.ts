@@ -32,6 +32,8 @@ export const SUBLEVELS = {
   usedStrings: 'usedStrings',
   /** File jobs this coordinator ran (metadata; results are files): job id → job record. Not replicated. */
   jobs: 'jobs',
+  /** Per origin, the XOR of the content ids of its stored records (hex): written with every log commit. */
+  fp: 'fp',
 } as const;
 
 /** Encrypted share boxes kept in memory (about 120 bytes each). */
@@ -126,6 +128,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const log = db.sublevel<string, ReplicatedRecord>(SUBLEVELS.log, { valueEncoding: 'json' });
   const state = db.sublevel<string, ReplicatedRecord>(SUBLEVELS.state, { valueEncoding: 'json' });
   const vv = db.sublevel<string, number>(SUBLEVELS.vv, { valueEncoding: 'json' });
+  const fp = db.sublevel<string, string>(SUBLEVELS.fp, { valueEncoding: 'json' });
   const counters = db.sublevel<string, number>(SUBLEVELS.counters, { valueEncoding: 'json' });
   const meta = db.sublevel<string, unknown>(SUBLEVELS.meta, { valueEncoding: 'json' });
   const claims = db.sublevel<string, string>(SUBLEVELS.claims, { valueEncoding: 'json' });
@@ -161,6 +164,11 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     async loadVersionVector() {
       const out: VersionVector = {};
       for await (const [k, v] of vv.iterator()) out[k] = v;
+      return out;
+    },
+    async loadFingerprints() {
+      const out: Record<string, string> = {};
+      for await (const [k, v] of fp.iterator()) out[k] = v;
       return out;
     },
     async highestSeq(origin) {
@@ -206,6 +214,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       for (const r of change.log) batch.put(logKey(r.origin, r.seq), r, { sublevel: log });
       for (const r of change.states) batch.put(stateKey(r.kind, r.key), r, { sublevel: state });
       for (const [origin, seq] of Object.entries(change.vv)) batch.put(origin, seq, { sublevel: vv });
+      for (const [origin, hex] of Object.entries(change.fp ?? {})) batch.put(origin, hex, { sublevel: fp });
       await batch.write({ sync });
     },
     async countLog() {

@@ -6,7 +6,7 @@
  * event loop, so blocking it stalls them all at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import { cleanupStack } from '../utils/temp.ts';
 
 const stack = cleanupStack();
@@ -36,8 +36,10 @@ describe('an event-loop stall', () => {
     await cluster.waitForConvergence({ timeoutMs: 15_000 });
     const before = lines.length;
     stall(2500);
-    // Every link answers again; by then the overdue liveness checks have all run.
-    for (const node of cluster.members) for (const other of cluster.members) if (other !== node) await node.pingPeer(other.nodeId);
+    // Every link answers again; by then the overdue liveness checks have all run. A ping has 2 s: on a
+    // loaded machine the backlog the stall left can take longer, so a timed-out one is asked again.
+    const answers = (node: (typeof cluster.members)[number], other: string) => node.pingPeer(other).then(() => true, () => false);
+    for (const node of cluster.members) for (const other of cluster.members) if (other !== node) await waitFor(() => answers(node, other.nodeId), { timeoutMs: 20_000, description: `${node.nodeId} → ${other.nodeId} answers` });
     const after = lines.slice(before).filter((l) => /stopped answering|peer disconnected/.test(l));
     expect(after).toEqual([]);
     for (const node of cluster.members) for (let slot = 0; slot < 3; slot++) expect(node.membership.isReachable(slot)).toBe(true);

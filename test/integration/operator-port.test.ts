@@ -57,6 +57,19 @@ describe('operator port', () => {
     expect((await getJson<Health>(`${url}/healthz`)).body.cluster.reachable).toBe(3);
   }, 60_000);
 
+  it('a restarted member is ready once its connect syncs finish, not at the first periodic catch-up round', async () => {
+    // A periodic round only every ten minutes: readiness within the test's budget comes from the
+    // syncs each new connection starts, and must wait until a quorum's worth of them has finished.
+    const cluster = await startLocalCluster({ size: 3, threshold: 2, coordinators: 1, operator: true, mailbox: false, nodeConfig: { replication: { syncIntervalMs: 600_000 } } });
+    stack.push(() => cluster.stop());
+    for (const url of cluster.operatorUrls) await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 20_000, description: 'every node ready' });
+    await cluster.stopMember(2);
+    await cluster.restartMember(2);
+    const url = cluster.operatorUrls[2]!;
+    await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 20_000, description: 'restarted member ready' });
+    expect((await getJson(`${url}/readyz`)).body).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true } });
+  }, 60_000);
+
   it('is off by default', async () => {
     const cluster = await startLocalCluster({ size: 1, threshold: 1, coordinators: 1, mailbox: false });
     stack.push(() => cluster.stop());

@@ -129,7 +129,7 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
       while (await has(origin, s + 1)) s++;
       if (s !== (index.vv[origin] ?? 0)) vvChange[origin] = s;
     }
-    await store.commit({ log: fresh, states: [...changed.values()], vv: vvChange });
+    await store.commit({ log: fresh, states: [...changed.values()], vv: vvChange, fp: index.fingerprintsWith(fresh) });
     for (const r of fresh) {
       index.addFingerprint(r);
       index.rememberSig(r);

@@ -57,6 +57,8 @@ export interface ReplicationEngineOptions {
    * so hot keys are served without a LevelDB read and a JSON parse. @default 20000
    */
   stateCacheEntries?: number;
+  /** Most memory the cached states may hold (an estimate, see state-cache.ts), bytes. @default 32 MiB */
+  stateCacheBytes?: number;
   /**
    * How far ahead of this node's clock a record's HLC may be, ms. A record stamped further ahead is
    * refused (sync offers it again once the clock has caught up), so no origin can write a value that
@@ -134,7 +136,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const signers = signersOf(membership.descriptor);
   const hlc = createHlcClock(clock, [0, 0], maxClockSkewMs);
   const index = createLogIndex({ clusterId });
-  const stateCache = createStateCache({ maxEntries: options.stateCacheEntries ?? 20_000 }, { store });
+  const stateCache = createStateCache({ maxEntries: options.stateCacheEntries ?? 20_000, maxBytes: options.stateCacheBytes ?? 32 * 1024 * 1024 }, { store });
   const contextOf = createEvidenceContexts((kind, key) => stateCache.get(kind, key));
   const listeners = createAppliedListeners(log);
   const equivocations = createEquivocations({ store, kinds, index, stateCache, clock, metrics, logger: log });

@@ -23,7 +23,7 @@ export interface Equivocation {
 export interface EquivocationDeps {
   store: Pick<RecordStore, 'allLog' | 'commit'>;
   kinds: KindRegistry;
-  index: Pick<LogIndex, 'contentId' | 'xorFingerprint'>;
+  index: Pick<LogIndex, 'contentId' | 'xorFingerprint' | 'fingerprintHex'>;
   stateCache: Pick<StateCache, 'update'>;
   clock: () => number;
   metrics: Pick<NodeMetrics, 'equivocations'>;
@@ -81,7 +81,8 @@ export function createEquivocations(deps: EquivocationDeps): Equivocations {
       const incomingId = index.contentId(incoming);
       if (!replacesEquivocated(storedId, incomingId)) return;
       const states = await winnersWithReplacement(store.allLog(), stored, incoming, kinds);
-      await store.commit({ log: [incoming], states, vv: {} });
+      const fp = (BigInt('0x' + index.fingerprintHex(incoming.origin)) ^ storedId ^ incomingId).toString(16);
+      await store.commit({ log: [incoming], states, vv: {}, fp: { [incoming.origin]: fp } });
       index.xorFingerprint(incoming.origin, storedId ^ incomingId);
       deps.stateCache.update(states);
       log.warn({ origin: incoming.origin, seq: incoming.seq }, 'equivocation resolved: kept the record with the lower content id');

@@ -188,6 +188,15 @@ export interface SyncRequest {
   fp?: Record<string, string>;
 }
 
+/** One durable change of the replica (see {@link RecordStore.commit}). */
+export interface RecordChange {
+  log: ReplicatedRecord[];
+  states: ReplicatedRecord[];
+  vv: VersionVector;
+  /** New fingerprints (hex) of the origins `log` adds to or replaces records of. */
+  fp?: Record<string, string>;
+}
+
 /** Storage the replication engine needs (implemented by src/store). */
 export interface RecordStore {
   /** Version vector as persisted. */
@@ -211,10 +220,17 @@ export interface RecordStore {
   /** Origins present in the log. */
   origins(): Promise<string[]>;
   /**
-   * One atomic, durable batch: append `log` records, put `states` as the new winners, and set the
-   * version vector entries in `vv`.
+   * Each origin's fingerprint as last committed (hex, see {@link SyncRequest}), so opening the engine
+   * does not read the whole log. An origin the log holds but this lacks (a store written before
+   * fingerprints were kept) has its fingerprint computed from its records once, at open.
    */
-  commit(change: { log: ReplicatedRecord[]; states: ReplicatedRecord[]; vv: VersionVector }): Promise<void>;
+  loadFingerprints(): Promise<Record<string, string>>;
+  /**
+   * One atomic, durable batch: append `log` records, put `states` as the new winners, set the
+   * version vector entries in `vv` and the fingerprints in `fp` (hex) of the origins whose records
+   * changed — in the same batch as the records, so they can never disagree on disk.
+   */
+  commit(change: RecordChange): Promise<void>;
 }
 
 /** Sending records to members (implemented by src/cluster). */

@@ -2,6 +2,10 @@
  * A read-through LRU of current states. The engine is the only writer of states, so updating the
  * cache after every commit keeps it coherent; a read that raced a commit is not cached (generation
  * check), so a stale value can never be inserted. Absence is cached too.
+ *
+ * Bounded by entries and by an estimate of the memory they hold: a secret's state (its ML-KEM public
+ * key, share digests and the owner's signed evidence) is a few KB, so a cap by count alone let a
+ * member that served many distinct secrets keep ~90 MB of them.
  */
 import type { RecordStore } from './ports.ts';
 import type { ReplicatedRecord } from './record.ts';
@@ -10,6 +14,8 @@ import type { ReplicatedRecord } from './record.ts';
 export interface StateCacheOptions {
   /** Current states kept in memory; the least recently used goes first. */
   maxEntries: number;
+  /** Most memory the cached states may hold, estimated by {@link approximateBytes}. @default unbounded */
+  maxBytes?: number;
 }
 
 /** Dependencies of {@link createStateCache}. */
@@ -24,18 +30,52 @@ export interface StateCache {
   get(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
   /** The new winners of a committed batch: cached, and any read in flight is not cached. */
   update(changed: Iterable<ReplicatedRecord>): void;
+  /** Entries and estimated bytes held (metrics, tests). */
+  size(): { entries: number; bytes: number };
+}
+
+/** Bytes of an entry beyond its value: the map slot and its key. */
+const ENTRY_OVERHEAD = 64;
+
+/**
+ * What a parsed JSON value roughly costs on the V8 heap: strings at a byte a character plus a
+ * header, numbers, and a header plus a slot per element or property. An estimate for a memory
+ * bound, not an exact measure.
+ */
+export function approximateBytes(value: unknown): number {
+  if (typeof value === 'string') return 16 + value.length;
+  if (value === null || typeof value !== 'object') return 8;
+  let bytes = 24;
+  if (Array.isArray(value)) {
+    for (const v of value) bytes += 8 + approximateBytes(v);
+    return bytes;
+  }
+  for (const k in value) bytes += 8 + k.length + approximateBytes((value as Record<string, unknown>)[k]);
+  return bytes;
 }
 
 /** Create the state cache. */
 export function createStateCache(options: StateCacheOptions, deps: StateCacheDeps): StateCache {
   const { maxEntries } = options;
+  const maxBytes = options.maxBytes ?? Infinity;
   const { store } = deps;
-  const entries = new Map<string, ReplicatedRecord | null>();
+  const entries = new Map<string, { value: ReplicatedRecord | null; bytes: number }>();
+  let bytes = 0;
   let generation = 0;
-  const put = (k: string, v: ReplicatedRecord | null) => {
+  const drop = (k: string) => {
+    const old = entries.get(k);
+    if (!old) return;
     entries.delete(k);
-    entries.set(k, v);
-    if (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+    bytes -= old.bytes;
+  };
+  const put = (k: string, value: ReplicatedRecord | null) => {
+    drop(k);
+    const size = ENTRY_OVERHEAD + k.length + (value ? approximateBytes(value) : 0);
+    // A state larger than the whole budget is not cached at all.
+    if (size > maxBytes) return;
+    entries.set(k, { value, bytes: size });
+    bytes += size;
+    while (entries.size > maxEntries || bytes > maxBytes) drop(entries.keys().next().value!);
   };
   return {
     async get(kind, key) {
@@ -44,7 +84,7 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
       if (hit !== undefined) {
         entries.delete(k);
         entries.set(k, hit);
-        return hit ?? undefined;
+        return hit.value ?? undefined;
       }
       const before = generation;
       const v = await store.getState(kind, key);
@@ -55,5 +95,6 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
       generation++;
       for (const r of changed) put(`${r.kind}!${r.key}`, r);
     },
+    size: () => ({ entries: entries.size, bytes }),
   };
 }

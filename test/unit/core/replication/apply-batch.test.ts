@@ -78,6 +78,13 @@ describe('applying one batch', () => {
     await applier.apply([pending([r(2)]).p]);
     expect(mem.commits[1]!.vv).toEqual({ [r(1).origin]: 3 });
     expect(index.vv).toEqual({ [r(1).origin]: 3 });
+    // Each commit carries the origin's fingerprint as it stands with the batch stored.
+    const fresh = createLogIndex({ clusterId: descriptor.clusterId });
+    for (const s of [1, 3]) fresh.addFingerprint(r(s));
+    expect(mem.commits[0]!.fp).toEqual({ [r(1).origin]: fresh.fingerprintHex(r(1).origin) });
+    fresh.addFingerprint(r(2));
+    expect(mem.commits[1]!.fp).toEqual({ [r(1).origin]: index.fingerprintHex(r(1).origin) });
+    expect(index.fingerprintHex(r(1).origin)).toBe(fresh.fingerprintHex(r(1).origin));
   });
 
   it('signs and numbers own writes in the batch that commits them; a failed commit gives their seqs back', async () => {

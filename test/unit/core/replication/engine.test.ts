@@ -351,6 +351,21 @@ describe('replication engine: quorum writes', () => {
 });
 
 describe('replication engine: integrity (docs/security.md, "Replication integrity")', () => {
+  it('keeps each origin\'s fingerprint on disk with its records: a restarted engine asks with the same ones without reading the log', async () => {
+    const { engine, store, keys, descriptor, cluster } = await makeEngine();
+    for (let i = 0; i < 3; i++) await engine.replicate({ kind: 'note', key: `own${i}`, body: { v: i } });
+    expect((await engine.ingest([1, 2].map((s) => rec(descriptor, keys[1]!, 1, s, { v: s }, { k: `p${s}` })), 'apply')).applied).toBe(2);
+    const before = await engine.syncRequest();
+    expect(Object.keys(before.fp!)).toHaveLength(2);
+    expect(await store.records.loadFingerprints()).toEqual(before.fp);
+    const unread = () => {
+      throw new Error('the log was read at open');
+    };
+    const restarted = engineOn({ records: { ...store.records, allLog: unread, scanLog: unread } }, cluster, 0);
+    await restarted.open();
+    expect(await restarted.syncRequest()).toEqual(before);
+  });
+
   it('a gap costs its own records: the sync request names the missing seq, and a peer sends that and what lies beyond', async () => {
     const { engine, descriptor, keys } = await makeEngine();
     const records = Array.from({ length: 30 }, (_, i) => rec(descriptor, keys[2]!, 2, i + 1, { v: i }, { k: `k${i}` }));

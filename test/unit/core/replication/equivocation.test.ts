@@ -49,6 +49,8 @@ describe('equivocation', () => {
     const expected = createLogIndex({ clusterId: t.descriptor.clusterId });
     for (const r of [t.lower, t.other, t.otherOfJ]) expected.addFingerprint(r);
     expect(t.index.fingerprintHex(t.lower.origin)).toBe(expected.fingerprintHex(t.lower.origin));
+    // …and is committed with the replacement, so the next open agrees.
+    expect(mem.commits[0]!.fp).toEqual({ [t.lower.origin]: expected.fingerprintHex(t.lower.origin) });
     expect(equivocations.list()).toEqual([{ origin: t.lower.origin, seq: 2, at: 7777 }]);
   });
 

@@ -39,6 +39,7 @@ export function memoryStore(initial: { log?: ReplicatedRecord[]; states?: Replic
   const log = new Map<string, ReplicatedRecord>();
   const states = new Map<string, ReplicatedRecord>();
   let vv: VersionVector = { ...initial.vv };
+  const fp = new Map<string, string>();
   const commits: Array<Parameters<RecordStore['commit']>[0]> = [];
   for (const r of initial.log ?? []) log.set(`${r.origin}!${r.seq}`, r);
   for (const r of initial.states ?? []) states.set(`${r.kind}!${r.key}`, r);
@@ -57,13 +58,15 @@ export function memoryStore(initial: { log?: ReplicatedRecord[]; states?: Replic
     async *allLog() {
       for (const r of [...log.values()]) yield r;
     },
+    loadFingerprints: async () => Object.fromEntries(fp),
     origins: async () => [...new Set([...log.values()].map((r) => r.origin))].sort(),
     async commit(change) {
       commits.push(change);
       for (const r of change.log) log.set(`${r.origin}!${r.seq}`, r);
       for (const r of change.states) states.set(`${r.kind}!${r.key}`, r);
       vv = { ...vv, ...change.vv };
+      for (const [origin, hex] of Object.entries(change.fp ?? {})) fp.set(origin, hex);
     },
   };
-  return { store, log, states, commits, vv: () => vv };
+  return { store, log, states, commits, fp, vv: () => vv };
 }

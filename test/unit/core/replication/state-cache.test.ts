@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
-import { createStateCache } from '../../../../src/core/replication/state-cache.ts';
+import { approximateBytes, createStateCache } from '../../../../src/core/replication/state-cache.ts';
 
 const state = (key: string, v: number) => ({ kind: 'note', key, origin: '0xa', seq: v, hlc: [v, 0], body: { v }, sig: '0x00' }) as ReplicatedRecord;
 
@@ -62,6 +62,24 @@ describe('state cache', () => {
     await cache.get('note', 'a');
     await cache.get('note', 'b');
     expect(s.reads).toEqual(['a', 'b', 'c', 'b']);
+  });
+
+  it('evicts the least recently used entries beyond maxBytes, and never caches a state bigger than the budget', async () => {
+    const big = (key: string) => ({ ...state(key, 1), body: { pk: 'x'.repeat(4000) } }) as ReplicatedRecord;
+    const s = countingStore([big('a'), big('b'), big('c'), { ...state('huge', 1), body: { pk: 'y'.repeat(20_000) } } as ReplicatedRecord]);
+    const one = approximateBytes(big('a'));
+    expect(one).toBeGreaterThan(4000);
+    // Room for two of them (with their entry overhead), not three.
+    const cache = createStateCache({ maxEntries: 100, maxBytes: Math.floor(2.5 * (one + 100)) }, { store: s.store });
+    for (const k of ['a', 'b', 'a', 'c', 'a', 'b']) await cache.get('note', k);
+    expect(s.reads).toEqual(['a', 'b', 'c', 'b']);
+    expect(cache.size().entries).toBe(2);
+    expect(cache.size().bytes).toBeLessThanOrEqual(2.5 * (one + 100));
+    await cache.get('note', 'huge');
+    await cache.get('note', 'huge');
+    expect(s.reads.filter((k) => k === 'huge')).toHaveLength(2);
+    // …and caching it did not push out what was there.
+    expect(cache.size().entries).toBe(2);
   });
 
   it('never caches a read that raced a commit', async () => {
