@@ -45,7 +45,7 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const SECRETS = Number(process.env.BENCH_SECRETS ?? 200);
 const ENCRYPTS = Number(process.env.BENCH_ENCRYPTS ?? 4000);
 /** Rounds of `npm run bench -- encrypt`, each the bound then the HTTP path. */
-const ENCRYPT_ROUNDS = Number(process.env.BENCH_ENCRYPT_ROUNDS ?? 5);
+const ENCRYPT_ROUNDS = Number(process.env.BENCH_ENCRYPT_ROUNDS ?? 11);
 /** The in-process bounds yield to the event loop every this many operations (the members share it). */
 const BOUND_YIELD_EVERY = 64;
 const ENCRYPT_CLIENTS = Number(process.env.BENCH_ENCRYPT_CLIENTS ?? 16);

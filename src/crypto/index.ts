@@ -16,3 +16,4 @@ export * from './lru.ts';
 export * from './spool-cipher.ts';
 export * from './chunk-crypto.ts';
 export * from './verify-pool.ts';
+export * from './request-pool.ts';

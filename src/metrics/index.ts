@@ -17,6 +17,8 @@ export interface NodeMetrics {
   replicationFailures: Counter<'reason'>;
   /** Records applied locally, by source (`local` | `apply` | `gossip` | `sync`). */
   recordsApplied: Counter<'source'>;
+  /** Signer recoveries and payload seals of requests, by where they ran (src/crypto/request-pool.ts). */
+  requestCryptoOps: Counter<'op' | 'where'>;
   /** Records rejected by the validator, by reason class. */
   recordsRejected: Counter<'reason'>;
   /** Members currently reachable (self included when a member). */
@@ -110,6 +112,12 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     name: 'quorumkeep_records_applied_total',
     help: 'Records newly stored on this node, by how they arrived',
     labelNames: ['source'] as const,
+    registers: [registry],
+  });
+  const requestCryptoOps = new Counter({
+    name: 'quorumkeep_request_crypto_ops_total',
+    help: 'Signer recoveries and payload seals of requests, by where they ran: the crypto thread, or inline (a lone one at light load)',
+    labelNames: ['op', 'where'] as const,
     registers: [registry],
   });
   const recordsRejected = new Counter({
@@ -261,6 +269,7 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     replicationDuration,
     replicationFailures,
     recordsApplied,
+    requestCryptoOps,
     recordsRejected,
     connectedMembers,
     peersRefused,

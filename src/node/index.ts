@@ -28,6 +28,8 @@ import { createHttpApp, createOperatorApp, listenHttp } from '../http/index.ts';
 import {
   zeroize,
   createVerifyPool,
+  createRequestCryptoPool,
+  type RequestCryptoPool,
   type VerifyPool,
   createHashLimiter,
   createTimingEqualizer,
@@ -44,7 +46,6 @@ import {
   secp256k1EcdhX,
   encryptAtRest,
   decryptAtRest,
-  recoverPersonalSigner,
   systemRandom,
 } from '../crypto/index.ts';
 import { createMailer, otpMail, permitMail, type Mailer } from '../mail/index.ts';
@@ -153,6 +154,7 @@ interface Running {
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
   verifyPool: VerifyPool;
+  requestCrypto: RequestCryptoPool;
 }
 
 /** A value bound once, after the parts that use it were created: {@link createNode}'s one late binding. */
@@ -196,6 +198,7 @@ async function stopParts(parts: Partial<Running>): Promise<void> {
       parts.cluster,
       parts.engine,
       closing(parts.verifyPool),
+      closing(parts.requestCrypto),
       closing(parts.mailer),
       closing(parts.store),
     ]);
@@ -251,10 +254,12 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     const store = await openStore({ location: join(config.dataDir, 'db') });
     // Record signatures of large batches (catch-up) are verified on a worker thread.
     const verifyPool = createVerifyPool();
+    // Signer recoveries and payload seals of concurrent requests run on a worker thread.
+    const requestCrypto = createRequestCryptoPool({ onRun: (op, where, n) => metrics.requestCryptoOps.inc({ op, where }, n) });
     const life = (lifetime = new AbortController());
     const { signal } = life;
     // What exists so far: a failed start stops it, in the stop order.
-    const parts: Partial<Running> = { store, verifyPool, keys: [keys.signing, keys.storage] };
+    const parts: Partial<Running> = { store, verifyPool, requestCrypto, keys: [keys.signing, keys.storage] };
     try {
       // The membership this node accepted before decides whether it may run on this cluster file
       // (src/core/membership/epoch.ts): the same identities, or one approved step further.
@@ -326,7 +331,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       const members: MemberRpc = {
         call: async (slot, service, body, options) => network.get().callMember(slot, service, body, options),
       };
-      const verifier = createSignedDataVerifier({ state: engine, recoverSigner: recoverPersonalSigner, clock, chains });
+      const verifier = createSignedDataVerifier({ state: engine, recoverSigner: requestCrypto.recoverSigner, clock, chains });
       /**
        * The catch-up gate of `grant` and `shard` (docs/security.md): a member behind the requester
        * pulls from it first, and refuses (NOT_READY: the requester asks another member) when it
@@ -446,7 +451,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // The admission port of every encrypt and decrypt; none with `usage.enabled` false (limits
       // off: nothing admitted, nothing counted). The report and plan assignment keep the service.
       const admission = config.usage.enabled ? usage : undefined;
-      const payloads = createPayloadsService({ verifier, secrets, usage: admission, logger });
+      const payloads = createPayloadsService({ verifier, secrets, usage: admission, seal: requestCrypto.seal, logger });
       const files = createFilesService(
         {
           dir: config.files.dir || join(config.dataDir, 'files'),

@@ -92,4 +92,23 @@ describe('sessions, secrets and payloads across coordinators', () => {
     const mine = aliceList.body.secrets.find((s) => s.secretId === secret.secretId);
     expect(mine).toMatchObject({ ownerPrincipalId: alice.principalId, delegatePrincipalId: null, isSyncing: false, secretType: 1, publicKeyCid: secret.publicKeyCid });
   });
+
+  it('concurrent encrypts run their crypto on the coordinator\'s crypto thread, and each decrypts to its own message; a bad signature among them is still 403', async () => {
+    const secret = await createSecret(A, alice);
+    const opsOnThread = async () => {
+      const text = await (await fetch(`${A}/metrics`, { headers: { Authorization: `Bearer ${cluster.adminToken}` } })).text();
+      return [...text.matchAll(/^quorumkeep_request_crypto_ops_total\{[^}]*where="thread"[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    };
+    const before = await opsOnThread();
+    const messages = Array.from({ length: 48 }, (_, i) => `message ${i} ${'x'.repeat(i * 7)}`);
+    const forged = { ...alice.signed(secret.secretId, 'forged'), signature: bob.signed(secret.secretId, 'forged').signature };
+    const [encs, refused] = await Promise.all([Promise.all(messages.map((m) => encrypt(A, alice, secret.secretId, m))), postJson(`${A}/encrypt-payload`, forged)]);
+    expectApiError(refused, 403, 'FORBIDDEN');
+    for (const e of encs) expect(e.status, JSON.stringify(e.body)).toBe(200);
+    expect(await opsOnThread()).toBeGreaterThan(before);
+    for (const i of [0, 17, 47]) {
+      const dec = await decrypt(B, alice, secret.secretId, encs[i]!.body.cifer, encs[i]!.body.encryptedMessage);
+      expect(dec.body.decryptedMessage).toBe(messages[i]);
+    }
+  });
 });

@@ -8,7 +8,7 @@ import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
 import { assertDecryptRight, assertUsable, parseSecretId, type SecretsCapability } from '../secrets/service.ts';
-import { CIFER_BYTES, createLruCache, fromBase64, openPayloadWithCheckedSeed, sealPayload, zeroize } from '../../crypto/index.ts';
+import { CIFER_BYTES, createLruCache, fromBase64, openPayloadWithCheckedSeed, sealPayload, zeroize, type SealedPayload } from '../../crypto/index.ts';
 import type { EncryptedPayload, PayloadsService } from './types.ts';
 import type { UsageAdmission, UsageReservation } from '../usage/types.ts';
 import { decodeBinary, encodeBinary } from './binary.ts';
@@ -28,6 +28,8 @@ export interface PayloadsDeps {
    * `undefined` when limits are off (`usage.enabled` false): nothing is admitted or counted.
    */
   usage: UsageAdmission | undefined;
+  /** Seal a payload (the node's request crypto thread, src/crypto/request-pool.ts). @default inline {@link sealPayload} */
+  seal?: (publicKey: Uint8Array, plaintext: Uint8Array) => Promise<SealedPayload>;
   logger: Logger;
 }
 
@@ -42,6 +44,7 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
   const log = deps.logger.child({ module: 'payloads' });
   const publicKeys = createLruCache<Uint8Array>(PUBLIC_KEY_CACHE_ENTRIES);
   const publicKeyOf = (cid: string): Uint8Array => publicKeys.getOrCreate(cid, () => fromBase64(cid));
+  const seal = deps.seal ?? (async (publicKey: Uint8Array, plaintext: Uint8Array) => sealPayload(publicKey, plaintext));
 
   async function secretFor(caller: { chainId: number; subject: string }) {
     return deps.secrets.resolveSecret(caller.chainId, parseSecretId(caller.subject));
@@ -55,9 +58,9 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const plaintext = utf8Encoder.encode(caller.extra[0] ?? '');
       // Counted in plaintext bytes (the message's UTF-8), and only once the envelope is sealed.
       const admitted = deps.usage ? await deps.usage.admit(caller.principalId, 'encryption', plaintext.length) : UNCOUNTED;
-      let sealed: ReturnType<typeof sealPayload>;
+      let sealed: SealedPayload;
       try {
-        sealed = sealPayload(publicKeyOf(secret.publicKeyCid), plaintext);
+        sealed = await seal(publicKeyOf(secret.publicKeyCid), plaintext);
       } catch (err) {
         admitted.release();
         throw err;

@@ -30,8 +30,11 @@ const SIGNATURE_RE = /^(?:0x)?[0-9a-fA-F]{130}$/;
 /** Dependencies of {@link createSignedDataVerifier}. */
 export interface SignedDataVerifierDeps {
   state: StateReader;
-  /** EIP-191 signer recovery: lowercase 0x address, or undefined for an invalid signature. */
-  recoverSigner(message: string, signature: string): string | undefined;
+  /**
+   * EIP-191 signer recovery: lowercase 0x address, or undefined for an invalid signature (inline, or
+   * on the node's request crypto thread, src/crypto/request-pool.ts).
+   */
+  recoverSigner(message: string, signature: string): string | undefined | Promise<string | undefined>;
   /** Wall clock, Unix ms. */
   clock: () => number;
   /** The enabled EVM chains (Web3 principals, on routes that accept them). @default none */
@@ -96,11 +99,11 @@ const SIGNER_CACHE_MAX_DATA_CHARS = 8192;
 export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDataVerifier {
   const { state, clock } = deps;
   const signers = new Map<string, { data: string; signer: string | undefined }>();
-  const recover = (data: string, signature: string): string | undefined => {
+  const recover = async (data: string, signature: string): Promise<string | undefined> => {
     if (data.length > SIGNER_CACHE_MAX_DATA_CHARS) return deps.recoverSigner(data, signature);
     const hit = signers.get(signature);
     if (hit && hit.data === data) return hit.signer;
-    const signer = deps.recoverSigner(data, signature);
+    const signer = await deps.recoverSigner(data, signature);
     if (signers.size >= SIGNER_CACHE_ENTRIES) signers.delete(signers.keys().next().value!);
     signers.set(signature, { data, signer });
     return signer;
@@ -126,7 +129,7 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       if (!SIGNATURE_RE.test(request.signature)) throw bad('Invalid signature format: expected 65 bytes of hex');
       // Format before the chain: a malformed request costs no RPC.
       if (chain) await checkBlockFreshness(chain, fresh);
-      const signer = recover(request.data, request.signature);
+      const signer = await recover(request.data, request.signature);
       if (!signer) throw new AppError('FORBIDDEN', 'Invalid signature');
       const sessionAddress = address.toLowerCase();
       if (signer !== sessionAddress) throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');

@@ -1,0 +1,155 @@
+/**
+ * The per-request crypto of the signed routes — the EIP-191 signer recovery every signed request
+ * needs, and the payload seal of `POST /encrypt-payload` (an ML-KEM-768 encapsulation and AES-GCM) —
+ * on a worker thread, so the event loop that parses, routes and answers requests does not also do
+ * their crypto (about 250 µs of an encrypt's ~600 µs there). Operations queued in one turn of the
+ * event loop go to the thread as one message, so under load a thread round trip is shared by many
+ * requests; a lone operation at light load runs inline. The answers are exactly those of the inline
+ * functions (same code, ./request-ops.ts).
+ */
+import { Worker } from 'node:worker_threads';
+import type { SealedPayload } from './payload-envelope.ts';
+import { runRequestOp, type RequestBatch, type RequestOp, type RequestOpResult } from './request-ops.ts';
+
+export type { RequestOp } from './request-ops.ts';
+
+/** Options of {@link createRequestCryptoPool}. */
+export interface RequestCryptoPoolOptions {
+  /** Run on a worker thread; false runs every operation inline, on the caller's thread. @default true */
+  thread?: boolean;
+  /**
+   * Fewest operations queued in one turn of the event loop, with none on the thread, that go to the
+   * thread; fewer run inline. At light load a lone request is answered without a thread round trip
+   * (and a node that never sees concurrent requests never starts the thread). @default 2
+   */
+  minThreadBatch?: number;
+  /** Most operations in one message to the thread. @default 64 */
+  maxBatch?: number;
+  /** Plaintexts larger than this are sealed inline (copying them to the thread would cost more). @default 65536 */
+  maxThreadPlaintextBytes?: number;
+  /** Told how many operations of a kind ran where (the node's metrics). */
+  onRun?: (op: RequestOp['op'], where: 'thread' | 'inline', count: number) => void;
+}
+
+/** Per-request crypto, off the event loop. */
+export interface RequestCryptoPool {
+  /** The EIP-191 (`personal_sign`) signer of `message`: lowercase 0x address, or undefined. */
+  recoverSigner(message: string, signature: string): Promise<string | undefined>;
+  /** {@link sealPayload}: throws its TypeError for a bad public key. */
+  seal(publicKey: Uint8Array, plaintext: Uint8Array): Promise<SealedPayload>;
+  /** Stop the thread; operations still queued or in flight run inline. Idempotent. */
+  close(): Promise<void>;
+}
+
+const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './request-worker.ts' : './request-worker.js', import.meta.url);
+
+interface Pending {
+  op: RequestOp;
+  resolve(r: RequestOpResult): void;
+}
+
+/** Create the pool; its thread starts with the first operation. */
+export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}): RequestCryptoPool {
+  const useThread = options.thread ?? true;
+  const maxBatch = options.maxBatch ?? 64;
+  const minThreadBatch = options.minThreadBatch ?? 2;
+  const maxThreadPlaintext = options.maxThreadPlaintextBytes ?? 65_536;
+  let worker: Worker | undefined;
+  let closed = false;
+  let nextId = 0;
+  let queue: Pending[] = [];
+  let flushScheduled = false;
+  /** Batches on the thread by id, with how many of their operations it has answered. */
+  const inFlight = new Map<number, { batch: Pending[]; answered: number }>();
+  const unanswered = () => [...inFlight.values()].map((f) => f.batch.slice(f.answered));
+
+  /** A batch the thread could not answer (it stopped or failed) is answered inline: nothing is lost. */
+  const counted = (batch: readonly Pending[], where: 'thread' | 'inline') => {
+    if (!options.onRun) return;
+    const recovers = batch.filter((p) => p.op.op === 'recover').length;
+    if (recovers > 0) options.onRun('recover', where, recovers);
+    if (batch.length > recovers) options.onRun('seal', where, batch.length - recovers);
+  };
+  const inline = (op: RequestOp): RequestOpResult => {
+    options.onRun?.(op.op, 'inline', 1);
+    return runRequestOp(op);
+  };
+  const runInline = (batch: Pending[]) => {
+    counted(batch, 'inline');
+    for (const p of batch) p.resolve(runRequestOp(p.op));
+  };
+  const thread = (): Worker => {
+    if (worker) return worker;
+    const started = new Worker(WORKER_URL);
+    // Idle between requests: it must not keep the process alive.
+    started.unref();
+    started.on('message', (m: { id: number; from: number; results: RequestOpResult[] }) => {
+      const flight = inFlight.get(m.id);
+      if (!flight) return;
+      const answered = flight.batch.slice(m.from, m.from + m.results.length);
+      counted(answered, 'thread');
+      answered.forEach((p, i) => p.resolve(m.results[i]!));
+      flight.answered = m.from + m.results.length;
+      if (flight.answered >= flight.batch.length) inFlight.delete(m.id);
+    });
+    const lost = () => {
+      if (worker === started) worker = undefined;
+      const batches = unanswered();
+      inFlight.clear();
+      for (const b of batches) runInline(b);
+    };
+    started.on('error', lost);
+    started.on('exit', lost);
+    return (worker = started);
+  };
+  const flush = () => {
+    flushScheduled = false;
+    while (queue.length > 0) {
+      const batch = queue.slice(0, maxBatch);
+      queue = queue.slice(maxBatch);
+      if (closed || (batch.length < minThreadBatch && inFlight.size === 0)) {
+        runInline(batch);
+        continue;
+      }
+      const id = nextId++;
+      inFlight.set(id, { batch, answered: 0 });
+      const message: RequestBatch = { id, ops: batch.map((p) => p.op) };
+      thread().postMessage(message);
+    }
+  };
+  const run = (op: RequestOp): Promise<RequestOpResult> => {
+    if (!useThread || closed) return Promise.resolve(inline(op));
+    return new Promise((resolve) => {
+      queue.push({ op, resolve });
+      if (queue.length >= maxBatch) flush();
+      else if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flush);
+      }
+    });
+  };
+  const fail = (r: RequestOpResult): never => {
+    throw new TypeError('error' in r ? r.error : 'unexpected answer');
+  };
+
+  return {
+    async recoverSigner(message, signature) {
+      const r = await run({ op: 'recover', message, signature });
+      return 'signer' in r ? (r.signer ?? undefined) : fail(r);
+    },
+    async seal(publicKey, plaintext) {
+      const r = plaintext.length > maxThreadPlaintext ? inline({ op: 'seal', publicKey, plaintext }) : await run({ op: 'seal', publicKey, plaintext });
+      return 'cifer' in r ? { cifer: r.cifer, encryptedMessage: r.encryptedMessage } : fail(r);
+    },
+    async close() {
+      closed = true;
+      const w = worker;
+      worker = undefined;
+      flush();
+      const batches = unanswered();
+      inFlight.clear();
+      for (const b of batches) runInline(b);
+      await w?.terminate();
+    },
+  };
+}
