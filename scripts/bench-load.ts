@@ -75,7 +75,7 @@ async function client(): Promise<void> {
     buffer = buffer.subarray(headerEnd + 4 + length);
     latencies.push(performance.now() - t0);
     statuses[status] = (statuses[status] ?? 0) + 1;
-    if (status !== 200) {
+    if (status < 200 || status > 299) {
       failures++;
       firstFailure ??= `${status} ${text.slice(0, 200)}`;
     }

@@ -23,6 +23,12 @@ export interface RequestCryptoPoolOptions {
    * (and a node that never sees concurrent requests never starts the thread). @default 2
    */
   minThreadBatch?: number;
+  /**
+   * An operation that comes after this long without one, with nothing queued or on the thread, runs
+   * inline at once, ms: a request at light load (a sequential decrypt: the coordinator's and each
+   * member's signer recovery) waits for no later turn of the event loop. 0 turns this off. @default 2
+   */
+  idleInlineMs?: number;
   /** Most operations in one message to the thread. @default 64 */
   maxBatch?: number;
   /** Plaintexts larger than this are sealed inline (copying them to the thread would cost more). @default 65536 */
@@ -53,6 +59,8 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   const useThread = options.thread ?? true;
   const maxBatch = options.maxBatch ?? 64;
   const minThreadBatch = options.minThreadBatch ?? 2;
+  const idleInlineMs = options.idleInlineMs ?? 2;
+  let lastOpAt = -Infinity;
   const maxThreadPlaintext = options.maxThreadPlaintextBytes ?? 65_536;
   let worker: Worker | undefined;
   let closed = false;
@@ -118,7 +126,10 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     }
   };
   const run = (op: RequestOp): Promise<RequestOpResult> => {
-    if (!useThread || closed) return Promise.resolve(inline(op));
+    const now = performance.now();
+    const idle = now - lastOpAt > idleInlineMs && queue.length === 0 && inFlight.size === 0;
+    lastOpAt = now;
+    if (!useThread || closed || (idleInlineMs > 0 && idle)) return Promise.resolve(inline(op));
     return new Promise((resolve) => {
       queue.push({ op, resolve });
       if (queue.length >= maxBatch) flush();

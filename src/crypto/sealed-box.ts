@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import { concatBytes, systemRandom, utf8, zeroize, type RandomSource } from './bytes.ts';
 import { AES_256_KEY_BYTES, AES_GCM_NONCE_BYTES, AES_GCM_TAG_BYTES, aes256GcmDecrypt, aes256GcmEncrypt, secretKeyOf } from './at-rest.ts';
 import { generatePrivateKey, publicKeyOf } from './secp256k1.ts';
+import { createLruCache } from './lru.ts';
 
 /** HKDF info of the box key: a key derived for sealed boxes is never usable elsewhere. */
 export const SEALED_BOX_HKDF_INFO = 'quorumkeep/sealed-box/v1';
@@ -100,6 +101,9 @@ function boxKey(privateKey: Uint8Array, peerPublicKey: Uint8Array, salt: Uint8Ar
   }
 }
 
+/** Recipient public keys, checked and compressed (public data). */
+const compressedKeys = createLruCache<Uint8Array>(64);
+
 /**
  * Encrypt `plaintext` to a node's secp256k1 public key (33 bytes compressed or 65 uncompressed) with
  * associated data `aad` that the opener must present again. Throws a TypeError when the key is not a
@@ -107,12 +111,14 @@ function boxKey(privateKey: Uint8Array, peerPublicKey: Uint8Array, salt: Uint8Ar
  */
 export function sealTo(recipientPublicKey: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, random: RandomSource = systemRandom): Uint8Array {
   if (!hasPublicKeyShape(recipientPublicKey)) throw new TypeError('recipient public key must be a 33- or 65-byte SEC1 secp256k1 key');
-  let recipient: Uint8Array;
-  try {
-    recipient = ECDH.convertKey(recipientPublicKey, CURVE, undefined, undefined, 'compressed') as Buffer;
-  } catch {
-    throw new TypeError('recipient public key is not a point of secp256k1');
-  }
+  // Recipients are the cluster's few coordinators: each one's key is checked and compressed once.
+  const recipient = compressedKeys.getOrCreate(Buffer.from(recipientPublicKey).toString('hex'), () => {
+    try {
+      return ECDH.convertKey(recipientPublicKey, CURVE, undefined, undefined, 'compressed') as Buffer;
+    } catch {
+      throw new TypeError('recipient public key is not a point of secp256k1');
+    }
+  });
   const ephemeralPrivateKey = generatePrivateKey(random);
   let key: Uint8Array | undefined;
   try {
@@ -129,9 +135,10 @@ export function sealTo(recipientPublicKey: Uint8Array, plaintext: Uint8Array, aa
 /**
  * Open a box made by {@link sealTo} with the recipient's 32-byte private key and the same associated
  * data: the plaintext, or undefined on any failure (wrong key or aad, changed or truncated box,
- * malformed input). Never throws.
+ * malformed input). Never throws. `recipientPublicKey`, the compressed public key of that private
+ * key, saves computing it again (a node opens many boxes with its one key).
  */
-export function openSealed(recipientPrivateKey: Uint8Array, box: Uint8Array, aad: Uint8Array): Uint8Array | undefined {
+export function openSealed(recipientPrivateKey: Uint8Array, box: Uint8Array, aad: Uint8Array, recipientPublicKey?: Uint8Array): Uint8Array | undefined {
   if (!(recipientPrivateKey instanceof Uint8Array) || recipientPrivateKey.length !== COORDINATE_BYTES) return undefined;
   if (!(box instanceof Uint8Array) || box.length < SEALED_BOX_OVERHEAD_BYTES || !(aad instanceof Uint8Array)) return undefined;
   const ephemeralPublicKey = box.subarray(0, SECP256K1_COMPRESSED_KEY_BYTES);
@@ -141,7 +148,7 @@ export function openSealed(recipientPrivateKey: Uint8Array, box: Uint8Array, aad
   let key: Uint8Array | undefined;
   try {
     // publicKeyOf and the ECDH throw for an invalid scalar or an ephemeral key off the curve.
-    const salt = concatBytes(ephemeralPublicKey, publicKeyOf(recipientPrivateKey, true));
+    const salt = concatBytes(ephemeralPublicKey, recipientPublicKey ?? publicKeyOf(recipientPrivateKey, true));
     key = boxKey(recipientPrivateKey, ephemeralPublicKey, salt);
     return aes256GcmDecrypt(key, box.subarray(SECP256K1_COMPRESSED_KEY_BYTES, nonceEnd), box.subarray(nonceEnd, tagStart), box.subarray(tagStart), aad);
   } catch {

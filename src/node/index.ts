@@ -28,6 +28,7 @@ import { createHttpApp, createOperatorApp, listenHttp } from '../http/index.ts';
 import {
   zeroize,
   createVerifyPool,
+  publicKeyOf,
   createRequestCryptoPool,
   type RequestCryptoPool,
   type VerifyPool,
@@ -94,8 +95,9 @@ function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains) {
 
 /** The node's private-key operations for shares; the keys stay here, the core gets functions. */
 function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array): NodeKeyring {
+  const signingPublicKey = publicKeyOf(signingKey, true);
   return {
-    openSealed: (box, aad) => openSealed(signingKey, box, aad),
+    openSealed: (box, aad) => openSealed(signingKey, box, aad, signingPublicKey),
     encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
     decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
     ecdhX: (publicKey) => secp256k1EcdhX(signingKey, publicKey),

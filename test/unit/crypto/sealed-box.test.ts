@@ -89,6 +89,16 @@ describe('sealed boxes', () => {
     expect(SEALED_BOX_OVERHEAD_BYTES).toBe(33 + 12 + 16);
   });
 
+  it('opens with the recipient\'s public key given (not computed again), and not with another key given', () => {
+    const box = sealTo(recipientPublicKey, plaintext, aad);
+    expect(toHex(openSealed(recipient, box, aad, recipientPublicKey)!)).toBe(toHex(plaintext));
+    expect(openSealed(recipient, box, aad, publicKeyOf(generatePrivateKey()))).toBeUndefined();
+    // A key off the curve is refused on every seal, not only the first (the checked form is cached).
+    const offCurve = new Uint8Array(33).fill(0xff);
+    offCurve[0] = 0x02;
+    for (let i = 0; i < 2; i++) expect(() => sealTo(offCurve, plaintext, aad)).toThrow(TypeError);
+  });
+
   it('round-trip for any key and plaintext (property)', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 256 }), fc.uint8Array({ maxLength: 64 }), (message, associated) => {
