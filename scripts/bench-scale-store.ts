@@ -89,7 +89,7 @@ const secs = (msTaken: number) => `${(msTaken / 1000).toFixed(1)} s`;
 const rate = (count: number, msTaken: number) => `${((count / msTaken) * 1000).toFixed(0)} /s`;
 
 /** `cluster init` into `dir`, then the bench's settings into every node's config file. */
-async function initBenchCluster(dir: string, mailbox: Mailbox): Promise<ClusterInitSummary> {
+export async function initBenchCluster(dir: string, mailbox: Mailbox): Promise<ClusterInitSummary> {
   const basePort = await getFreePortRange(3 * SIZE);
   const summary = await initCluster({ out: dir, size: SIZE, threshold: THRESHOLD, coordinators: COORDINATORS, basePort, httpBasePort: basePort + SIZE, operatorBasePort: basePort + 2 * SIZE });
   const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
@@ -411,7 +411,7 @@ async function timeEngineOpen(summary: ClusterInitSummary): Promise<{ storeOpenM
 }
 
 /** A node run as its own process: `node src/main.ts start --config node-<slot>.json`. */
-interface NodeProcess {
+export interface NodeProcess {
   child: ChildProcess;
   /** When it was spawned, and when its "node started" log line says it had started (0 until then), Unix ms. */
   spawnedAt: number;
@@ -423,7 +423,7 @@ interface NodeProcess {
 }
 
 /** Spawn node `slot` from its config file; `preload`: a module for `node --import` (the probe), with an IPC channel. */
-function spawnNode(summary: ClusterInitSummary, slot: number, options: { preload?: string; logLevel?: string } = {}): NodeProcess {
+export function spawnNode(summary: ClusterInitSummary, slot: number, options: { preload?: string; logLevel?: string } = {}): NodeProcess {
   const node = summary.nodes[slot]!;
   const spawnedAt = Date.now();
   const args = [...(options.preload ? ['--import', options.preload] : []), 'src/main.ts', 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];

@@ -30,6 +30,7 @@ import { benchPrincipal, load, median, ms, percentile, post, runConcurrent, star
 import { benchWeb3 } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { benchScaleStore } from './bench-scale-store.ts';
+import { benchProcs } from './bench-procs.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
 import type { Plan } from '../src/core/usage/types.ts';
 import { createLogger } from '../src/log/index.ts';
@@ -1022,6 +1023,8 @@ async function main(): Promise<void> {
     return benchScaleStore();
   }
   if (process.argv[2] === 'scale-store') return benchScaleStore();
+  // `npm run bench -- latency-procs`: session and decrypt latency with one process per node.
+  if (process.argv[2] === 'latency-procs') return benchProcs();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   // One principal encrypts thousands of messages a second here: a plan far above that (usage is
   // still counted and flushed, so its cost is in the figures).
@@ -1111,6 +1114,7 @@ async function main(): Promise<void> {
   } finally {
     await cluster.stop();
   }
+  await benchProcs();
   await benchUsage();
   await benchWeb3();
   await benchFlood();

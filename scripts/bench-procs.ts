@@ -1,0 +1,89 @@
+/**
+ * `npm run bench -- latency-procs`: session and decrypt latency with one process per node, as
+ * deployed (one node per host) — next to `-- latency`, where every node shares the bench's event
+ * loop, so a decrypt there is the coordinator's and three members' work one after another. Here the
+ * members work in parallel, up to the machine's cores (2 on the reference machine, for 5 processes).
+ *
+ * The cluster is `quorumkeep cluster init`'s (5 members, threshold 3, 2 coordinators), each node
+ * started as `node src/main.ts start --config node-<i>.json` (scripts/bench-scale-store.ts's
+ * `spawnNode`); requests come one at a time from the load worker thread (scripts/bench-load.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startMailbox, waitFor } from '../src/testing/index.ts';
+import { signPersonalMessage } from '../src/crypto/index.ts';
+import { benchPrincipal, load, median, ms, percentile, post, table } from './bench-lib.ts';
+import { initBenchCluster, spawnNode, type NodeProcess } from './bench-scale-store.ts';
+
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
+const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
+/** Rounds of each: the figures are the medians of the rounds' p50 and p99. */
+const ROUNDS = Number(process.env.BENCH_PROCS_ROUNDS ?? 3);
+
+/** Run the figures (see the module comment). */
+export async function benchProcs(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-procs-'));
+  const mailbox = await startMailbox();
+  const nodes: NodeProcess[] = [];
+  try {
+    const summary = await initBenchCluster(dir, mailbox);
+    for (const n of summary.nodes) nodes.push(spawnNode(summary, n.slot, { logLevel: 'warn' }));
+    for (const n of summary.nodes) {
+      const readyz = `http://127.0.0.1:${n.operatorPort}/readyz`;
+      await waitFor(
+        async () => {
+          const res = await fetch(readyz).catch(() => undefined);
+          await res?.arrayBuffer();
+          return res?.status === 200;
+        },
+        { timeoutMs: 120_000, intervalMs: 50, description: `${n.id} ready` },
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; it printed:\n${nodes[n.slot]!.output().slice(-3000)}`);
+      });
+    }
+    const url = summary.nodes[0]!.httpUrl!;
+    const { newSession } = await benchPrincipal({ mailbox }, url);
+
+    const sessionRounds: number[][] = [];
+    const decryptRounds: number[][] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const sessions = Array.from({ length: SESSIONS }, () => newSession());
+      const s = await load(`${url}/web2/session`, sessions.map((x) => JSON.stringify(x.body)), 1);
+      if (s.failures > 0) throw new Error(`session: ${s.failures} failures, first: ${s.firstFailure}`);
+      sessionRounds.push(s.latencies);
+      const session = sessions[sessions.length - 1]!;
+      const signed = (subject: number, extra: string | undefined, at: number) => {
+        const data = `-1_${subject}_${session.address}_${at}` + (extra === undefined ? '' : `_${extra}`);
+        return { data, signature: signPersonalMessage(data, session.wallet) };
+      };
+      const secret = await post(`${url}/web2/secret`, signed(0, undefined, Date.now()));
+      if (secret.status !== 201) throw new Error(`secret: ${secret.status} ${JSON.stringify(secret.body)}`);
+      const secretId = secret.body.secretId as number;
+      const enc = await post(`${url}/encrypt-payload`, signed(secretId, 'x'.repeat(256), Date.now()));
+      if (enc.status !== 200) throw new Error(`encrypt: ${enc.status} ${JSON.stringify(enc.body)}`);
+      // Each signed string decrypts once: distinct timestamps, all in the freshness window.
+      const signedAt = Date.now();
+      const bodies = Array.from({ length: DECRYPTS }, (_, i) => JSON.stringify({ cifer: enc.body.cifer, ...signed(secretId, enc.body.encryptedMessage as string, signedAt - i) }));
+      const d = await load(`${url}/decrypt-payload`, bodies, 1);
+      if (d.failures > 0) throw new Error(`decrypt: ${d.failures} failures, first: ${d.firstFailure}`);
+      decryptRounds.push(d.latencies);
+    }
+    const figure = (rounds: number[][], p: number) => {
+      const each = rounds.map((r) => (p === 50 ? median(r) : percentile(r, p)));
+      return `${ms(median(each))}  (rounds: ${each.map(ms).join(', ')})`;
+    };
+    const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    table(`One process per node (5 members, threshold 3, 2 coordinators; ${ROUNDS} rounds, requests one at a time from a client thread; load ${load1})`, [
+      [`POST /web2/session p50 (${SESSIONS} a round)`, `${figure(sessionRounds, 50)}  target ≤ 15 ms`],
+      ['POST /web2/session p99', figure(sessionRounds, 99)],
+      [`POST /decrypt-payload p50 (${DECRYPTS} a round, 3 shares gathered of 5 members)`, `${figure(decryptRounds, 50)}  target ≤ 5 ms`],
+      ['POST /decrypt-payload p99', `${figure(decryptRounds, 99)}  target ≤ 20 ms`],
+    ]);
+  } finally {
+    await Promise.allSettled(nodes.map((n) => n.stop()));
+    await mailbox.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
