@@ -237,6 +237,9 @@ async function benchEncrypt(cluster: LocalCluster): Promise<void> {
   ]);
 }
 
+/** A plan's limits far above anything one bench client sends (usage is still counted and flushed). */
+const UNLIMITED_PLAN_LIMITS = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
+
 /** Cluster shapes of the scale curve: size / threshold. */
 const SCALE_SHAPES: Array<[number, number]> = (process.env.BENCH_SCALE_SHAPES ?? '5/3,9/5,15/8').split(',').map((s) => s.split('/').map(Number) as [number, number]);
 const SCALE_SESSIONS = Number(process.env.BENCH_SCALE_SESSIONS ?? 100);
@@ -257,7 +260,12 @@ async function benchScale(): Promise<void> {
       threshold,
       coordinators: 1,
       logLevel: 'silent',
-      nodeConfig: { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } }, replication: { livenessIntervalMs: 2000, livenessTimeoutMs: 10_000 } },
+      // One principal decrypts faster than the default plan's 100 a second: a plan far from its limits.
+      nodeConfig: {
+        http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
+        replication: { livenessIntervalMs: 2000, livenessTimeoutMs: 10_000 },
+        usage: { plans: [{ id: 'bench', cycle: 'monthly', encryption: UNLIMITED_PLAN_LIMITS, decryption: UNLIMITED_PLAN_LIMITS }] },
+      },
     });
     await cluster.waitForConvergence({ timeoutMs: 60_000 });
     try {
@@ -1001,10 +1009,9 @@ async function main(): Promise<void> {
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   // One principal encrypts thousands of messages a second here: a plan far above that (usage is
   // still counted and flushed, so its cost is in the figures).
-  const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
   const noLimits = {
     http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
-    usage: { plans: [{ id: 'bench', cycle: 'monthly', encryption: unlimited, decryption: unlimited }] },
+    usage: { plans: [{ id: 'bench', cycle: 'monthly', encryption: UNLIMITED_PLAN_LIMITS, decryption: UNLIMITED_PLAN_LIMITS }] },
   };
   const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent', nodeConfig: noLimits });
   try {

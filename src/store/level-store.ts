@@ -39,6 +39,9 @@ export const SUBLEVELS = {
 /** Encrypted share boxes kept in memory (about 120 bytes each). */
 const SHARE_CACHE_ENTRIES = 10_000;
 
+/** Used signed strings kept in memory (~100 bytes each); a decrypt uses one per member. */
+const USED_STRINGS_IN_MEMORY = 200_000;
+
 /** Schema version of the on-disk layout. */
 export const STORE_SCHEMA_VERSION = 1;
 
@@ -117,6 +120,8 @@ export interface StoreOptions {
   location: string;
   /** fsync every acknowledging write. @default true */
   sync?: boolean;
+  /** Used signed strings kept in memory; beyond it a miss reads the disk. @default 200000 */
+  usedStringsInMemory?: number;
 }
 
 /** Open (creating if needed) the node's LevelDB. */
@@ -225,6 +230,29 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   };
 
   let useChain: Promise<unknown> = Promise.resolve();
+  /**
+   * The used strings in memory (key → when it may be forgotten), loaded on first use: a use is
+   * checked without a LevelDB read. `complete` while it holds every key on disk; beyond
+   * {@link USED_STRINGS_IN_MEMORY} the oldest are dropped from memory and a miss reads the disk.
+   */
+  interface UsedIndex {
+    keys: Map<string, number>;
+    complete: boolean;
+  }
+  let usedLoad: Promise<UsedIndex> | undefined;
+  const usedIndex = () =>
+    (usedLoad ??= (async () => {
+      const index: UsedIndex = { keys: new Map(), complete: true };
+      for await (const [k, forgetAt] of usedStrings.iterator()) remember(index, k, forgetAt);
+      return index;
+    })());
+  const remember = (index: UsedIndex, key: string, forgetAt: number) => {
+    index.keys.set(key, forgetAt);
+    if (index.keys.size > (options.usedStringsInMemory ?? USED_STRINGS_IN_MEMORY)) {
+      index.keys.delete(index.keys.keys().next().value!);
+      index.complete = false;
+    }
+  };
 
   // Allocations are read-modify-write: serialise them so two callers never get the same value.
   let counterChain: Promise<unknown> = Promise.resolve();
@@ -292,18 +320,27 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       list: () => pendingShares.values(),
     },
     usedStrings: {
-      use(key, forgetAt) {
-        // Check and mark in one serialised step, so two concurrent uses of one string see each other.
-        // Written without an fsync: the mark survives a process crash (LevelDB's log is in the OS's
-        // hands), and costing every decrypt a disk flush per member is not worth the window a power
-        // loss would reopen (docs/security.md, "Share release").
-        const run = useChain.then(async () => {
-          if ((await usedStrings.get(key)) !== undefined) return false;
+      async use(key, forgetAt) {
+        // Check and mark in one synchronous step against the memory index, so two concurrent uses of
+        // one string see each other. Written without an fsync: the mark survives a process crash
+        // (LevelDB's log is in the OS's hands), and costing every decrypt a disk flush per member is
+        // not worth the window a power loss would reopen (docs/security.md, "Share release").
+        const index = await usedIndex();
+        if (index.keys.has(key)) return false;
+        if (!index.complete) {
+          // Past the memory bound: what the index no longer holds may be on disk.
+          const run = useChain.then(async () => (await usedStrings.get(key)) === undefined);
+          useChain = run.catch(() => undefined);
+          if (!(await run) || index.keys.has(key)) return false;
+        }
+        remember(index, key, forgetAt);
+        try {
           await usedStrings.put(key, forgetAt);
-          return true;
-        });
-        useChain = run.catch(() => undefined);
-        return run;
+        } catch (err) {
+          index.keys.delete(key);
+          throw err;
+        }
+        return true;
       },
       async prune(now) {
         const batch = db.batch();
@@ -312,6 +349,10 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
           if (forgetAt > now) continue;
           batch.del(k, { sublevel: usedStrings as unknown as typeof meta });
           n++;
+        }
+        if (usedLoad) {
+          const index = await usedLoad;
+          for (const [k, forgetAt] of index.keys) if (forgetAt <= now) index.keys.delete(k);
         }
         if (n > 0) await batch.write({ sync });
         else await batch.close();

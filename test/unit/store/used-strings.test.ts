@@ -26,4 +26,17 @@ describe('used signed strings', () => {
     expect(await store.usedStrings.use('b'.repeat(64), 5000)).toBe(false);
     expect(await store.usedStrings.use('a'.repeat(64), 1000)).toBe(true);
   });
+
+  it('past its memory bound, a key dropped from memory is still found on disk, by one of many concurrent callers', async () => {
+    const location = await tempDir(stack);
+    const store = await openStore({ location, usedStringsInMemory: 3 });
+    stack.push(() => store.close());
+    const key = (i: number) => String(i).padStart(64, '0');
+    for (let i = 0; i < 6; i++) expect(await store.usedStrings.use(key(i), 9000)).toBe(true);
+    // Keys 0-2 are no longer in memory: each is refused from the disk, and a fresh one taken once.
+    const outcomes = await Promise.all([0, 1, 2, 0, 6, 6, 6].map((i) => store.usedStrings.use(key(i), 9000)));
+    expect(outcomes).toEqual([false, false, false, false, true, false, false]);
+    expect(await store.usedStrings.prune(10_000)).toBe(7);
+    expect(await store.usedStrings.use(key(0), 20_000)).toBe(true);
+  });
 });
