@@ -68,6 +68,11 @@ const READS = Math.min(SECRETS, Number(process.env.BENCH_SCALE_READS ?? 30_000))
 const DECRYPTS = Number(process.env.BENCH_SCALE_DECRYPTS ?? 300);
 /** Start-ups of the member measured (the first one also runs the read workload). */
 const STARTS = Number(process.env.BENCH_SCALE_STARTS ?? 3);
+/**
+ * Extra environment of the measured member's process, as `NAME=value` pairs separated by spaces,
+ * e.g. `BENCH_SCALE_MEMBER_ENV='MALLOC_ARENA_MAX=2'` (memory settings an operator might use).
+ */
+const MEMBER_ENV = Object.fromEntries((process.env.BENCH_SCALE_MEMBER_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 /** With `BENCH_SCALE_HEAP_SNAPSHOT=<dir>`: a heap snapshot of the member after the read workload. */
 const HEAP_SNAPSHOT_DIR = process.env.BENCH_SCALE_HEAP_SNAPSHOT;
 /** The target of issue 16. */
@@ -423,11 +428,11 @@ export interface NodeProcess {
 }
 
 /** Spawn node `slot` from its config file; `preload`: a module for `node --import` (the probe), with an IPC channel. */
-export function spawnNode(summary: ClusterInitSummary, slot: number, options: { preload?: string; logLevel?: string } = {}): NodeProcess {
+export function spawnNode(summary: ClusterInitSummary, slot: number, options: { preload?: string; logLevel?: string; env?: Record<string, string> } = {}): NodeProcess {
   const node = summary.nodes[slot]!;
   const spawnedAt = Date.now();
   const args = [...(options.preload ? ['--import', options.preload] : []), 'src/main.ts', 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];
-  const child = spawn(process.execPath, args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe', ...(options.preload ? (['ipc'] as const) : [])] });
+  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe', ...(options.preload ? (['ipc'] as const) : [])] });
   let output = '';
   let startedAt = 0;
   let pending = '';
@@ -478,7 +483,7 @@ interface MemberProcess extends NodeProcess {
 
 /** Start the measured member as its own process with the probe preloaded; resolves once it is ready. */
 async function startMember(summary: ClusterInitSummary): Promise<MemberProcess> {
-  const node = spawnNode(summary, MEASURED_SLOT, { preload: PROBE });
+  const node = spawnNode(summary, MEASURED_SLOT, { preload: PROBE, env: MEMBER_ENV });
   const { child } = node;
   const waiting = new Map<number, (message: { result?: unknown; error?: string }) => void>();
   let loadedAt = 0;
@@ -666,7 +671,7 @@ export async function benchScaleStore(): Promise<void> {
         ['  peak RSS of that run (VmHWM)', mib(afterGc.peakRss)],
       );
     }
-    table(`Memory of member ${MEASURED_SLOT} holding ${SECRETS.toLocaleString('en')} secrets (its own process)`, rows);
+    table(`Memory of member ${MEASURED_SLOT} holding ${SECRETS.toLocaleString('en')} secrets (its own process${process.env.BENCH_SCALE_MEMBER_ENV ? `; its environment adds ${process.env.BENCH_SCALE_MEMBER_ENV}` : ''})`, rows);
   } finally {
     await member?.stop().catch(() => undefined);
     if (others) await Promise.allSettled([...others.values()].map((n) => n.stop()));
