@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { Worker } from 'node:worker_threads';
 import type { Mailbox } from '../src/testing/index.ts';
-import { addressOfPrivateKey, ed25519PublicKeyOf, generatePrivateKey, signEd25519, toHex } from '../src/crypto/index.ts';
+import { addressOfPrivateKey, ed25519PublicKeyOf, generatePrivateKey, signEd25519, signPersonalMessage, toHex } from '../src/crypto/index.ts';
 
 /** Percentile (0–100) of a sample, nearest-rank. */
 export function percentile(values: number[], p: number): number {
@@ -97,6 +97,23 @@ export async function benchPrincipal(cluster: { mailbox: Pick<Mailbox, 'waitFor'
     return { wallet, address, body };
   };
   return { principalId, newSession };
+}
+
+/** Limits far above anything one bench client sends (usage is still counted and flushed). */
+const UNLIMITED = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
+/** The plan of every bench cluster: one principal sends thousands of requests a second. */
+export const BENCH_PLAN = { id: 'bench', cycle: 'monthly', encryption: UNLIMITED, decryption: UNLIMITED };
+
+/**
+ * `count` `POST /decrypt-payload` bodies (JSON) of one encrypted message, signed by `session`: each
+ * signed string decrypts once, so each has its own timestamp, all in the freshness window.
+ */
+export function decryptBodies(session: { address: string; wallet: Uint8Array }, secretId: number, encrypted: { cifer?: unknown; encryptedMessage?: unknown }, count: number): string[] {
+  const signedAt = Date.now();
+  return Array.from({ length: count }, (_, i) => {
+    const data = `-1_${secretId}_${session.address}_${signedAt - i}_${encrypted.encryptedMessage as string}`;
+    return JSON.stringify({ cifer: encrypted.cifer, data, signature: signPersonalMessage(data, session.wallet) });
+  });
 }
 
 /** What the load worker reports. */

@@ -12,10 +12,10 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startMailbox, waitFor } from '../src/testing/index.ts';
+import { startMailbox } from '../src/testing/index.ts';
 import { signPersonalMessage } from '../src/crypto/index.ts';
-import { benchPrincipal, load, median, ms, percentile, post, table } from './bench-lib.ts';
-import { initBenchCluster, spawnNode, type NodeProcess } from './bench-scale-store.ts';
+import { benchPrincipal, decryptBodies, load, median, ms, percentile, post, table } from './bench-lib.ts';
+import { initBenchCluster, spawnNode, untilReady, type NodeProcess } from './bench-scale-store.ts';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
@@ -30,19 +30,7 @@ export async function benchProcs(): Promise<void> {
   try {
     const summary = await initBenchCluster(dir, mailbox);
     for (const n of summary.nodes) nodes.push(spawnNode(summary, n.slot, { logLevel: 'warn' }));
-    for (const n of summary.nodes) {
-      const readyz = `http://127.0.0.1:${n.operatorPort}/readyz`;
-      await waitFor(
-        async () => {
-          const res = await fetch(readyz).catch(() => undefined);
-          await res?.arrayBuffer();
-          return res?.status === 200;
-        },
-        { timeoutMs: 120_000, intervalMs: 50, description: `${n.id} ready` },
-      ).catch((err: Error) => {
-        throw new Error(`${err.message}; it printed:\n${nodes[n.slot]!.output().slice(-3000)}`);
-      });
-    }
+    for (const n of summary.nodes) await untilReady(nodes[n.slot]!, n.operatorPort!, 120_000);
     const url = summary.nodes[0]!.httpUrl!;
     const { newSession } = await benchPrincipal({ mailbox }, url);
 
@@ -54,19 +42,16 @@ export async function benchProcs(): Promise<void> {
       if (s.failures > 0) throw new Error(`session: ${s.failures} failures, first: ${s.firstFailure}`);
       sessionRounds.push(s.latencies);
       const session = sessions[sessions.length - 1]!;
-      const signed = (subject: number, extra: string | undefined, at: number) => {
-        const data = `-1_${subject}_${session.address}_${at}` + (extra === undefined ? '' : `_${extra}`);
+      const signed = (subject: number, extra?: string) => {
+        const data = `-1_${subject}_${session.address}_${Date.now()}` + (extra === undefined ? '' : `_${extra}`);
         return { data, signature: signPersonalMessage(data, session.wallet) };
       };
-      const secret = await post(`${url}/web2/secret`, signed(0, undefined, Date.now()));
+      const secret = await post(`${url}/web2/secret`, signed(0));
       if (secret.status !== 201) throw new Error(`secret: ${secret.status} ${JSON.stringify(secret.body)}`);
       const secretId = secret.body.secretId as number;
-      const enc = await post(`${url}/encrypt-payload`, signed(secretId, 'x'.repeat(256), Date.now()));
+      const enc = await post(`${url}/encrypt-payload`, signed(secretId, 'x'.repeat(256)));
       if (enc.status !== 200) throw new Error(`encrypt: ${enc.status} ${JSON.stringify(enc.body)}`);
-      // Each signed string decrypts once: distinct timestamps, all in the freshness window.
-      const signedAt = Date.now();
-      const bodies = Array.from({ length: DECRYPTS }, (_, i) => JSON.stringify({ cifer: enc.body.cifer, ...signed(secretId, enc.body.encryptedMessage as string, signedAt - i) }));
-      const d = await load(`${url}/decrypt-payload`, bodies, 1);
+      const d = await load(`${url}/decrypt-payload`, decryptBodies(session, secretId, enc.body, DECRYPTS), 1);
       if (d.failures > 0) throw new Error(`decrypt: ${d.failures} failures, first: ${d.firstFailure}`);
       decryptRounds.push(d.latencies);
     }

@@ -8,7 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startLocalCluster, waitFor } from '../src/testing/index.ts';
 import { principalWithSession } from '../test/utils/session.ts';
-import { post, runConcurrent, table } from './bench-lib.ts';
+import { BENCH_PLAN, post, runConcurrent, table } from './bench-lib.ts';
 
 const SECRETS = Number(process.env.BENCH_RECOVERY_SECRETS ?? 10_000);
 const CREATE_CONCURRENCY = 16;
@@ -16,7 +16,6 @@ const LOST = 3;
 
 
 export async function benchRecovery(): Promise<void> {
-  const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
   const cluster = await startLocalCluster({
     size: 5,
     threshold: 3,
@@ -24,7 +23,7 @@ export async function benchRecovery(): Promise<void> {
     nodeConfig: {
       chains: [],
       http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
-      usage: { enabled: false, plans: [{ id: 'bench', cycle: 'monthly', encryption: unlimited, decryption: unlimited }] },
+      usage: { enabled: false, plans: [BENCH_PLAN] },
     },
   });
   try {

@@ -48,7 +48,7 @@ import { createLogger } from '../src/log/index.ts';
 import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
 import { signPersonalMessage, zeroize } from '../src/crypto/index.ts';
-import { benchPrincipal, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
 
@@ -97,13 +97,12 @@ const rate = (count: number, msTaken: number) => `${((count / msTaken) * 1000).t
 export async function initBenchCluster(dir: string, mailbox: Mailbox): Promise<ClusterInitSummary> {
   const basePort = await getFreePortRange(3 * SIZE);
   const summary = await initCluster({ out: dir, size: SIZE, threshold: THRESHOLD, coordinators: COORDINATORS, basePort, httpBasePort: basePort + SIZE, operatorBasePort: basePort + 2 * SIZE });
-  const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
   for (const node of summary.nodes) {
     const config = JSON.parse(await readFile(node.configFile, 'utf8')) as Record<string, unknown> & { http?: Record<string, unknown> };
     // No chain to reach, no per-client limits (one client sends everything), a plan far from its limits.
     config.chains = [];
     if (config.http) config.http.rateLimits = { perIpPerMinute: 0, perAccountPerMinute: 0 };
-    config.usage = { plans: [{ id: 'bench', cycle: 'monthly', encryption: unlimited, decryption: unlimited }] };
+    config.usage = { plans: [BENCH_PLAN] };
     config.mail = { transport: 'smtp', smtp: { host: mailbox.host, port: mailbox.port, secure: false } };
     await writeFile(node.configFile, JSON.stringify(config, null, 2) + '\n');
   }
@@ -464,6 +463,27 @@ export function spawnNode(summary: ClusterInitSummary, slot: number, options: { 
   };
 }
 
+/**
+ * Until `node`'s `GET /readyz` on its operator port is 200 (a quorum reachable, caught up); throws
+ * with the end of what it printed if it exits or the time runs out.
+ */
+export async function untilReady(node: NodeProcess, operatorPort: number, timeoutMs: number): Promise<void> {
+  const readyz = `http://127.0.0.1:${operatorPort}/readyz`;
+  try {
+    await waitFor(
+      async () => {
+        if (node.child.exitCode !== null) throw new Error(`node exited with ${node.child.exitCode}`);
+        const res = await fetch(readyz).catch(() => undefined);
+        await res?.arrayBuffer();
+        return res?.status === 200;
+      },
+      { timeoutMs, intervalMs: 10, description: `the node on operator port ${operatorPort} to be ready` },
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; it printed:\n${node.output().slice(-3000)}`);
+  }
+}
+
 /** A counter of a node's `GET /metrics` on its operator port, summed over its label sets. */
 async function metricOf(summary: ClusterInitSummary, slot: number, name: string): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${summary.nodes[slot]!.operatorPort}/metrics`);
@@ -503,23 +523,14 @@ async function startMember(summary: ClusterInitSummary): Promise<MemberProcess> 
       child.send({ id, ...op });
     });
   };
-  const readyz = `http://127.0.0.1:${summary.nodes[MEASURED_SLOT]!.operatorPort}/readyz`;
   try {
-    await waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`member exited with ${child.exitCode}`);
-        const res = await fetch(readyz).catch(() => undefined);
-        await res?.arrayBuffer();
-        return res?.status === 200;
-      },
-      { timeoutMs: 600_000, intervalMs: 10, description: 'the member to be ready' },
-    );
+    await untilReady(node, summary.nodes[MEASURED_SLOT]!.operatorPort!, 600_000);
     const readyAt = Date.now();
     await waitFor(() => node.startedAt() > 0 && loadedAt > 0, { timeoutMs: 10_000, description: 'the start-up line' });
     return { ...node, loadedAt, readyAt, probe };
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}; the member printed:\n${node.output().slice(-3000)}`);
+    throw err;
   }
 }
 

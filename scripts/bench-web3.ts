@@ -11,7 +11,7 @@ import { startLocalCluster, waitFor } from '../src/testing/index.ts';
 import { fromHex, signPersonalMessage } from '../src/crypto/index.ts';
 import { createSecretOnChain, deployController, fund, readSecretState, startAnvil, whitelist, type DevAccount } from '../test/utils/anvil.ts';
 import { principalWithSession } from '../test/utils/session.ts';
-import { median, ms, percentile, post, table } from './bench-lib.ts';
+import { BENCH_PLAN, median, ms, percentile, post, table } from './bench-lib.ts';
 
 const CHAIN_ID = 8453;
 const BLOCK_TIME_MS = 2000;
@@ -71,7 +71,6 @@ export async function benchWeb3(): Promise<void> {
   try {
     const controller = await deployController(chain);
     const chainConfig = { chainId: CHAIN_ID, name: 'Base (anvil)', rpcUrl: proxy.url, secretsControllerAddress: controller, blockTimeMs: BLOCK_TIME_MS };
-    const unlimited = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
     const cluster = await startLocalCluster({
       size: 5,
       threshold: 3,
@@ -79,7 +78,7 @@ export async function benchWeb3(): Promise<void> {
       nodeConfig: {
         chains: [chainConfig],
         http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
-        usage: { plans: [{ id: 'bench', cycle: 'monthly', encryption: unlimited, decryption: unlimited }] },
+        usage: { plans: [BENCH_PLAN] },
       },
       nodeConfigFor: (i) => (i === 0 ? { chains: [{ ...chainConfig, syncer: true }] } : {}),
     });

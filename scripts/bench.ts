@@ -26,7 +26,7 @@ import {
   recoverPersonalSigner,
   sealPayload,
 } from '../src/crypto/index.ts';
-import { benchPrincipal, load, median, ms, percentile, post, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, decryptBodies, load, median, ms, percentile, post, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
 import { benchWeb3 } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { benchScaleStore } from './bench-scale-store.ts';
@@ -160,13 +160,7 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
   // Encrypt throughput against its bound is benchEncrypt's (alternating rounds); one message here to decrypt.
   const plaintext = 'x'.repeat(PAYLOAD_BYTES);
   const enc = await post(`${url}/encrypt-payload`, signed(secretId, plaintext));
-  // Each signed string decrypts once: distinct timestamps, all in the freshness window.
-  const signedAt = Date.now();
-  const decryptBodies = Array.from({ length: DECRYPTS }, (_, i) => {
-    const data = `-1_${secretId}_${session.address}_${signedAt - i}_${enc.body.encryptedMessage as string}`;
-    return JSON.stringify({ cifer: enc.body.cifer, data, signature: signPersonalMessage(data, session.wallet) });
-  });
-  const decryptRun = await withCpuProfile('decrypt', () => load(`${url}/decrypt-payload`, decryptBodies, 1));
+  const decryptRun = await withCpuProfile('decrypt', () => load(`${url}/decrypt-payload`, decryptBodies(session, secretId, enc.body, DECRYPTS), 1));
   if (decryptRun.failures > 0) throw new Error(`decrypt: ${decryptRun.failures} failures, first: ${decryptRun.firstFailure}`);
   const decryptLatencies = decryptRun.latencies;
 
@@ -237,9 +231,6 @@ async function benchEncrypt(cluster: LocalCluster): Promise<void> {
   ]);
 }
 
-/** A plan's limits far above anything one bench client sends (usage is still counted and flushed). */
-const UNLIMITED_PLAN_LIMITS = { bytesPerCycle: 2 ** 50, requestsPerCycle: 2 ** 50, requestsPerSecond: 1_000_000 };
-
 /** Cluster shapes of the scale curve: size / threshold. */
 const SCALE_SHAPES: Array<[number, number]> = (process.env.BENCH_SCALE_SHAPES ?? '5/3,9/5,15/8').split(',').map((s) => s.split('/').map(Number) as [number, number]);
 const SCALE_SESSIONS = Number(process.env.BENCH_SCALE_SESSIONS ?? 100);
@@ -264,7 +255,7 @@ async function benchScale(): Promise<void> {
       nodeConfig: {
         http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
         replication: { livenessIntervalMs: 2000, livenessTimeoutMs: 10_000 },
-        usage: { plans: [{ id: 'bench', cycle: 'monthly', encryption: UNLIMITED_PLAN_LIMITS, decryption: UNLIMITED_PLAN_LIMITS }] },
+        usage: { plans: [BENCH_PLAN] },
       },
     });
     await cluster.waitForConvergence({ timeoutMs: 60_000 });
@@ -1011,7 +1002,7 @@ async function main(): Promise<void> {
   // still counted and flushed, so its cost is in the figures).
   const noLimits = {
     http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
-    usage: { plans: [{ id: 'bench', cycle: 'monthly', encryption: UNLIMITED_PLAN_LIMITS, decryption: UNLIMITED_PLAN_LIMITS }] },
+    usage: { plans: [BENCH_PLAN] },
   };
   const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent', nodeConfig: noLimits });
   try {

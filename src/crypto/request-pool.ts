@@ -69,9 +69,8 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   let flushScheduled = false;
   /** Batches on the thread by id, with how many of their operations it has answered. */
   const inFlight = new Map<number, { batch: Pending[]; answered: number }>();
-  const unanswered = () => [...inFlight.values()].map((f) => f.batch.slice(f.answered));
 
-  /** A batch the thread could not answer (it stopped or failed) is answered inline: nothing is lost. */
+  /** Tell `onRun` how many operations of each kind `batch` ran, and where. */
   const counted = (batch: readonly Pending[], where: 'thread' | 'inline') => {
     if (!options.onRun) return;
     const recovers = batch.filter((p) => p.op.op === 'recover').length;
@@ -85,6 +84,12 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   const runInline = (batch: Pending[]) => {
     counted(batch, 'inline');
     for (const p of batch) p.resolve(runRequestOp(p.op));
+  };
+  /** What the thread has not answered (it stopped or failed, or the pool closed) is answered inline: nothing is lost. */
+  const answerInFlightInline = () => {
+    const batches = [...inFlight.values()].map((f) => f.batch.slice(f.answered));
+    inFlight.clear();
+    for (const b of batches) runInline(b);
   };
   const thread = (): Worker => {
     if (worker) return worker;
@@ -102,9 +107,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     });
     const lost = () => {
       if (worker === started) worker = undefined;
-      const batches = unanswered();
-      inFlight.clear();
-      for (const b of batches) runInline(b);
+      answerInFlightInline();
     };
     started.on('error', lost);
     started.on('exit', lost);
@@ -157,9 +160,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       const w = worker;
       worker = undefined;
       flush();
-      const batches = unanswered();
-      inFlight.clear();
-      for (const b of batches) runInline(b);
+      answerInFlightInline();
       await w?.terminate();
     },
   };

@@ -81,8 +81,7 @@ export function createEquivocations(deps: EquivocationDeps): Equivocations {
       const incomingId = index.contentId(incoming);
       if (!replacesEquivocated(storedId, incomingId)) return;
       const states = await winnersWithReplacement(store.allLog(), stored, incoming, kinds);
-      const fp = (BigInt('0x' + index.fingerprintHex(incoming.origin)) ^ storedId ^ incomingId).toString(16);
-      await store.commit({ log: [incoming], states, vv: {}, fp: { [incoming.origin]: fp } });
+      await store.commit({ log: [incoming], states, vv: {}, fp: { [incoming.origin]: index.fingerprintHex(incoming.origin, storedId ^ incomingId) } });
       index.xorFingerprint(incoming.origin, storedId ^ incomingId);
       deps.stateCache.update(states);
       log.warn({ origin: incoming.origin, seq: incoming.seq }, 'equivocation resolved: kept the record with the lower content id');

@@ -34,8 +34,8 @@ export interface LogIndex {
   fingerprintsWith(records: readonly ReplicatedRecord[]): Record<string, string>;
   /** XOR `id` into `origin`'s fingerprint (the old and new content id when one record replaces another). */
   xorFingerprint(origin: string, id: bigint): void;
-  /** `origin`'s fingerprint as a sync request carries it: hex, `0` for none. */
-  fingerprintHex(origin: string): string;
+  /** `origin`'s fingerprint as a sync request carries it (hex, `0` for none), XORed with `xor` when given. */
+  fingerprintHex(origin: string, xor?: bigint): string;
   /** Remember the signature of a record just stored (the newest {@link RECENT_SIGS} are kept). */
   rememberSig(r: ReplicatedRecord): void;
   /** The signature of the record stored lately under `<origin>!<seq>`, if remembered. */
@@ -88,7 +88,7 @@ export function createLogIndex(options: { clusterId: string }): LogIndex {
       return Object.fromEntries([...next].map(([origin, fp]) => [origin, fp.toString(16)]));
     },
     xorFingerprint,
-    fingerprintHex: (origin) => (fingerprints.get(origin) ?? 0n).toString(16),
+    fingerprintHex: (origin, xor = 0n) => ((fingerprints.get(origin) ?? 0n) ^ xor).toString(16),
     rememberSig(r) {
       recentSigs.set(`${r.origin}!${r.seq}`, r.sig);
       if (recentSigs.size > RECENT_SIGS) recentSigs.delete(recentSigs.keys().next().value!);

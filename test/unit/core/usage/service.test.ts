@@ -123,6 +123,25 @@ async function refusal(p: Promise<unknown>): Promise<AppError> {
   return err as AppError;
 }
 
+
+/**
+ * Alice on plan `planId` (encryption and decryption both `planLimits`), on a coordinator whose caps
+ * scale to 1% of a limit and whose flushes wait until `release()`.
+ */
+function scaledCapsOnPlan(planId: string, planLimits: ReturnType<typeof limits>) {
+  const replica = sharedReplica();
+  replica.put(ADDR[0]!, { kind: 'plan', key: ALICE, body: { planId, assignedAt: MAY } }, MAY);
+  const plans: Plan[] = [...PLANS, { id: planId, cycle: 'monthly', encryption: planLimits, decryption: planLimits }];
+  const h = coordinator(replica, 0, () => MAY + 1000, { plans, maxOvershootFraction: 0.01 });
+  let open!: () => void;
+  h.gate = new Promise<void>((r) => (open = r));
+  const release = () => {
+    h.gate = undefined;
+    open();
+  };
+  return { h, release };
+}
+
 describe('admission and counting', () => {
   it('counts at admission; commit keeps it, release takes it back, commit(actual) corrects the bytes', async () => {
     const replica = sharedReplica();
@@ -245,15 +264,10 @@ describe('flushing', () => {
   });
 
   it('the cap scales with the limit: with a large limit no admission waits until the scaled cap, then one does', async () => {
-    const replica = sharedReplica();
-    replica.put(ADDR[0]!, { kind: 'plan', key: ALICE, body: { planId: 'big', assignedAt: MAY } }, MAY);
-    const plans: Plan[] = [...PLANS, { id: 'big', cycle: 'monthly', encryption: limits(1e12, 1e6, 1e6), decryption: limits(1e12, 1e6, 1e6) }];
-    // Least cap 4 requests, but 1% of 1,000,000 requests: a cap of 10,000.
-    const h = coordinator(replica, 0, () => MAY + 1000, { plans, maxOvershootFraction: 0.01 });
+    // Least cap 4 requests, but 1% of 1,000,000 requests: a cap of 10,000. No flush is ever
+    // acknowledged meanwhile: every admission below is judged with nothing confirmed.
+    const { h, release } = scaledCapsOnPlan('big', limits(1e12, 1e6, 1e6));
     const CAP = 10_000;
-    // No flush is ever acknowledged meanwhile: every admission below is judged with nothing confirmed.
-    let open!: () => void;
-    h.gate = new Promise<void>((r) => (open = r));
     for (let i = 0; i < CAP; i++) (await h.svc.admit(ALICE, 'encryption', 1)).commit();
     expect(h.waits).toBe(0);
     // The first flush started at half the scaled cap.
@@ -266,44 +280,31 @@ describe('flushing', () => {
     await waitFor(() => h.waits === 1);
     expect(next).toBe(false);
     expect((await h.svc.report({ data: ALICE, signature: '' })).encryption.count).toBe(CAP);
-    h.gate = undefined;
-    open();
+    release();
     (await waiting).commit();
     expect((await h.svc.report({ data: ALICE, signature: '' })).encryption.count).toBe(CAP + 1);
   });
 
   it('the byte cap scales with the data limit too', async () => {
-    const replica = sharedReplica();
-    replica.put(ADDR[0]!, { kind: 'plan', key: ALICE, body: { planId: 'bytes', assignedAt: MAY } }, MAY);
-    const plans: Plan[] = [...PLANS, { id: 'bytes', cycle: 'monthly', encryption: limits(1e8, 1e6), decryption: limits(1e8, 1e6) }];
     // Least cap 100 bytes (each request below would wait), scaled: 1% of 10^8 = 10^6 bytes.
-    const h = coordinator(replica, 0, () => MAY + 1000, { plans, maxOvershootFraction: 0.01 });
-    let open!: () => void;
-    h.gate = new Promise<void>((r) => (open = r));
+    const { h, release } = scaledCapsOnPlan('bytes', limits(1e8, 1e6));
     for (let i = 0; i < 100; i++) (await h.svc.admit(ALICE, 'encryption', 10_000)).commit();
     expect(h.waits).toBe(0);
     expect(h.writes[0]!.body).toMatchObject({ bytes: 500_000 });
     const waiting = h.svc.admit(ALICE, 'encryption', 1);
     await waitFor(() => h.waits === 1);
-    h.gate = undefined;
-    open();
+    release();
     (await waiting).commit();
     expect((await h.svc.report({ data: ALICE, signature: '' })).encryption).toMatchObject({ used: 1_000_001, count: 101 });
   });
 
   it('a small limit keeps the least cap (the fraction of it is smaller)', async () => {
-    const replica = sharedReplica();
-    replica.put(ADDR[0]!, { kind: 'plan', key: ALICE, body: { planId: 'hundred', assignedAt: MAY } }, MAY);
-    const plans: Plan[] = [...PLANS, { id: 'hundred', cycle: 'monthly', encryption: limits(1e9, 100), decryption: limits(1e9, 100) }];
     // 1% of 100 requests is 1: the least cap, 4, applies.
-    const h = coordinator(replica, 0, () => MAY + 1000, { plans, maxOvershootFraction: 0.01 });
-    let open!: () => void;
-    h.gate = new Promise<void>((r) => (open = r));
+    const { h, release } = scaledCapsOnPlan('hundred', limits(1e9, 100));
     for (let i = 0; i < 4; i++) (await h.svc.admit(ALICE, 'encryption', 1)).commit();
     const waiting = h.svc.admit(ALICE, 'encryption', 1);
     await waitFor(() => h.waits === 1);
-    h.gate = undefined;
-    open();
+    release();
     (await waiting).commit();
   });
 
