@@ -8,11 +8,32 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
+import { performance, PerformanceObserver, type EventLoopUtilization } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-/** What the bench asks: memory; memory after a full GC; the start-up profile written; a heap snapshot written. */
-export type ProbeOp = { op: 'memory' } | { op: 'gc' } | { op: 'stopProfile'; path: string } | { op: 'heapSnapshot'; path: string };
+/**
+ * What the bench asks: memory; memory after a full GC; a CPU profile started (the start-up one runs
+ * from load with `BENCH_CPU_PROFILE`) or written; a heap snapshot written; the event loop's
+ * utilisation and GC pauses observed from `observeStart` to `observeStop` (a {@link ProbeObserved}).
+ */
+export type ProbeOp =
+  | { op: 'memory' }
+  | { op: 'gc' }
+  | { op: 'startProfile' }
+  | { op: 'stopProfile'; path: string }
+  | { op: 'heapSnapshot'; path: string }
+  | { op: 'observeStart' }
+  | { op: 'observeStop' };
+
+/** What the process's main thread went through between `observeStart` and `observeStop`. */
+export interface ProbeObserved {
+  /** Share of the time the event loop was busy, 0–1. */
+  busy: number;
+  /** Garbage-collection pauses of the main thread: how many, and their total, ms. */
+  gcCount: number;
+  gcMs: number;
+}
 /** A request of the bench; answered `{ id, result }` or `{ id, error }`. */
 export type ProbeRequest = ProbeOp & { id: number };
 
@@ -48,13 +69,16 @@ const send = process.send?.bind(process);
 if (send) {
   const profilePrefix = process.env.BENCH_CPU_PROFILE;
   let profiler: Session | undefined;
-  if (profilePrefix) {
+  const startProfile = async (): Promise<void> => {
+    if (profiler) return;
     profiler = new Session();
     profiler.connect();
     await profiler.post('Profiler.enable');
     await profiler.post('Profiler.setSamplingInterval', { interval: 500 });
     await profiler.post('Profiler.start');
-  }
+  };
+  if (profilePrefix) await startProfile();
+  let observing: { elu: EventLoopUtilization; gcs: PerformanceObserver; counts: { gcCount: number; gcMs: number } } | undefined;
   let gc: (() => void) | undefined;
   const memory = (): ProbeMemory => {
     const usage = process.memoryUsage();
@@ -96,6 +120,28 @@ if (send) {
         }
         gc();
         return memory();
+      case 'startProfile':
+        return startProfile();
+      case 'observeStart': {
+        observing?.gcs.disconnect();
+        const counts = { gcCount: 0, gcMs: 0 };
+        const gcs = new PerformanceObserver((list) => {
+          for (const entry of list.getEntries()) {
+            counts.gcCount += 1;
+            counts.gcMs += entry.duration;
+          }
+        });
+        gcs.observe({ entryTypes: ['gc'] });
+        observing = { elu: performance.eventLoopUtilization(), gcs, counts };
+        return undefined;
+      }
+      case 'observeStop': {
+        if (!observing) throw new Error('observeStart first');
+        const { elu, gcs, counts } = observing;
+        observing = undefined;
+        gcs.disconnect();
+        return { busy: performance.eventLoopUtilization(elu).utilization, ...counts } satisfies ProbeObserved;
+      }
       case 'stopProfile': {
         if (!profiler) return undefined;
         const { profile } = await profiler.post('Profiler.stop');

@@ -493,21 +493,19 @@ async function metricOf(summary: ClusterInitSummary, slot: number, name: string)
   return sum;
 }
 
-/** The measured member's process: its start-up timeline (Unix ms) and its probe. */
-interface MemberProcess extends NodeProcess {
-  /** When the probe ran (before any of src/ loaded), and the first 200 of /readyz (a quorum reachable, caught up). */
-  loadedAt: number;
-  readyAt: number;
+/** A node process with the probe (./bench-scale-probe.ts) preloaded: ask it what only the process can see. */
+export interface ProbedProcess extends NodeProcess {
+  /** When the probe ran (before any of src/ loaded), Unix ms. */
+  loadedAt(): number;
   probe<T>(op: ProbeOp): Promise<T>;
 }
 
-/** Start the measured member as its own process with the probe preloaded; resolves once it is ready. */
-async function startMember(summary: ClusterInitSummary): Promise<MemberProcess> {
-  const node = spawnNode(summary, MEASURED_SLOT, { preload: PROBE, env: MEMBER_ENV });
-  const { child } = node;
+/** Spawn node `slot` with the probe preloaded (see {@link spawnNode}); not waited for. */
+export function spawnProbed(summary: ClusterInitSummary, slot: number, options: { logLevel?: string; env?: Record<string, string> } = {}): ProbedProcess {
+  const node = spawnNode(summary, slot, { ...options, preload: PROBE });
   const waiting = new Map<number, (message: { result?: unknown; error?: string }) => void>();
   let loadedAt = 0;
-  child.on('message', (message: ProbeLoaded | { id: number; result?: unknown; error?: string }) => {
+  node.child.on('message', (message: ProbeLoaded | { id: number; result?: unknown; error?: string }) => {
     if ('loadedAt' in message) loadedAt = message.loadedAt;
     else waiting.get(message.id)?.(message);
   });
@@ -520,16 +518,30 @@ async function startMember(summary: ClusterInitSummary): Promise<MemberProcess> 
         if (message.error !== undefined) reject(new Error(message.error));
         else resolvePromise(message.result as T);
       });
-      child.send({ id, ...op });
+      node.child.send({ id, ...op });
     });
   };
+  return { ...node, loadedAt: () => loadedAt, probe };
+}
+
+/** The measured member's process: its start-up timeline (Unix ms) and its probe. */
+interface MemberProcess extends NodeProcess {
+  /** When the probe ran (before any of src/ loaded), and the first 200 of /readyz (a quorum reachable, caught up). */
+  loadedAt: number;
+  readyAt: number;
+  probe<T>(op: ProbeOp): Promise<T>;
+}
+
+/** Start the measured member as its own process with the probe preloaded; resolves once it is ready. */
+async function startMember(summary: ClusterInitSummary): Promise<MemberProcess> {
+  const node = spawnProbed(summary, MEASURED_SLOT, { env: MEMBER_ENV });
   try {
     await untilReady(node, summary.nodes[MEASURED_SLOT]!.operatorPort!, 600_000);
     const readyAt = Date.now();
-    await waitFor(() => node.startedAt() > 0 && loadedAt > 0, { timeoutMs: 10_000, description: 'the start-up line' });
-    return { ...node, loadedAt, readyAt, probe };
+    await waitFor(() => node.startedAt() > 0 && node.loadedAt() > 0, { timeoutMs: 10_000, description: 'the start-up line' });
+    return { ...node, loadedAt: node.loadedAt(), readyAt };
   } catch (err) {
-    child.kill('SIGKILL');
+    node.child.kill('SIGKILL');
     throw err;
   }
 }

@@ -3,17 +3,9 @@
  * fsync) and prints every figure next to the loopback libp2p round trip measured in the same run, so
  * ratios survive a noisy shared machine. A benchmark, not a test: it asserts nothing.
  */
-import { createCipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
-import { readdirSync, readFileSync } from 'node:fs';
-import { Session as InspectorSession } from 'node:inspector/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { startLocalCluster, type LocalCluster, type QuorumNode } from '../src/testing/index.ts';
-import { Worker } from 'node:worker_threads';
-import { PerformanceObserver } from 'node:perf_hooks';
 import {
   hashPassword,
   verifyPassword,
@@ -31,10 +23,11 @@ import { benchWeb3 } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { benchScaleStore } from './bench-scale-store.ts';
 import { benchProcs } from './bench-procs.ts';
+import { benchFiles } from './bench-files.ts';
+import { tuneHeapForNodes } from '../src/node/index.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
 import type { Plan } from '../src/core/usage/types.ts';
 import { createLogger } from '../src/log/index.ts';
-import type { FilesClientData, FilesClientOp, JobTimings } from './bench-files-client.ts';
 
 const SEQUENTIAL_WRITES = Number(process.env.BENCH_SEQ ?? 500);
 const CONCURRENT_WRITES = Number(process.env.BENCH_CONC ?? 3000);
@@ -435,7 +428,7 @@ async function benchUsage(): Promise<void> {
 async function admissionCost(plans: readonly Plan[]): Promise<number> {
   const self = '0x' + '1'.repeat(40);
   const usage = createUsageService(
-    { plans, defaultPlan: '', flushIntervalMs: 1000, maxUnflushedBytes: 8 * MiB, maxUnflushedRequests: 50, maxOvershootFraction: 0.01 },
+    { plans, defaultPlan: '', flushIntervalMs: 1000, maxUnflushedBytes: 8 * 1024 * 1024, maxUnflushedRequests: 50, maxOvershootFraction: 0.01 },
     {
       replicator: { replicate: (intent) => Promise.resolve({ record: intent as never, acked: [self], failed: [] }) },
       state: { get: () => Promise.resolve(undefined), list: async function* () {} },
@@ -672,311 +665,10 @@ async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
   ]);
 }
 
-/** Bytes of the large file of the files figures. */
-const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 1024 * 1024 * 1024);
-/** Bytes of the small file the RSS peak is compared with. */
-const SMALL_FILE_BYTES = 16 * 1024 * 1024;
-/** Interval of the RSS samples, ms. */
-const RSS_SAMPLE_MS = 50;
-/** Size of each disk/AES step of the bound. */
-const IO_PIECE_BYTES = 1024 * 1024;
-const MiB = 1024 * 1024;
-const mbps = (bytes: number, msTaken: number): string => `${(bytes / MiB / (msTaken / 1000)).toFixed(0)} MB/s`;
-const secs = (msTaken: number): string => `${(msTaken / 1000).toFixed(1)} s`;
-
-let gc: (() => void) | undefined;
-/** A full GC before each RSS baseline (`--expose-gc` set at run time, files mode only). */
-function collectGarbage(): void {
-  if (!gc) {
-    setFlagsFromString('--expose-gc');
-    gc = runInNewContext('gc') as () => void;
-  }
-  gc();
-}
-
-/** What {@link measured} records of a piece of work besides its result. */
-interface Measured<T> {
-  result: T;
-  /** Peak RSS of the process, bytes, and the peak above the RSS when the work started. */
-  peak: number;
-  peakAboveBaseline: number;
-  /** Share of the time the main thread (every node's event loop) was busy, 0–1. */
-  busy: number;
-  /** CPU time of the whole process (every thread: nodes, threadpool, GC, the client), ms. */
-  cpuMs: number;
-  /** CPU time by kind of thread, ms (Linux; empty elsewhere): see {@link threadCpu}. */
-  threads: Map<string, number>;
-  /** Garbage-collection pauses of the main thread: how many, and their total, ms. */
-  gcCount: number;
-  gcMs: number;
-}
-
-/**
- * CPU time used so far by each kind of thread of this process, ms, from /proc/self/task (Linux; an
- * empty map elsewhere): `MainThread` (every node's event loop), `V8Worker` (V8's platform threads:
- * concurrent and parallel GC, background compilation), `libuv-worker` (the threadpool: fs, WebCrypto),
- * `WorkerThread` (the bench's client).
- */
-function threadCpu(): Map<string, number> {
-  const byKind = new Map<string, number>();
-  let tasks: string[];
-  try {
-    tasks = readdirSync('/proc/self/task');
-  } catch {
-    return byKind;
-  }
-  for (const task of tasks) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
-      const kind = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
-      // utime and stime, fields 14 and 15, in clock ticks (100 a second on Linux).
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      byKind.set(kind, (byKind.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return byKind;
-}
-
-/** Directory for CPU profiles of the large file's jobs (`BENCH_FILES_PROFILE=dir`), none when unset. */
-const PROFILE_DIR = process.env.BENCH_FILES_PROFILE;
-
-/**
- * Run `work` with the RSS sampled every {@link RSS_SAMPLE_MS} and the main thread's utilisation
- * measured; with {@link PROFILE_DIR} and a `profile` name, also a CPU profile of the main thread.
- */
-async function measured<T>(work: () => Promise<T>, profile?: string): Promise<Measured<T>> {
-  collectGarbage();
-  const baseline = process.memoryUsage.rss();
-  let peak = baseline;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), RSS_SAMPLE_MS);
-  let session: InspectorSession | undefined;
-  if (PROFILE_DIR && profile !== undefined) {
-    session = new InspectorSession();
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.start');
-  }
-  let gcCount = 0;
-  let gcMs = 0;
-  const gcs = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-      gcCount += 1;
-      gcMs += entry.duration;
-    }
-  });
-  gcs.observe({ entryTypes: ['gc'] });
-  const threads0 = threadCpu();
-  const elu = performance.eventLoopUtilization();
-  const cpu = process.cpuUsage();
-  try {
-    const result = await work();
-    const busy = performance.eventLoopUtilization(elu).utilization;
-    const { user, system } = process.cpuUsage(cpu);
-    const threads = threadCpu();
-    for (const [name, ms] of threads0) threads.set(name, (threads.get(name) ?? 0) - ms);
-    peak = Math.max(peak, process.memoryUsage.rss());
-    if (session) {
-      const { profile: cpuProfile } = await session.post('Profiler.stop');
-      await writeFile(join(PROFILE_DIR!, `${profile}.cpuprofile`), JSON.stringify(cpuProfile));
-    }
-    return { result, peak, peakAboveBaseline: peak - baseline, busy, cpuMs: (user + system) / 1000, threads, gcCount, gcMs };
-  } finally {
-    gcs.disconnect();
-    clearInterval(timer);
-    session?.disconnect();
-  }
-}
-
-/** The physical bound's parts on this disk and core, for `bytes`: each job's bound is a sum of some. */
-interface FilesBound {
-  /** Write a spool (no fsync: a spool is not kept). */
-  spoolWriteMs: number;
-  /** Read it back. */
-  readMs: number;
-  /** Write a result and fsync it. */
-  resultWriteMs: number;
-  /** One AES-256-GCM pass over the bytes, one core. */
-  aesMs: number;
-}
-
-/** Measure the parts of {@link FilesBound} for `bytes`, in 1 MiB steps. */
-async function filesBound(bytes: number): Promise<FilesBound> {
-  const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-files-'));
-  const piece = randomBytes(IO_PIECE_BYTES);
-  try {
-    const t0 = performance.now();
-    const spool = await open(join(dir, 'spool'), 'w');
-    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await spool.write(piece, 0, Math.min(IO_PIECE_BYTES, bytes - at));
-    await spool.close();
-    const t1 = performance.now();
-    const reader = await open(join(dir, 'spool'), 'r');
-    const back = Buffer.alloc(IO_PIECE_BYTES);
-    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await reader.read(back, 0, Math.min(IO_PIECE_BYTES, bytes - at), at);
-    await reader.close();
-    const t2 = performance.now();
-    const result = await open(join(dir, 'result'), 'w');
-    for (let at = 0; at < bytes; at += IO_PIECE_BYTES) await result.write(piece, 0, Math.min(IO_PIECE_BYTES, bytes - at));
-    await result.sync();
-    await result.close();
-    const t3 = performance.now();
-
-    const key = randomBytes(32);
-    for (let at = 0, i = 0; at < bytes; at += IO_PIECE_BYTES, i++) {
-      const iv = Buffer.alloc(12);
-      iv.writeUInt32BE(i, 8);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
-      cipher.update(piece.subarray(0, Math.min(IO_PIECE_BYTES, bytes - at)));
-      cipher.final();
-      cipher.getAuthTag();
-    }
-    return { spoolWriteMs: t1 - t0, readMs: t2 - t1, resultWriteMs: t3 - t2, aesMs: performance.now() - t3 };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** The bench's file client, in a worker thread (scripts/bench-files-client.ts). */
-function startFilesClient(data: FilesClientData): { call<T>(op: FilesClientOp): Promise<T>; stop(): Promise<number> } {
-  const worker = new Worker(new URL('./bench-files-client.ts', import.meta.url), { workerData: data });
-  const waiting = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
-  let nextId = 0;
-  worker.on('message', (message: { id: number; result?: unknown; error?: string }) => {
-    const call = waiting.get(message.id);
-    waiting.delete(message.id);
-    if (message.error !== undefined) call?.reject(new Error(message.error));
-    else call?.resolve(message.result);
-  });
-  worker.on('error', (err) => {
-    for (const call of waiting.values()) call.reject(err);
-    waiting.clear();
-  });
-  return {
-    call<T>(op: FilesClientOp): Promise<T> {
-      const id = nextId++;
-      return new Promise<T>((resolve, reject) => {
-        waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
-        worker.postMessage({ id, ...op });
-      });
-    },
-    stop: () => worker.terminate(),
-  };
-}
-
-/** One size's figures: an encrypt, a decrypt of its result on the coordinator, a decrypt of its `.cifer` uploaded. */
-interface FileRound {
-  encrypt: Measured<JobTimings>;
-  decryptExisting: Measured<JobTimings>;
-  decryptFile: Measured<JobTimings>;
-  ciferBytes: number;
-}
-
-/**
- * Encrypt `bytes` end to end, then decrypt its result twice (`/decrypt-existing-file`, and
- * `/decrypt-file` with the downloaded `.cifer` streamed back up from a temporary file), each
- * {@link measured} on its own; every plaintext downloaded is checked against the upload's SHA-256.
- * The results are deleted afterwards (not measured) to free the disk.
- */
-async function fileRound(client: ReturnType<typeof startFilesClient>, bytes: number, dir: string, profile = false): Promise<FileRound> {
-  const name = (job: string) => (profile ? job : undefined);
-  const encrypt = await measured(() => client.call<JobTimings>({ op: 'encrypt', bytes }), name('encrypt'));
-  const ciferPath = join(dir, `bench-${bytes}.cifer`);
-  const ciferBytes = await client.call<number>({ op: 'save', jobId: encrypt.result.jobId, path: ciferPath });
-  const sha256 = encrypt.result.sha256;
-  const decryptExisting = await measured(() => client.call<JobTimings>({ op: 'decryptExisting', encryptJobId: encrypt.result.jobId, sha256 }), name('decrypt-existing'));
-  await client.call({ op: 'delete', jobId: decryptExisting.result.jobId });
-  const decryptFile = await measured(() => client.call<JobTimings>({ op: 'decryptFile', path: ciferPath, sha256 }), name('decrypt-file'));
-  await client.call({ op: 'delete', jobId: decryptFile.result.jobId });
-  await client.call({ op: 'delete', jobId: encrypt.result.jobId });
-  await rm(ciferPath, { force: true });
-  return { encrypt, decryptExisting, decryptFile, ciferBytes };
-}
-
-/**
- * `npm run bench -- files` only (it moves a few GiB): a {@link FILE_BYTES} encrypt and its decrypts
- * end to end through a coordinator, with the process RSS peak for 16 MiB and for the large file (all
- * nodes, and the client's worker thread, are in this process), next to the same run's physical
- * bound: disk (spool write + read + result write, fsync) and AES-256-GCM on one core.
- */
-async function benchFiles(): Promise<void> {
-  const cluster = await startLocalCluster({
-    size: 5,
-    threshold: 3,
-    coordinators: 1,
-    logLevel: 'silent',
-    nodeConfig: { http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } }, files: { maxFileBytes: Math.max(FILE_BYTES, SMALL_FILE_BYTES) } },
-  });
-  const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-cifer-'));
-  let client: ReturnType<typeof startFilesClient> | undefined;
-  try {
-    const url = cluster.coordinators[0]!;
-    const owner = await benchPrincipal(cluster, url);
-    const session = owner.newSession();
-    if ((await post(`${url}/web2/session`, session.body)).status !== 201) throw new Error('session failed');
-    const secretData = `-1_0_${session.address}_${Date.now()}`;
-    const secret = await post(`${url}/web2/secret`, { data: secretData, signature: signPersonalMessage(secretData, session.wallet) });
-    if (secret.status !== 201) throw new Error(`secret: ${secret.status}`);
-    client = startFilesClient({ url, secretId: secret.body.secretId as number, wallet: session.wallet, address: session.address });
-
-    await fileRound(client, SMALL_FILE_BYTES, dir); // warm-up
-    const small = await fileRound(client, SMALL_FILE_BYTES, dir);
-    const large = await fileRound(client, FILE_BYTES, dir, true);
-    const bound = await filesBound(FILE_BYTES);
-    const gib = (FILE_BYTES / (1024 * MiB)).toFixed(2);
-    const rss = (figure: 'encrypt' | 'decryptExisting' | 'decryptFile'): [string, string][] => [
-      [`RSS peak above baseline, ${SMALL_FILE_BYTES / MiB} MiB file`, `${(small[figure].peakAboveBaseline / MiB).toFixed(0)} MiB  (peak ${(small[figure].peak / MiB).toFixed(0)} MiB)`],
-      [`RSS peak above baseline, ${gib} GiB file`, `${(large[figure].peakAboveBaseline / MiB).toFixed(0)} MiB  (peak ${(large[figure].peak / MiB).toFixed(0)} MiB)`],
-    ];
-    const boundRows = (parts: Array<[string, number]>, e2eMs: number): [string, string][] => {
-      const diskMs = parts.reduce((sum, [, v]) => sum + v, 0);
-      const boundMs = diskMs + bound.aesMs;
-      return [
-        [`bound: disk (${parts.map(([k]) => k).join(' + ')})`, `${secs(diskMs)}  ${mbps(FILE_BYTES, diskMs)}`],
-        ['bound: AES-256-GCM, one core', `${secs(bound.aesMs)}  ${mbps(FILE_BYTES, bound.aesMs)}`],
-        ['bound: disk + AES', `${secs(boundMs)}  ${mbps(FILE_BYTES, boundMs)}`],
-        ['end to end / bound', `${((boundMs / e2eMs) * 100).toFixed(0)}% of the bound`],
-      ];
-    };
-    const cpuRow = (threads: Map<string, number>): string => {
-      const kinds: Array<[string, string]> = [['MainThread', 'main'], ['V8Worker', 'V8 (GC)'], ['libuv-worker', 'threadpool'], ['WorkerThread', 'client']];
-      return kinds.map(([kind, label]) => `${label} ${secs(threads.get(kind) ?? 0)}`).join(', ');
-    };
-    const phases = ({ result: t, busy, cpuMs, threads, gcCount, gcMs }: Measured<JobTimings>, start: string, job: string, download: string): [string, string][] => [
-      ['end to end', `${secs(t.totalMs)}  ${mbps(FILE_BYTES, t.totalMs)}`],
-      ['  main thread busy; its GC pauses', `${(busy * 100).toFixed(0)}%; ${gcCount} taking ${secs(gcMs)}`],
-      ['  process CPU (by thread)', `${secs(cpuMs)}${threads.size > 0 ? `  (${cpuRow(threads)})` : ''}`],
-      [`  ${start}`, `${secs(t.startMs)}${t.uploaded > 0 ? `  ${mbps(t.uploaded, t.startMs)}` : ''}`],
-      [`  ${job} + polling`, `${secs(t.processMs)}  ${mbps(FILE_BYTES, t.processMs)}`],
-      [`  ${download}`, `${secs(t.downloadMs)}  ${mbps(t.downloaded, t.downloadMs)}  (${(t.downloaded / MiB).toFixed(0)} MiB)`],
-    ];
-    const enc = large.encrypt.result;
-    table(`POST /encrypt-file ${gib} GiB end to end (upload streamed → completed → download streamed), 5 members`, [
-      ...phases(large.encrypt, 'upload (spooled, sealed)', 'job (spool read, ML-KEM + AES per chunk, ZIP, fsync)', 'download'),
-      ...boundRows([['spool write', bound.spoolWriteMs], ['read', bound.readMs], ['result write, fsync', bound.resultWriteMs]], enc.totalMs),
-      ...rss('encrypt'),
-    ]);
-    const decEx = large.decryptExisting.result;
-    table(`POST /decrypt-existing-file ${gib} GiB end to end (start → completed → plaintext streamed, SHA-256 checked), 5 members`, [
-      ...phases(large.decryptExisting, 'start (archive checked, shares gathered)', 'job (ZIP read, ML-KEM + AES per chunk, sealed result, fsync)', 'download (sealed result opened, hashed by the client)'),
-      ...boundRows([['read', bound.readMs], ['result write, fsync', bound.resultWriteMs]], decEx.totalMs),
-      ...rss('decryptExisting'),
-    ]);
-    const decFile = large.decryptFile.result;
-    table(`POST /decrypt-file ${gib} GiB end to end (${(large.ciferBytes / MiB).toFixed(0)} MiB .cifer upload streamed → completed → plaintext streamed, SHA-256 checked), 5 members`, [
-      ...phases(large.decryptFile, 'upload (spooled, sealed; archive checked, shares gathered)', 'job (spool read, ML-KEM + AES per chunk, sealed result, fsync)', 'download (sealed result opened, hashed by the client)'),
-      ...boundRows([['spool write', bound.spoolWriteMs], ['read', bound.readMs], ['result write, fsync', bound.resultWriteMs]], decFile.totalMs),
-      ...rss('decryptFile'),
-    ]);
-  } finally {
-    await client?.stop();
-    await rm(dir, { recursive: true, force: true });
-    await cluster.stop();
-  }
-}
-
 async function main(): Promise<void> {
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}`);
+  // The nodes run in this process as `quorumkeep start` runs them (src/node/v8-heap.ts).
+  tuneHeapForNodes();
   // `npm run bench -- flood`: only the flood figures (their own cluster); `-- latency` and
   // `-- silence`: see below.
   if (process.argv[2] === 'flood') return benchFlood();

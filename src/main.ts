@@ -174,7 +174,8 @@ async function clusterSetAddress(options: { clusterFile: string; node: string; m
 async function startNode(options: OverrideOptions): Promise<void> {
   const { config, descriptor } = loadNodeSetup({ file: options.config, env, flags: overrideFlags(options) });
   // Loaded only now: config commands and config errors must not pay for loading libp2p and LevelDB.
-  const { createNode } = await import('./node/index.ts');
+  const { createNode, tuneHeapForNodes } = await import('./node/index.ts');
+  tuneHeapForNodes();
   const node = await createNode(config, { descriptor });
   try {
     await node.start();
@@ -335,6 +336,8 @@ async function runLocal(options: {
   if (shape) throw new ConfigError(`local: ${shape.key}: ${shape.problem}`, shape.key);
   // Loaded only now, like in `start`: the other commands do not need libp2p and LevelDB.
   const { runLocalCluster } = await import('./node/local.ts');
+  const { tuneHeapForNodes } = await import('./node/v8-heap.ts');
+  tuneHeapForNodes();
   const coordinators = options.coordinators ?? Math.min(DEFAULT_COORDINATORS, options.size);
   const cluster = await runLocalCluster({ ...options, coordinators, dir: resolve(options.dir) });
   stopOnSignals(() => cluster.stop());

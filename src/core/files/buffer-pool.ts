@@ -11,12 +11,15 @@ export interface BufferPool {
   take(): Promise<Buffer>;
   /** Return a buffer taken from this pool (zeroed first when the pool was made with `zero`). */
   give(buffer: Buffer): void;
-  /** Zero every buffer; later takes fail. Buffers still out are zeroed as well. */
+  /**
+   * Zero every buffer; later takes fail. Buffers still out are zeroed as well; the free ones go to
+   * the pool's `release` (e.g. back to the engine they came from).
+   */
   dispose(): void;
 }
 
-/** A pool of `count` buffers from `allocate`; `zero` zeroes each one given back. */
-export function createBufferPool(count: number, allocate: () => Buffer, options: { zero?: boolean } = {}): BufferPool {
+/** A pool of `count` buffers from `allocate`; `zero` zeroes each one given back; `release` takes the free ones on dispose. */
+export function createBufferPool(count: number, allocate: () => Buffer, options: { zero?: boolean; release?: (buffers: Buffer[]) => void } = {}): BufferPool {
   if (!Number.isSafeInteger(count) || count < 1) throw new RangeError('count must be a positive integer');
   const all = Array.from({ length: count }, allocate);
   const free = [...all];
@@ -40,7 +43,7 @@ export function createBufferPool(count: number, allocate: () => Buffer, options:
     dispose() {
       disposed = true;
       zeroize(...all);
-      free.length = 0;
+      options.release?.(free.splice(0));
     },
   };
 }

@@ -15,7 +15,7 @@ import type { UsageReservation } from '../usage/types.ts';
 import type { CiferArchive } from './cifer-archive.ts';
 import type { JobRegistry, JobRun } from './registry.ts';
 import { chunkCountOf, expectedChunkBytes, progressOf, resultKeyAad } from './rules.ts';
-import { chunkBuffer, createSealedSpool, type SealedSpool } from './spool.ts';
+import { createSealedSpool, type SealedSpool } from './spool.ts';
 import type { JobRecord } from './types.ts';
 
 /**
@@ -96,8 +96,8 @@ export function createDecryptRunner(options: DecryptRunnerOptions, deps: Decrypt
       const count = metadata.chunkCount;
       const result = writer;
       slots = Array.from({ length: Math.min(count, DECRYPT_CHUNK_SLOTS) }, () => ({
-        sealed: chunkBuffer(engine, metadata.chunkSize + AES_GCM_TAG_BYTES),
-        output: chunkBuffer(engine, metadata.chunkSize),
+        sealed: engine.borrow(metadata.chunkSize + AES_GCM_TAG_BYTES),
+        output: engine.borrow(metadata.chunkSize),
       }));
       let lastRead: Promise<unknown> = Promise.resolve();
       const startRead = (i: number): void => {
@@ -157,7 +157,7 @@ export function createDecryptRunner(options: DecryptRunnerOptions, deps: Decrypt
       usage?.release();
       // Reads and opens still in flight finish before their buffers are zeroed and the archive closes.
       await Promise.allSettled([...reads, ...opens]);
-      for (const slot of slots) zeroize(slot.output);
+      for (const slot of slots) engine.giveBack(slot.sealed, slot.output);
       engine.dropHash(hash);
       lifecycle.end(outcome);
       archive.close();

@@ -16,7 +16,7 @@ import { writeZipFile, type ZipEntrySource } from './archive.ts';
 import { createBufferPool, type BufferPool } from './buffer-pool.ts';
 import type { JobRegistry, JobRun } from './registry.ts';
 import { chunkCountOf, encryptMetadata, progressOf, viewOf } from './rules.ts';
-import { chunkBuffer, type SealedSpool } from './spool.ts';
+import type { SealedSpool } from './spool.ts';
 import type { EncryptUpload, JobRecord, JobView } from './types.ts';
 
 /**
@@ -80,7 +80,7 @@ export function createEncryptJobs(options: EncryptJobsOptions, deps: EncryptJobs
       // chunk `i`'s seal has settled and its plaintext is zeroed.
       const reader = spool.chunks(ENCRYPT_SEALS_IN_FLIGHT);
       chunks = reader;
-      const pool = createBufferPool(ENCRYPT_OUTPUT_BUFFERS, () => chunkBuffer(engine, options.chunkBytes));
+      const pool = createBufferPool(ENCRYPT_OUTPUT_BUFFERS, () => engine.borrow(options.chunkBytes), { release: (free) => engine.giveBack(...free) });
       outputs = pool;
       /** Reads chunk after chunk, in order, each read once the one before was handed to the engine. */
       let lastRead: Promise<unknown> = Promise.resolve();

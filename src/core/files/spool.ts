@@ -27,7 +27,6 @@ import { Writable } from 'node:stream';
 import { AppError } from '../../errors/index.ts';
 import {
   SPOOL_CHUNK_OVERHEAD_BYTES,
-  allocateShared,
   copyBytes,
   createChunkCrypto,
   createSpoolCipher,
@@ -86,11 +85,6 @@ export interface SealedSpoolDeps {
    * @default an inline one (`createChunkCrypto({ thread: false })`)
    */
   engine?: ChunkCrypto;
-}
-
-/** A chunk buffer `engine` can use (shared memory for a threaded one), zero-filled. */
-export function chunkBuffer(engine: ChunkCrypto, bytes: number): Buffer {
-  return engine.threaded ? allocateShared(bytes) : Buffer.alloc(bytes);
 }
 
 /**
@@ -246,10 +240,11 @@ class SealedRecordReader {
     return plaintext;
   }
 
-  /** Stop fetching ahead, zero every buffer and close the file. */
+  /** Stop fetching ahead, zero every buffer (given back to the engine) and close the file. */
   async close(): Promise<void> {
     await this.discardAhead(() => true);
-    for (const slot of this.slots) zeroize(slot?.record, slot?.plaintext);
+    for (const slot of this.slots) this.engine.giveBack(slot?.record, slot?.plaintext);
+    this.slots.fill(undefined);
     await this.handle.close();
   }
 
@@ -270,7 +265,7 @@ class SealedRecordReader {
     let slot = this.slots[slotIndex];
     if (!slot) {
       const bufferBytes = Math.min(this.recordBytes, this.size);
-      slot = { record: chunkBuffer(this.engine, bufferBytes), plaintext: chunkBuffer(this.engine, Math.max(0, bufferBytes - SPOOL_CHUNK_OVERHEAD_BYTES)) };
+      slot = { record: this.engine.borrow(bufferBytes), plaintext: this.engine.borrow(Math.max(0, bufferBytes - SPOOL_CHUNK_OVERHEAD_BYTES)) };
       this.slots[slotIndex] = slot;
     }
     const buffer = slot.record;
@@ -415,6 +410,8 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     this.sealPending(true)
       .then(async () => {
         await this.inFlight;
+        // Every chunk is sealed and written: the buffers go back to the engine (a reader may take them).
+        for (const slot of this.slots.splice(0)) this.engine.giveBack(slot.plain, slot.sealed);
         await this.writeback?.done();
         const handle = this.handle;
         this.handle = undefined;
@@ -443,7 +440,7 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
       if (this.hash) this.engine.dropHash(this.hash);
       this.hash = undefined;
       this.cipher.dispose();
-      for (const slot of this.slots) zeroize(slot.plain, slot.sealed);
+      for (const slot of this.slots.splice(0)) this.engine.giveBack(slot.plain, slot.sealed);
       this.pendingLength = 0;
       await handle?.close().catch(() => undefined);
       await unlink(this.path).catch((err: NodeJS.ErrnoException) => {
@@ -555,7 +552,7 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     const at = this.nextIndex % SPOOL_WRITE_BUFFERS;
     let slot = this.slots[at];
     if (!slot) {
-      slot = { plain: chunkBuffer(this.engine, this.chunkBytes), sealed: chunkBuffer(this.engine, this.chunkBytes + SPOOL_CHUNK_OVERHEAD_BYTES), done: Promise.resolve() };
+      slot = { plain: this.engine.borrow(this.chunkBytes), sealed: this.engine.borrow(this.chunkBytes + SPOOL_CHUNK_OVERHEAD_BYTES), done: Promise.resolve() };
       this.slots[at] = slot;
     } else if (this.pendingLength === 0) await slot.done;
     return slot;

@@ -140,3 +140,53 @@ describe('shared memory helpers', () => {
     await engine.close();
   });
 });
+
+describe('buffers borrowed and given back', () => {
+  it('hands a buffer given back to the next borrower of its size, zeroed; other sizes get new ones', () => {
+    const engine = createChunkCrypto({ thread: true, cachedBufferBytes: 1024 });
+    const first = engine.borrow(256);
+    expect(first.buffer).toBeInstanceOf(SharedArrayBuffer);
+    first.fill(0xaa);
+    engine.giveBack(first);
+    expect(first.every((b) => b === 0)).toBe(true);
+    expect(engine.borrow(128)).not.toBe(first);
+    const again = engine.borrow(256);
+    expect(again).toBe(first);
+    expect(engine.borrow(256)).not.toBe(first);
+  });
+
+  it('keeps a buffer given back twice once, and never views, private memory on a thread, or more than its cap', () => {
+    const engine = createChunkCrypto({ thread: true, cachedBufferBytes: 512 });
+    const whole = engine.borrow(256);
+    engine.giveBack(whole, whole);
+    expect(engine.borrow(256)).toBe(whole);
+    expect(engine.borrow(256)).not.toBe(whole);
+
+    const outer = engine.borrow(512);
+    const view = outer.subarray(0, 256);
+    view.fill(1);
+    engine.giveBack(view);
+    // Zeroed even so: whatever is given back held chunk bytes.
+    expect(view.every((b) => b === 0)).toBe(true);
+    expect(engine.borrow(256)).not.toBe(view);
+
+    const privateMemory = Buffer.alloc(256);
+    engine.giveBack(privateMemory);
+    expect(engine.borrow(256)).not.toBe(privateMemory);
+
+    // Cap: 512 bytes kept; a third 256-byte buffer is left to the GC.
+    const [a, b, c] = [engine.borrow(256), engine.borrow(256), engine.borrow(256)];
+    engine.giveBack(a, b, c);
+    const back = [engine.borrow(256), engine.borrow(256), engine.borrow(256)];
+    expect(back.filter((x) => x === a || x === b || x === c)).toHaveLength(2);
+    expect(back).not.toContain(c);
+  });
+
+  it('inline, hands out and keeps private memory', () => {
+    const engine = createChunkCrypto({ thread: false });
+    const buffer = engine.borrow(64);
+    expect(buffer.buffer).not.toBeInstanceOf(SharedArrayBuffer);
+    engine.giveBack(buffer);
+    expect(engine.borrow(64)).toBe(buffer);
+  });
+});

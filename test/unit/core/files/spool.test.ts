@@ -340,4 +340,45 @@ describe('with a threaded engine (several chunks in flight each way)', () => {
     expect(isAppError(err) && err.code).toBe('DECRYPTION_FAILED');
     expect(good).toBe(bad * CHUNK);
   });
+
+  it('gives every buffer it borrowed back to the engine, zeroed, once written, read, ranged and disposed, for a later spool to reuse', async () => {
+    const dir = await tempDir(stack);
+    const out = new Set<Buffer>();
+    const tracked = createChunkCrypto({ thread: true });
+    stack.push(() => tracked.close());
+    const borrow = tracked.borrow.bind(tracked);
+    const giveBack = tracked.giveBack.bind(tracked);
+    tracked.borrow = (bytes) => {
+      const buffer = borrow(bytes);
+      out.add(buffer);
+      return buffer;
+    };
+    tracked.giveBack = (...buffers) => {
+      for (const buffer of buffers) {
+        if (!buffer) continue;
+        out.delete(buffer);
+        giveBack(buffer);
+        expect(buffer.every((b) => b === 0)).toBe(true);
+      }
+    };
+    const data = pattern(records * CHUNK + 123);
+    const spool = await createSealedSpool(dir, { chunkBytes: CHUNK }, { engine: tracked });
+    await pipeline(Readable.from([data]), spool);
+    // The writer's buffers went back when it finished.
+    expect(out.size).toBe(0);
+    expect((await readAll(spool)).equals(data)).toBe(true);
+    expect(out.size).toBe(0);
+    const parts: Buffer[] = [];
+    for await (const part of spool.readRange(CHUNK - 5, 3 * CHUNK)) parts.push(part);
+    expect(Buffer.concat(parts).equals(data.subarray(CHUNK - 5, 3 * CHUNK))).toBe(true);
+    // The random-access reader holds its buffers until the spool goes.
+    expect(out.size).toBeGreaterThan(0);
+    await spool.dispose();
+    expect(out.size).toBe(0);
+    // The next spool of that chunk size borrows those buffers again.
+    const next = await createSealedSpool(dir, { chunkBytes: CHUNK }, { engine: tracked });
+    stack.push(() => next.dispose());
+    await pipeline(Readable.from([data]), next);
+    expect((await readAll(next)).equals(data)).toBe(true);
+  });
 });
