@@ -41,6 +41,8 @@ const IO_PIECE_BYTES = 1024 * 1024;
 const PAGE_SETTLE_MS = Number(process.env.BENCH_PAGE_SETTLE_MS ?? 8000);
 /** Directory for CPU profiles of the coordinator during the large jobs (`BENCH_FILES_PROFILE=dir`), none when unset. */
 const PROFILE_DIR = process.env.BENCH_FILES_PROFILE;
+/** Added to the coordinator's environment: `BENCH_FILES_COORDINATOR_ENV='NAME=value …'` (e.g. malloc settings). */
+const COORDINATOR_ENV = Object.fromEntries((process.env.BENCH_FILES_COORDINATOR_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 /** Target: end to end at least this share of the bound. */
 const TARGET_SHARE = 0.4;
 
@@ -246,7 +248,7 @@ export async function benchFiles(): Promise<void> {
       config.files = { ...config.files, maxFileBytes: Math.max(FILE_BYTES, SMALL_FILE_BYTES) };
       await writeFile(node.configFile, JSON.stringify(config, null, 2) + '\n');
     }
-    const coordinator = spawnProbed(summary, 0, { logLevel: 'warn' });
+    const coordinator = spawnProbed(summary, 0, { logLevel: 'warn', env: COORDINATOR_ENV });
     nodes.push(coordinator);
     for (const node of summary.nodes.slice(1)) nodes.push(spawnNode(summary, node.slot, { logLevel: 'warn' }));
     for (const node of summary.nodes) await untilReady(nodes[node.slot]!, node.operatorPort!, 120_000);

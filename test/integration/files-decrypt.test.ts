@@ -6,7 +6,7 @@
  * disk in clear, needs the owner's or delegate's signature to download, and expires.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
@@ -225,6 +225,41 @@ describe('refusals', () => {
     expectApiError(await postJson(`${A}/jobs/${job.id}/download`, alice.signed(secretId, `${sample.jobId}_download`, at())), 400, 'BAD_REQUEST');
     expect((await downloadPlain(A, job)).status).toBe(200);
   }, 30_000);
+
+  it('a sealed result tampered at its first chunk is a 400 JSON before any byte; further in, the connection ends short; mended, it downloads whole', async () => {
+    const content = patterned(3 * CHUNK + 500, 21);
+    const { jobId } = await encrypted(content);
+    const started = await postJson<{ jobId: string }>(`${A}/decrypt-existing-file`, { encryptJobId: jobId, ...alice.signed(secretId, undefined, at()) });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const job = await waitForJob(A, started.body.jobId);
+    const sealedPath = join(filesDir(0), 'results', `${job.id}.sealed`);
+    const original = await readFile(sealedPath);
+    const record = CHUNK + 16;
+    try {
+      const first = Buffer.from(original);
+      first[5]! ^= 1;
+      await writeFile(sealedPath, first);
+      const refused = await downloadPlain(A, job);
+      expect(refused.status).toBe(400);
+      expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(refused.headers.get('content-disposition')).toBeNull();
+      expect(JSON.parse(refused.bytes.toString('utf8'))).toMatchObject({ code: 'DECRYPTION_FAILED' });
+
+      const later = Buffer.from(original);
+      later[2 * record + 5]! ^= 1;
+      await writeFile(sealedPath, later);
+      const res = await fetch(`${A}/jobs/${job.id}/download`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(alice.signed(secretId, `${job.id}_download`, at())) });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-length')).toBe(String(content.length));
+      // Two chunks went out; the third fails its tag and the connection ends before Content-Length.
+      await expect(res.arrayBuffer()).rejects.toThrow();
+    } finally {
+      await writeFile(sealedPath, original);
+    }
+    const whole = await downloadPlain(A, job);
+    expect(whole.status).toBe(200);
+    expect(whole.bytes.equals(content)).toBe(true);
+  }, 60_000);
 
   it('a chunk swapped in from another file fails its GCM tag; chunk and cifer swapped together fail originalHash', async () => {
     const other = await encrypted(patterned(2500, 10));

@@ -5,7 +5,6 @@
  * delegates listed. Other coordinators reach these jobs by forwarding requests here
  * (src/http/job-forward.ts).
  */
-import { Readable } from 'node:stream';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { fromBase64, fromHex, openSpoolCipher, type ChunkCrypto } from '../../crypto/index.ts';
@@ -16,7 +15,7 @@ import { fileSize, openResultFile } from './archive.ts';
 import type { JobRegistry } from './registry.ts';
 import { assertJobAction, assertJobSecret, compareListed, isRecipientOf, resultKeyAad, viewOf } from './rules.ts';
 import { readSealedFile } from './spool.ts';
-import type { FilesService, JobRecord, JobRepo, ListedJob } from './types.ts';
+import type { FilesService, JobDownload, JobRecord, JobRepo, ListedJob } from './types.ts';
 
 /** Dependencies of {@link createJobAccess}. */
 export interface JobAccessDeps {
@@ -45,7 +44,7 @@ export function createJobAccess(deps: JobAccessDeps): JobAccess {
   const { registry, engine, logger: log } = deps;
 
   /** The plaintext of a completed decrypt job, streamed from its sealed result. */
-  async function openDecryptResult(job: JobRecord): Promise<{ size: number; stream: Readable }> {
+  async function openDecryptResult(job: JobRecord): Promise<Pick<JobDownload, 'size' | 'body'>> {
     const path = registry.paths.sealedResultPath(job.id);
     if (!job.result || (await fileSize(path)) === undefined) throw new AppError('NOT_FOUND', 'Job result not found');
     const key = deps.keyring.decryptAtRest(fromBase64(job.result.key), resultKeyAad(job.id));
@@ -57,15 +56,13 @@ export function createJobAccess(deps: JobAccessDeps): JobAccess {
     const { chunkBytes } = job.result;
     async function* plaintext(): AsyncGenerator<Buffer> {
       try {
-        // Each chunk a copy the response owns (it may still be sending it when the next is read).
-        for await (const chunk of readSealedFile(path, cipher, chunkBytes, job.originalSize, { engine })) {
-          yield chunk;
-        }
+        // Views into the reader's buffers, zeroed when it closes: no plaintext copy is left to the GC.
+        yield* readSealedFile(path, cipher, chunkBytes, job.originalSize, { engine, inPlace: true });
       } finally {
         cipher.dispose();
       }
     }
-    return { size: job.originalSize, stream: Readable.from(plaintext(), { objectMode: false }) };
+    return { size: job.originalSize, body: { views: plaintext() } };
   }
 
   return {
@@ -89,7 +86,7 @@ export function createJobAccess(deps: JobAccessDeps): JobAccess {
       if (job.type === 'decrypt') return { fileName: job.resultFileName, contentType: 'application/octet-stream', ...(await openDecryptResult(job)) };
       const file = await openResultFile(registry.paths.resultPath(job.id));
       if (!file) throw new AppError('NOT_FOUND', 'Job result not found');
-      return { fileName: job.resultFileName, contentType: 'application/zip', ...file };
+      return { fileName: job.resultFileName, contentType: 'application/zip', size: file.size, body: { stream: file.stream } };
     },
 
     async remove(jobId, request) {

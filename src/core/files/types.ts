@@ -93,7 +93,13 @@ export interface JobDownload {
   contentType: string;
   /** Bytes. */
   size: number;
-  stream: Readable;
+  /**
+   * The bytes: a stream whose chunks the receiver owns (an encrypt result: ciphertext), or — for
+   * plaintext — `views` into the reader's buffers, each valid only until the next is asked for and
+   * zeroed when the reader is done: send each one (wait until the socket has taken it) before asking
+   * for the next, and `return()` the iterator when stopping early.
+   */
+  body: { stream: Readable } | { views: AsyncIterableIterator<Uint8Array> };
 }
 
 /** A row of POST /jobs: the job and how the caller relates to it (docs/http.md, Files and jobs). */
