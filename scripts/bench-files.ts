@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { signPersonalMessage } from '../src/crypto/index.ts';
 import { startMailbox } from '../src/testing/index.ts';
-import { benchPrincipal, post, table } from './bench-lib.ts';
+import { benchPrincipal, envFromVariable, post, table } from './bench-lib.ts';
 import type { FilesClientData, FilesClientOp, JobTimings } from './bench-files-client.ts';
 import type { ProbeMemory, ProbeObserved } from './bench-scale-probe.ts';
 import { initBenchCluster, spawnNode, spawnProbed, untilReady, type NodeProcess, type ProbedProcess } from './bench-scale-store.ts';
@@ -42,7 +42,7 @@ const PAGE_SETTLE_MS = Number(process.env.BENCH_PAGE_SETTLE_MS ?? 8000);
 /** Directory for CPU profiles of the coordinator during the large jobs (`BENCH_FILES_PROFILE=dir`), none when unset. */
 const PROFILE_DIR = process.env.BENCH_FILES_PROFILE;
 /** Added to the coordinator's environment: `BENCH_FILES_COORDINATOR_ENV='NAME=value …'` (e.g. malloc settings). */
-const COORDINATOR_ENV = Object.fromEntries((process.env.BENCH_FILES_COORDINATOR_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const COORDINATOR_ENV = envFromVariable('BENCH_FILES_COORDINATOR_ENV');
 /** Target: end to end at least this share of the bound. */
 const TARGET_SHARE = 0.4;
 

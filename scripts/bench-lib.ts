@@ -46,6 +46,12 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+/** Extra environment for a spawned node, from a variable holding `NAME=value …` (empty when unset). */
+export function envFromVariable(variable: string): Record<string, string> {
+  const spec = process.env[variable] ?? '';
+  return Object.fromEntries(spec.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
+
 /** Print a two-column table. */
 export function table(title: string, rows: Array<[string, string]>): void {
   const w = Math.max(...rows.map(([k]) => k.length));

@@ -48,7 +48,7 @@ import { createLogger } from '../src/log/index.ts';
 import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
 import { signPersonalMessage, zeroize } from '../src/crypto/index.ts';
-import { BENCH_PLAN, benchPrincipal, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, envFromVariable, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
 
@@ -72,7 +72,7 @@ const STARTS = Number(process.env.BENCH_SCALE_STARTS ?? 3);
  * Extra environment of the measured member's process, as `NAME=value` pairs separated by spaces,
  * e.g. `BENCH_SCALE_MEMBER_ENV='MALLOC_ARENA_MAX=2'` (memory settings an operator might use).
  */
-const MEMBER_ENV = Object.fromEntries((process.env.BENCH_SCALE_MEMBER_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const MEMBER_ENV = envFromVariable('BENCH_SCALE_MEMBER_ENV');
 /** With `BENCH_SCALE_HEAP_SNAPSHOT=<dir>`: a heap snapshot of the member after the read workload. */
 const HEAP_SNAPSHOT_DIR = process.env.BENCH_SCALE_HEAP_SNAPSHOT;
 /** The target of issue 16. */

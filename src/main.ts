@@ -335,8 +335,7 @@ async function runLocal(options: {
   const shape = quorumShapeProblem(options.size, options.threshold);
   if (shape) throw new ConfigError(`local: ${shape.key}: ${shape.problem}`, shape.key);
   // Loaded only now, like in `start`: the other commands do not need libp2p and LevelDB.
-  const { runLocalCluster } = await import('./node/local.ts');
-  const { tuneHeapForNodes } = await import('./node/v8-heap.ts');
+  const [{ runLocalCluster }, { tuneHeapForNodes }] = await Promise.all([import('./node/local.ts'), import('./node/index.ts')]);
   tuneHeapForNodes();
   const coordinators = options.coordinators ?? Math.min(DEFAULT_COORDINATORS, options.size);
   const cluster = await runLocalCluster({ ...options, coordinators, dir: resolve(options.dir) });

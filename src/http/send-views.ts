@@ -33,9 +33,9 @@ export async function sendViews(ctx: Koa.ParameterizedContext<HttpState, HttpCon
       const view = next.value;
       const written = new Promise<void>((resolve, reject) => res.write(view, (err) => (err ? reject(err) : resolve())));
       written.catch(() => undefined);
+      // Settles when the write does (a failed one throws), or when the client is gone.
       await Promise.race([written, gone]);
       if (res.destroyed) return;
-      await written;
       next = await views.next();
     }
     // `end`'s callback never comes for a connection that is gone: that ends the wait too.
