@@ -35,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Level } from 'level';
 import { loadNodeSetup } from '../src/config/index.ts';
-import { createNode, type QuorumNode } from '../src/node/index.ts';
+import { NODE_PROCESS_SETTINGS, createNode, type QuorumNode } from '../src/node/index.ts';
 import { initCluster, type ClusterInitSummary } from '../src/node/cluster-init.ts';
 import { loadOrCreateNodeKeys } from '../src/cluster/identity.ts';
 import { openStore } from '../src/store/index.ts';
@@ -430,8 +430,9 @@ export interface NodeProcess {
 export function spawnNode(summary: ClusterInitSummary, slot: number, options: { preload?: string; logLevel?: string; env?: Record<string, string> } = {}): NodeProcess {
   const node = summary.nodes[slot]!;
   const spawnedAt = Date.now();
-  const args = [...(options.preload ? ['--import', options.preload] : []), 'src/main.ts', 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];
-  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe', ...(options.preload ? (['ipc'] as const) : [])] });
+  // As the shipped systemd unit starts a node: its node flags and environment (docs/deployment.md).
+  const args = [...NODE_PROCESS_SETTINGS.nodeFlags, ...(options.preload ? ['--import', options.preload] : []), 'src/main.ts', 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];
+  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...NODE_PROCESS_SETTINGS.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe', ...(options.preload ? (['ipc'] as const) : [])] });
   let output = '';
   let startedAt = 0;
   let pending = '';

@@ -174,8 +174,12 @@ async function clusterSetAddress(options: { clusterFile: string; node: string; m
 async function startNode(options: OverrideOptions): Promise<void> {
   const { config, descriptor } = loadNodeSetup({ file: options.config, env, flags: overrideFlags(options) });
   // Loaded only now: config commands and config errors must not pay for loading libp2p and LevelDB.
-  const { createNode, tuneHeapForNodes } = await import('./node/index.ts');
+  const { createNode, missingProcessSettings, tuneHeapForNodes } = await import('./node/index.ts');
   tuneHeapForNodes();
+  const missing = missingProcessSettings(env);
+  if (missing.length > 0) {
+    process.emitWarning(`started without ${missing.join(' and ')}: its memory use will be higher than docs/deployment.md's sizing (see "Run each node under systemd")`, 'QuorumkeepProcessSettings');
+  }
   const node = await createNode(config, { descriptor });
   try {
     await node.start();

@@ -5,6 +5,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { ChunkHashes, runChunkRequest, type ChunkRequest, type SharedView } from './chunk-ops.ts';
+import { youngGarbage } from './young-garbage.ts';
 
 const hashes = new ChunkHashes();
 const bytesOf = (view: SharedView): Uint8Array => new Uint8Array(view.buffer, view.offset, view.length);
@@ -23,7 +24,10 @@ parentPort?.on('message', (message: ChunkRequest<SharedView> & { id: number }) =
       default:
         request = message;
     }
-    parentPort!.postMessage({ id: message.id, result: runChunkRequest(hashes, request) });
+    const result = runChunkRequest(hashes, request);
+    parentPort!.postMessage({ id: message.id, result });
+    // node:crypto allocated a new buffer the size of the input for this chunk, now dead.
+    if ('input' in request) youngGarbage.add(request.input.length);
   } catch (err) {
     parentPort!.postMessage({ id: message.id, error: err instanceof Error ? err.message : String(err) });
   }

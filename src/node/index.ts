@@ -76,7 +76,7 @@ import { membershipChangeProblem } from '../core/membership/epoch.ts';
 import { createEpochApprover } from '../core/membership/approve.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
-export { tuneHeapForNodes } from './v8-heap.ts';
+export { NODE_PROCESS_SETTINGS, missingProcessSettings, tuneHeapForNodes } from './v8-heap.ts';
 
 /** Every record kind this build knows. `chains`: what Web3 secret records are checked against. */
 function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains) {

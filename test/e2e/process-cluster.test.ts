@@ -34,7 +34,10 @@ describe('process-level cluster (real CLI, child processes)', () => {
     await writer;
     expect(failures).toBe(0);
 
-    await pc.start(2);
+    // Started as the shipped unit starts a node: no warning. Node 2 now starts without those settings.
+    expect(pc.output(0)).not.toContain('QuorumkeepProcessSettings');
+    await pc.start(2, { processSettings: false });
+    expect(pc.output(2)).toContain('QuorumkeepProcessSettings: started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=8');
     const last = acked[acked.length - 1]!;
     await waitFor(async () => (await getJson(`${pc.urls[2]}/admin/probe/${last}`, auth(2))).status === 200, { timeoutMs: 20_000, description: 'restarted node to catch up' });
     for (const [n, url] of pc.urls.entries()) {

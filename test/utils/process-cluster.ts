@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getFreePortRange, waitFor } from '../../src/testing/index.ts';
+import { NODE_PROCESS_SETTINGS } from '../../src/node/v8-heap.ts';
 
 const REPO = resolve(fileURLToPath(import.meta.url), '../../..');
 
@@ -29,7 +30,8 @@ export interface ProcessCluster {
   adminTokens: string[];
   /** Base URL of each node's operator port (health, metrics, backups, membership). */
   operatorUrls: string[];
-  start(i: number): Promise<void>;
+  /** Start node `i` as the shipped systemd unit does; `processSettings: false` leaves out its node flags and environment. */
+  start(i: number, options?: { processSettings?: boolean }): Promise<void>;
   /** SIGKILL: no shutdown code runs. */
   kill9(i: number): Promise<void>;
   /** SIGTERM and wait for a clean exit; returns the exit code. */
@@ -93,9 +95,14 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
     urls,
     adminTokens,
     operatorUrls: configs.map((config) => `http://127.0.0.1:${(config as { operator: { port: number } }).operator.port}`),
-    async start(i) {
-      const child = spawn(process.execPath, ['src/main.ts', 'start', '--config', configPath(i), '--log-level', 'warn'], {
+    async start(i, startOptions = {}) {
+      // As the shipped systemd unit starts a node (its node flags and environment), unless told not to.
+      const settings = startOptions.processSettings ?? true;
+      const env: NodeJS.ProcessEnv = { ...process.env, ...(settings ? NODE_PROCESS_SETTINGS.env : {}) };
+      if (!settings) for (const name of [...Object.keys(NODE_PROCESS_SETTINGS.env), 'NODE_OPTIONS']) delete env[name];
+      const child = spawn(process.execPath, [...(settings ? NODE_PROCESS_SETTINGS.nodeFlags : []), 'src/main.ts', 'start', '--config', configPath(i), '--log-level', 'warn'], {
         cwd: REPO,
+        env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       procs[i] = child;

@@ -14,6 +14,7 @@ import type { FilesService, JobType } from '../../core/files/types.ts';
 import type { SealedSpool } from '../../core/files/spool.ts';
 import type { ApiRouter, HttpMiddleware } from '../types.ts';
 import { sendViews } from '../send-views.ts';
+import { youngGarbage } from '../../crypto/young-garbage.ts';
 import { rawBodyRoute } from '../body.ts';
 import { readMultipart } from '../multipart.ts';
 import { parseBody, parseInput, parseQuery } from '../validate.ts';
@@ -103,6 +104,8 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
         limits: { fileBytes: files.maxUploadBytes(kind), fieldBytes: SIGNED_DATA_MAX_CHARS, fields: FORM_FIELDS_MAX, files: 1 },
         onFile: async (_info, stream) => {
           spool = await files.createSpool(kind);
+          // Each piece is a socket read, dead once the spool copied it: collected as it goes.
+          stream.on('data', (piece: Buffer) => youngGarbage.add(piece.length));
           await pipeline(stream, spool);
         },
       });
@@ -165,7 +168,11 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
     ctx.type = result.contentType;
     ctx.set('Content-Disposition', attachmentDisposition(result.fileName));
     ctx.length = result.size;
-    if ('stream' in result.body) ctx.body = result.body.stream;
+    if ('stream' in result.body) {
+      // Each piece is a file read, dead once the socket took it: collected as it goes.
+      result.body.stream.on('data', (piece: Buffer) => youngGarbage.add(piece.length));
+      ctx.body = result.body.stream;
+    }
     else await sendViews(ctx, result.body.views);
   });
 

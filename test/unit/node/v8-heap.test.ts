@@ -1,12 +1,15 @@
 /**
  * The V8 tuning of a node process (src/node/v8-heap.ts): short-lived buffers outside the JS heap no
  * longer set off full collections of their own, and an operator's `--no-…` on node's command line
- * keeps V8's default. Each case runs in its own process (V8 flags are per process).
+ * keeps V8's default (each case in its own process: V8 flags are per process); the settings a node
+ * must be started with are the shipped unit's, and a process without them is told which.
  */
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { NODE_PROCESS_SETTINGS, missingProcessSettings } from '../../../src/node/v8-heap.ts';
 
 const run = promisify(execFile);
 const SCRIPT = fileURLToPath(new URL('../../fixtures/gc-majors.ts', import.meta.url));
@@ -28,4 +31,24 @@ describe('tuneHeapForNodes', () => {
     expect(tuned).toBeLessThanOrEqual(plain / 2);
     expect(optedOut).toBeGreaterThanOrEqual(6);
   }, 90_000);
+});
+
+describe('NODE_PROCESS_SETTINGS', () => {
+  it('are what the shipped systemd unit starts a node with', async () => {
+    const doc = await readFile(fileURLToPath(new URL('../../../docs/deployment.md', import.meta.url)), 'utf8');
+    const unit = doc.slice(doc.indexOf('[Service]'), doc.indexOf('[Install]'));
+    const execStart = unit.split('\n').find((line) => line.startsWith('ExecStart='))!;
+    const nodeArgs = execStart.slice(0, execStart.indexOf('quorumkeep.js')).split(/\s+/);
+    for (const flag of NODE_PROCESS_SETTINGS.nodeFlags) expect(nodeArgs).toContain(flag);
+    for (const [name, value] of Object.entries(NODE_PROCESS_SETTINGS.env)) expect(unit).toContain(`\nEnvironment=${name}=${value}\n`);
+  });
+
+  it('names each setting a process was started without, wherever the operator set it', () => {
+    expect(missingProcessSettings({}, [])).toEqual(['MALLOC_ARENA_MAX=2', '--max-semi-space-size=8']);
+    expect(missingProcessSettings({ MALLOC_ARENA_MAX: '2' }, ['--max-semi-space-size=8'])).toEqual([]);
+    // The operator's own values count, as do NODE_OPTIONS and V8's underscore spelling.
+    expect(missingProcessSettings({ MALLOC_ARENA_MAX: '4', NODE_OPTIONS: '--max-old-space-size=512 --max-semi-space-size=16' }, [])).toEqual([]);
+    expect(missingProcessSettings({ MALLOC_ARENA_MAX: '2' }, ['--max_semi_space_size=4'])).toEqual([]);
+    expect(missingProcessSettings({ MALLOC_ARENA_MAX: '2' }, ['--max-old-space-size=512'])).toEqual(['--max-semi-space-size=8']);
+  });
 });
