@@ -510,10 +510,18 @@ export function spawnProbed(summary: ClusterInitSummary, slot: number, options: 
     if ('loadedAt' in message) loadedAt = message.loadedAt;
     else waiting.get(message.id)?.(message);
   });
+  // A process that exits fails every question still open, and every later one, with what it printed
+  // (a bench run must not wait forever on a member that crashed).
+  let exited: string | undefined;
+  node.child.once('exit', (code, signal) => {
+    exited = `node ${slot} exited (${signal ?? code}) before answering the probe:\n${node.output().slice(-3000)}`;
+    for (const answer of waiting.values()) answer({ error: exited });
+  });
   let nextId = 0;
   const probe = <T>(op: ProbeOp): Promise<T> => {
     const id = nextId++;
     return new Promise<T>((resolvePromise, reject) => {
+      if (exited !== undefined) return reject(new Error(exited));
       waiting.set(id, (message) => {
         waiting.delete(id);
         if (message.error !== undefined) reject(new Error(message.error));
