@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { NODE_PROCESS_SETTINGS, missingProcessSettings } from '../../../src/node/v8-heap.ts';
+import { NODE_PROCESS_SETTINGS, NODE_V8_FLAGS, missingProcessSettings, v8FlagsToSet } from '../../../src/node/v8-heap.ts';
 
 const run = promisify(execFile);
 const SCRIPT = fileURLToPath(new URL('../../fixtures/gc-majors.ts', import.meta.url));
@@ -31,6 +31,14 @@ describe('tuneHeapForNodes', () => {
     expect(tuned).toBeLessThanOrEqual(plain / 2);
     expect(optedOut).toBeGreaterThanOrEqual(6);
   }, 90_000);
+});
+
+describe('v8FlagsToSet', () => {
+  it('sets every flag but one the operator chose on the command line, in either spelling', () => {
+    expect(v8FlagsToSet([])).toEqual([...NODE_V8_FLAGS]);
+    expect(v8FlagsToSet(['--max-semi-space-size=8', '--heap-growing-percent=0'])).toEqual(['--external-memory-accounted-in-global-limit']);
+    expect(v8FlagsToSet(['--no-external_memory_accounted_in_global_limit', '--heap_growing_percent=50'])).toEqual([]);
+  });
 });
 
 describe('NODE_PROCESS_SETTINGS', () => {
