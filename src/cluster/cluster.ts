@@ -158,7 +158,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       onLost: (p, reason) => sync.abort(p, reason),
     },
   );
-  const gossip = createGossip({ clusterId: descriptor.clusterId }, { pubsub: libp2p.services.pubsub, silencedPeers: deps.silencedPeers, engine, log, metrics: deps.metrics });
+  const gossip = createGossip({ clusterId: descriptor.clusterId }, { pubsub: libp2p.services.pubsub, silencedPeers: deps.silencedPeers, blockedPeers: deps.blockedPeers, engine, log, metrics: deps.metrics });
   const requests = createRequests({ peers });
 
   return {

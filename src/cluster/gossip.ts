@@ -21,6 +21,11 @@ export interface GossipDeps {
   pubsub: ClusterLibp2p['services']['pubsub'];
   /** Live set of peer ids to go silent on (fault injection): what they gossip is dropped. */
   silencedPeers?: ReadonlySet<string>;
+  /**
+   * Live set of peer ids cut off (fault injection: a partition): what they gossip is dropped too,
+   * from the moment they are added, although their connections close only at the next maintenance.
+   */
+  blockedPeers?: ReadonlySet<string>;
   engine: Pick<ReplicationEngine, 'ingest'>;
   /** The cluster's logger. */
   log: Logger;
@@ -44,7 +49,7 @@ export function createGossip(options: GossipOptions, deps: GossipDeps): Gossip {
   pubsub.addEventListener('message', (evt) => {
     if (evt.detail.topic !== topic) return;
     const from = (evt.detail as { from?: { toString(): string } }).from?.toString();
-    if (from !== undefined && deps.silencedPeers?.has(from)) return;
+    if (from !== undefined && (deps.silencedPeers?.has(from) || deps.blockedPeers?.has(from))) return;
     let record: unknown;
     try {
       record = decodeMessage(evt.detail.data);
