@@ -56,6 +56,12 @@ export interface Peers {
   connected(p: Peer): boolean;
   /** Fault injection: this node is silent towards `p`. */
   silenced(p: Peer): boolean;
+  /**
+   * Fault injection: this node is cut off from `p` (a partition). From the moment it is, nothing of
+   * `p`'s is taken in — requests, sync pages, gossip — although the connection closes only at the
+   * next maintenance.
+   */
+  blocked(p: Peer): boolean;
   /** A request over the peer's long-lived link for `protocol`. */
   request(p: Peer, protocol: string, body: unknown, signal: AbortSignal): Promise<unknown>;
   /** Fail every pending request to `p` and close its links. */
@@ -109,6 +115,7 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
     },
     connected,
     silenced,
+    blocked: (p) => deps.blockedPeers.has(p.idStr),
     request(p, protocol, body, signal) {
       // Fault injection: a silent partition loses the request; only the caller's deadline ends it.
       if (silenced(p)) return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('timeout')), { once: true }));

@@ -120,6 +120,8 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
           if (!remote) throw new Error('unknown peer');
           // Fault injection (silent partition): the request is never answered.
           if (peers.silenced(remote)) return await untilStopped(stopping);
+          // Fault injection (partition): refused.
+          if (peers.blocked(remote)) throw new Error('peer blocked (fault injection)');
           const req = sanitizeSyncRequest(await ch.read(AbortSignal.timeout(syncReadTimeoutMs)));
           for await (const page of engine.missingFor(req, { limit: options.syncBatchSize })) {
             if (stopping.aborted) throw new Error('stopping');
@@ -156,6 +158,7 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
 
   async function runSync(p: Peer): Promise<SyncResult> {
     if (peers.silenced(p)) throw new Error('peer silenced (fault injection)');
+    if (peers.blocked(p)) throw new Error('peer blocked (fault injection)');
     const release = await takeSyncTurn();
     try {
       return await runSyncTurn(p);
@@ -184,6 +187,8 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
         const msg = (await ch.read(deadline())) as { done?: boolean; records?: unknown[] };
         if (msg?.done) break;
         if (!Array.isArray(msg?.records)) throw new Error('malformed sync page');
+        // Fault injection (partition): a round under way takes nothing more from the peer.
+        if (peers.blocked(p)) throw new Error('peer blocked (fault injection)');
         pages++;
         const prepared = engine.prepareIngest(msg.records, 'sync');
         // Handled where it is awaited, below; this only keeps an early rejection from being reported as unhandled.

@@ -86,7 +86,11 @@ export interface LocalCluster {
   restartMember(slot: number): Promise<QuorumNode>;
   /** True when the member is running. */
   isRunning(slot: number): boolean;
-  /** Cut every link between the members of `a` and those of `b` (slots); resolves once effective. */
+  /**
+   * Cut every link between the members of `a` and those of `b` (slots); resolves once effective: from
+   * the call, neither side takes in anything of the other's (requests, sync pages, gossip), and their
+   * connections close at the next maintenance.
+   */
   partition(a: number | number[], b: number | number[]): Promise<void>;
   /**
    * A silent partition between the groups: packets dropped, nothing hung up (the connections stay

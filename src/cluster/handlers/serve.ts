@@ -1,6 +1,6 @@
 /**
  * Serving a request/response protocol over long-lived links (src/cluster/link.ts): only listed
- * peers are answered, and a silenced one never is (fault injection).
+ * peers are answered; a silenced one never is, and a blocked one is refused (fault injection).
  */
 import type { ClusterLibp2p } from '../libp2p-node.ts';
 import { serveLink } from '../link.ts';
@@ -19,7 +19,7 @@ export interface ServeOptions {
 /** Dependencies of {@link serveProtocol}. */
 export interface ServeDeps {
   libp2p: Pick<ClusterLibp2p, 'handle'>;
-  peers: Pick<Peers, 'byPeerId' | 'silenced'>;
+  peers: Pick<Peers, 'byPeerId' | 'silenced' | 'blocked'>;
   /** Aborted when the cluster stops. */
   stopping: AbortSignal;
   track: Track;
@@ -34,6 +34,11 @@ export async function serveProtocol(protocol: string, handler: ProtocolHandler, 
       const remote = peers.byPeerId(connection.remotePeer.toString());
       if (!remote) {
         stream.abort(new Error('unknown peer'));
+        return;
+      }
+      // Fault injection: a partition refuses the peer's streams at once.
+      if (peers.blocked(remote)) {
+        stream.abort(new Error('peer blocked (fault injection)'));
         return;
       }
       // Fault injection: a silent partition: requests arrive into nothing and are never answered.
