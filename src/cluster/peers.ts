@@ -84,9 +84,10 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
   for (const m of membersOf(descriptor)) memberSlots.set(m.slot, m.id === self.id ? 'self' : peers.get(m.id)!);
 
   const silenced = (p: Peer) => deps.silencedPeers?.has(p.idStr) === true;
+  const blocked = (p: Peer) => deps.blockedPeers.has(p.idStr);
   // Reachable = an open connection AND answering: a TCP connection that stays open while packets are
   // dropped would otherwise count as reachable until keep-alives time out, seconds later.
-  const connected = (p: Peer) => !deps.blockedPeers.has(p.idStr) && !p.silent && libp2p.getConnections(p.peerId).some((c) => c.status === 'open');
+  const connected = (p: Peer) => !blocked(p) && !p.silent && libp2p.getConnections(p.peerId).some((c) => c.status === 'open');
 
   const membership: MembershipView = {
     descriptor,
@@ -115,7 +116,7 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
     },
     connected,
     silenced,
-    blocked: (p) => deps.blockedPeers.has(p.idStr),
+    blocked,
     request(p, protocol, body, signal) {
       // Fault injection: a silent partition loses the request; only the caller's deadline ends it.
       if (silenced(p)) return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('timeout')), { once: true }));

@@ -16,7 +16,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-type Collect = (options: { type: 'minor' | 'major'; execution: 'sync' }) => void;
+type Collect = (options: { type: 'minor'; execution: 'sync' }) => void;
 
 let collect: Collect | undefined;
 
@@ -46,7 +46,7 @@ export function scavengeNow(): void {
 export class YoungGarbage {
   private readonly everyBytes: number;
   private pending = 0;
-  /** Scavenges run so far (for tests and metrics). */
+  /** Scavenges run so far (for tests). */
   scavenges = 0;
 
   constructor(everyBytes: number) {

@@ -60,11 +60,17 @@ export function missingProcessSettings(env: Readonly<Record<string, string | und
   const missing: string[] = [];
   for (const [name, value] of Object.entries(NODE_PROCESS_SETTINGS.env)) if (env[name] === undefined) missing.push(`${name}=${value}`);
   const given = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)];
-  for (const flag of NODE_PROCESS_SETTINGS.nodeFlags) {
-    const name = flag.slice(0, flag.indexOf('='));
-    if (!given.some((arg) => arg === name || arg.startsWith(`${name}=`) || arg.replaceAll('_', '-').startsWith(`${name}=`))) missing.push(flag);
-  }
+  for (const flag of NODE_PROCESS_SETTINGS.nodeFlags) if (!flagGiven(given, flag)) missing.push(flag);
   return missing;
+}
+
+/** Whether `args` set the flag of `flag` (`--name`, `--name=…` or `--no-name`, in V8's `-` or `_` spelling), whatever its value. */
+function flagGiven(args: readonly string[], flag: string): boolean {
+  const name = flag.slice(2).split('=')[0]!;
+  return args.some((arg) => {
+    const spelled = arg.replaceAll('_', '-');
+    return spelled === `--${name}` || spelled === `--no-${name}` || spelled.startsWith(`--${name}=`);
+  });
 }
 
 /** The flags {@link tuneHeapForNodes} sets. */
@@ -81,9 +87,5 @@ export function tuneHeapForNodes(execArgv: readonly string[] = process.execArgv)
 
 /** The flags of {@link NODE_V8_FLAGS} that node's command line `execArgv` leaves to {@link tuneHeapForNodes}. */
 export function v8FlagsToSet(execArgv: readonly string[]): string[] {
-  const given = execArgv.map((arg) => arg.replaceAll('_', '-'));
-  return NODE_V8_FLAGS.filter((flag) => {
-    const name = flag.slice(2).split('=')[0]!;
-    return !given.some((arg) => arg === `--no-${name}` || arg === `--${name}` || arg.startsWith(`--${name}=`));
-  });
+  return NODE_V8_FLAGS.filter((flag) => !flagGiven(execArgv, flag));
 }
