@@ -9,9 +9,9 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { SealedPayload } from './payload-envelope.ts';
-import { runRequestOp, type RequestBatch, type RequestOp, type RequestOpResult } from './request-ops.ts';
+import { runRequestOp, type RequestBatch, type RequestOp, type RequestOpKind, type RequestOpResult } from './request-ops.ts';
 
-export type { RequestOp } from './request-ops.ts';
+export type { RequestOp, RequestOpKind } from './request-ops.ts';
 
 /** Options of {@link createRequestCryptoPool}. */
 export interface RequestCryptoPoolOptions {
@@ -24,9 +24,11 @@ export interface RequestCryptoPoolOptions {
    */
   minThreadBatch?: number;
   /**
-   * An operation that comes after this long without one, with nothing queued or on the thread, runs
-   * inline at once, ms: a request at light load (a sequential decrypt: the coordinator's and each
-   * member's signer recovery) waits for no later turn of the event loop. 0 turns this off. @default 2
+   * An operation that comes after the event loop has sat idle this long since the last one, with
+   * nothing queued or on the thread, runs inline at once, ms: a request at light load (a sequential
+   * decrypt: the coordinator's and each member's signer recovery) waits for no later turn of the
+   * event loop. Idle time, not elapsed time: under load a loop busy answering requests for a few ms
+   * between two operations still sends the next to the thread. 0 turns this off. @default 2
    */
   idleInlineMs?: number;
   /** Most operations in one message to the thread. @default 64 */
@@ -34,7 +36,7 @@ export interface RequestCryptoPoolOptions {
   /** Plaintexts larger than this are sealed inline (copying them to the thread would cost more). @default 65536 */
   maxThreadPlaintextBytes?: number;
   /** Told how many operations of a kind ran where (the node's metrics). */
-  onRun?: (op: RequestOp['op'], where: 'thread' | 'inline', count: number) => void;
+  onRun?: (op: RequestOpKind, where: 'thread' | 'inline', count: number) => void;
 }
 
 /** Per-request crypto, off the event loop. */
@@ -43,6 +45,12 @@ export interface RequestCryptoPool {
   recoverSigner(message: string, signature: string): Promise<string | undefined>;
   /** {@link sealPayload}: throws its TypeError for a bad public key. */
   seal(publicKey: Uint8Array, plaintext: Uint8Array): Promise<SealedPayload>;
+  /**
+   * Both for one request, in one operation (one round trip to the thread instead of two): the signer
+   * of `message` as {@link recoverSigner}, and the envelope as {@link seal}; undefined when the seal
+   * throws (the caller then takes the two steps apart, and gets the seal's own error).
+   */
+  recoverAndSeal(message: string, signature: string, publicKey: Uint8Array, plaintext: Uint8Array): Promise<{ signer: string | undefined; sealed: SealedPayload } | undefined>;
   /** Stop the thread; operations still queued or in flight run inline. Idempotent. */
   close(): Promise<void>;
 }
@@ -60,7 +68,8 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   const maxBatch = options.maxBatch ?? 64;
   const minThreadBatch = options.minThreadBatch ?? 2;
   const idleInlineMs = options.idleInlineMs ?? 2;
-  let lastOpAt = -Infinity;
+  /** The event loop's idle time (ms, cumulative) at the last operation. */
+  let idleAtLastOp = -Infinity;
   const maxThreadPlaintext = options.maxThreadPlaintextBytes ?? 65_536;
   let worker: Worker | undefined;
   let closed = false;
@@ -73,9 +82,9 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   /** Tell `onRun` how many operations of each kind `batch` ran, and where. */
   const counted = (batch: readonly Pending[], where: 'thread' | 'inline') => {
     if (!options.onRun) return;
-    const recovers = batch.filter((p) => p.op.op === 'recover').length;
-    if (recovers > 0) options.onRun('recover', where, recovers);
-    if (batch.length > recovers) options.onRun('seal', where, batch.length - recovers);
+    const kinds = new Map<RequestOpKind, number>();
+    for (const p of batch) kinds.set(p.op.op, (kinds.get(p.op.op) ?? 0) + 1);
+    for (const [kind, n] of kinds) options.onRun(kind, where, n);
   };
   const inline = (op: RequestOp): RequestOpResult => {
     options.onRun?.(op.op, 'inline', 1);
@@ -129,9 +138,9 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     }
   };
   const run = (op: RequestOp): Promise<RequestOpResult> => {
-    const now = performance.now();
-    const idle = now - lastOpAt > idleInlineMs && queue.length === 0 && inFlight.size === 0;
-    lastOpAt = now;
+    const idleNow = performance.eventLoopUtilization().idle;
+    const idle = idleNow - idleAtLastOp > idleInlineMs && queue.length === 0 && inFlight.size === 0;
+    idleAtLastOp = idleNow;
     if (!useThread || closed || (idleInlineMs > 0 && idle)) return Promise.resolve(inline(op));
     return new Promise((resolve) => {
       queue.push({ op, resolve });
@@ -152,8 +161,15 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       return 'signer' in r ? (r.signer ?? undefined) : fail(r);
     },
     async seal(publicKey, plaintext) {
-      const r = plaintext.length > maxThreadPlaintext ? inline({ op: 'seal', publicKey, plaintext }) : await run({ op: 'seal', publicKey, plaintext });
+      const op: RequestOp = { op: 'seal', publicKey, plaintext };
+      const r = plaintext.length > maxThreadPlaintext ? inline(op) : await run(op);
       return 'cifer' in r ? { cifer: r.cifer, encryptedMessage: r.encryptedMessage } : fail(r);
+    },
+    async recoverAndSeal(message, signature, publicKey, plaintext) {
+      const op: RequestOp = { op: 'recover-seal', message, signature, publicKey, plaintext };
+      const r = plaintext.length > maxThreadPlaintext ? inline(op) : await run(op);
+      if (!('cifer' in r && 'signer' in r)) return undefined;
+      return { signer: r.signer ?? undefined, sealed: { cifer: r.cifer, encryptedMessage: r.encryptedMessage } };
     },
     async close() {
       closed = true;

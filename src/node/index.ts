@@ -454,7 +454,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // The admission port of every encrypt and decrypt; none with `usage.enabled` false (limits
       // off: nothing admitted, nothing counted). The report and plan assignment keep the service.
       const admission = config.usage.enabled ? usage : undefined;
-      const payloads = createPayloadsService({ verifier, secrets, usage: admission, seal: requestCrypto.seal, logger });
+      const payloads = createPayloadsService({ verifier, secrets, usage: admission, seal: requestCrypto.seal, recoverAndSeal: requestCrypto.recoverAndSeal, logger });
       const files = createFilesService(
         {
           dir: config.files.dir || join(config.dataDir, 'files'),

@@ -10,7 +10,7 @@ import { AppError } from '../../errors/index.ts';
 import type { StateReader } from '../replication/ports.ts';
 import type { PrincipalBody } from '../accounts/records.ts';
 import { isSessionActive, type SessionBody } from './records.ts';
-import type { SignedDataShape, SignedDataVerifier, SignedRequest, VerifiedCaller } from './types.ts';
+import type { SignedDataShape, SignedDataVerifier, SignedRequest, SignerRecovery, VerifiedCaller } from './types.ts';
 import { FUTURE_BLOCK_TOLERANCE, type ChainHead, type ChainHeads } from '../web3/ports.ts';
 
 /** Web2 chain id. */
@@ -109,7 +109,7 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
     return signer;
   };
   return {
-    async verify(request: SignedRequest, shape: SignedDataShape): Promise<VerifiedCaller> {
+    async verify(request: SignedRequest, shape: SignedDataShape, recovery?: SignerRecovery): Promise<VerifiedCaller> {
       if (request.data.length > MAX_DATA_CHARS) throw bad('data is too long');
       const parts = splitSignedData(request.data, shape);
       if (!parts) throw bad(`Invalid data format: expected ${shape.parts} parts separated by "_"`);
@@ -129,7 +129,8 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       if (!SIGNATURE_RE.test(request.signature)) throw bad('Invalid signature format: expected 65 bytes of hex');
       // Format before the chain: a malformed request costs no RPC.
       if (chain) await checkBlockFreshness(chain, fresh);
-      const signer = await recover(request.data, request.signature);
+      const own = recovery ? await recovery({ chainId, subject, extra: parts.slice(4) }) : undefined;
+      const signer = own ? own.signer : await recover(request.data, request.signature);
       if (!signer) throw new AppError('FORBIDDEN', 'Invalid signature');
       const sessionAddress = address.toLowerCase();
       if (signer !== sessionAddress) throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');

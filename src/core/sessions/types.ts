@@ -79,10 +79,21 @@ export interface SignedDataVerifier {
   /**
    * Parse `data` into the shape, check chain, freshness and signature, and resolve the caller.
    * 400 for format, chain and freshness; 403 for a signature that does not recover to the address in
-   * `data`; 403 `No active session` (or 401 SESSION_INACTIVE, per shape).
+   * `data`; 403 `No active session` (or 401 SESSION_INACTIVE, per shape). `recovery`, when given,
+   * recovers the signer in place of the verifier's own (see {@link SignerRecovery}).
    */
-  verify(request: SignedRequest, shape: SignedDataShape): Promise<VerifiedCaller>;
+  verify(request: SignedRequest, shape: SignedDataShape, recovery?: SignerRecovery): Promise<VerifiedCaller>;
 }
+
+/**
+ * A caller's own recovery of the signer, run in place of the verifier's once `data`'s format, chain
+ * and freshness have passed: how POST /encrypt-payload recovers the signer and seals in one round
+ * trip to the request crypto thread. What it answers is checked exactly as the verifier's own
+ * recovery is (against the address in `data`, then the session); `undefined` instead of an answer
+ * means "recover it yourself". It runs before the signature is known to be good, so it must do
+ * nothing an unauthenticated string may not cause.
+ */
+export type SignerRecovery = (parsed: { chainId: number; subject: string; extra: readonly string[] }) => Promise<{ signer: string | undefined } | undefined>;
 
 /** Body of POST /web2/session, shape-checked. */
 export interface CreateSessionInput {

@@ -45,6 +45,38 @@ describe('request crypto pool', () => {
     expect(runs).toEqual({ 'recover:inline': 1 });
   });
 
+  it('recovers and seals in one operation, on its thread and inline alike, answering as the two apart', async () => {
+    const { p, runs } = pool();
+    const messages = Array.from({ length: 20 }, (_, i) => `-1_${i}_0xabc_${Date.now()}_${'m'.repeat(i)}`);
+    const signatures = messages.map((m) => signPersonalMessage(m, wallet));
+    signatures[3] = signatures[4]!;
+    const fused = await Promise.all(messages.map((m, i) => p.recoverAndSeal(m, signatures[i]!, publicKey, new TextEncoder().encode(m))));
+    fused.forEach((f, i) => {
+      expect(f!.signer).toBe(recoverPersonalSigner(messages[i]!, signatures[i]!));
+      expect(new TextDecoder().decode(openPayloadWithSeed(seed, f!.sealed.cifer, f!.sealed.encryptedMessage))).toBe(messages[i]);
+    });
+    expect(runs).toEqual({ 'recover-seal:inline': 1, 'recover-seal:thread': 19 });
+    // A seal that throws answers nothing (the caller takes the two steps apart and gets the seal's error).
+    expect(await p.recoverAndSeal(messages[0]!, signatures[0]!, new Uint8Array(10), new Uint8Array(1))).toBeUndefined();
+  });
+
+  it('sends an operation to the thread after a busy stretch with no idle time, and runs one inline after the loop sat idle', async () => {
+    const { p, runs } = pool({ minThreadBatch: 1 });
+    const m = `-1_3_0xabc_${Date.now()}`;
+    const sig = signPersonalMessage(m, wallet);
+    await p.recoverSigner(m, sig);
+    expect(runs).toEqual({ 'recover:inline': 1 });
+    // Busy for 20 ms without yielding: long since the last operation, but the loop never idled.
+    const until = performance.now() + 20;
+    while (performance.now() < until);
+    await p.recoverSigner(m, sig);
+    expect(runs).toEqual({ 'recover:inline': 1, 'recover:thread': 1 });
+    // The loop has sat idle since (the thread's start, then 20 ms more): the next one is a request at light load.
+    await new Promise((r) => setTimeout(r, 20));
+    await p.recoverSigner(m, sig);
+    expect(runs).toEqual({ 'recover:inline': 2, 'recover:thread': 1 });
+  });
+
   it('refuses a bad public key with the inline TypeError, wherever it runs', async () => {
     const { p } = pool({ minThreadBatch: 1, idleInlineMs: 0 });
     await expect(p.seal(new Uint8Array(10), new Uint8Array(1))).rejects.toThrow(TypeError);
