@@ -130,6 +130,8 @@ export interface LoadResult {
   firstFailure?: string;
   /** Answers by status code. */
   statuses: Record<number, number>;
+  /** CPU the load worker's thread used over the run, µs (it shares the machine's cores with the nodes). */
+  cpuMicros: number;
 }
 
 /** Run the load worker against one route (`headers`: an extra header line per body). */

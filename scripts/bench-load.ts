@@ -86,5 +86,7 @@ async function client(): Promise<void> {
 }
 
 const t0 = performance.now();
+const cpu0 = process.threadCpuUsage();
 await Promise.all(Array.from({ length: job.concurrency }, client));
-parentPort!.postMessage({ latencies, wallMs: performance.now() - t0, failures, firstFailure, statuses });
+const cpu = process.threadCpuUsage(cpu0);
+parentPort!.postMessage({ latencies, wallMs: performance.now() - t0, failures, firstFailure, statuses, cpuMicros: cpu.user + cpu.system });

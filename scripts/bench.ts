@@ -195,6 +195,7 @@ async function benchEncrypt(cluster: LocalCluster): Promise<void> {
   const bound: number[] = [];
   const http: number[] = [];
   const cpu: number[] = [];
+  const clientCpu: number[] = [];
   for (let round = 0; round < ENCRYPT_ROUNDS; round++) {
     const bodies = fresh();
     const b = await runConcurrent(ENCRYPTS, 1, async (i) => {
@@ -212,6 +213,7 @@ async function benchEncrypt(cluster: LocalCluster): Promise<void> {
     if (h.failures > 0) throw new Error(`encrypt: ${h.failures} failures, first: ${h.firstFailure}`);
     http.push((ENCRYPTS / h.wallMs) * 1000);
     cpu.push((c1.user + c1.system) / ENCRYPTS);
+    clientCpu.push(h.cpuMicros / ENCRYPTS);
   }
   const ratios = http.map((r, i) => r / bound[i]!);
   table(`POST /encrypt-payload vs its in-process bound (${ENCRYPT_ROUNDS} alternating rounds × ${ENCRYPTS}, ${ENCRYPT_CLIENTS} clients; load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')})`, [
@@ -219,6 +221,7 @@ async function benchEncrypt(cluster: LocalCluster): Promise<void> {
     ['HTTP, median /s', `${median(http).toFixed(0)}  (${http.map((r) => r.toFixed(0)).join(', ')}; target ≥ 1,785)`],
     ['HTTP / bound, median', `${(median(ratios) * 100).toFixed(0)}%  (${ratios.map((r) => (r * 100).toFixed(0)).join(', ')}; target ≥ 50%)`],
     ['main-thread CPU per HTTP request, median', `${median(cpu).toFixed(0)} µs  (bound: ${(1e6 / median(bound)).toFixed(0)} µs per op)`],
+    ['load client thread CPU per request, median', `${median(clientCpu).toFixed(0)} µs  (on the same two cores as the node)`],
     ['main-thread CPU when idle (5 members, background work)', `${(idleShare * 100).toFixed(1)}% of a core`],
     ['… per HTTP request net of that background, median', `${(median(cpu) - (idleShare * 1e6) / median(http)).toFixed(0)} µs  (a coordinator on its own host carries one member's background, not five)`],
   ]);
