@@ -11,6 +11,7 @@ import { identify } from '@libp2p/identify';
 import { gossipsub } from '@chainsafe/libp2p-gossipsub';
 import type { PrivateKey, PubSub, PeerId } from '@libp2p/interface';
 import type { GossipsubEvents } from '@chainsafe/libp2p-gossipsub';
+import { sendWindowUpdatesAtHalf } from './yamux-window.ts';
 
 /** The libp2p node type used by the cluster module. */
 export type ClusterLibp2p = Libp2p<{ identify: ReturnType<ReturnType<typeof identify>>; pubsub: PubSub<GossipsubEvents> }>;
@@ -35,6 +36,7 @@ export interface Libp2pNodeOptions {
 
 /** Create (not start) the libp2p node. */
 export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<ClusterLibp2p> {
+  sendWindowUpdatesAtHalf();
   const deny = (peerId: PeerId): boolean => {
     const id = peerId.toString();
     return !options.allowedPeers.has(id) || options.blockedPeers.has(id) || options.silencedPeers?.has(id) === true;
