@@ -74,7 +74,7 @@ export function mlkemPublicKeyFromSeed(seed: Uint8Array): Uint8Array {
 
 /** A key pair imported once from its seed: the public key and decapsulation with the same import. */
 export interface MlkemSeedKey {
-  /** Raw 1184-byte public key. */
+  /** Raw 1184-byte public key, derived on first read (an export of the imported key). */
   readonly publicKey: Uint8Array;
   /** Decapsulate a 1088-byte ciphertext (implicit rejection: never fails on tampering). */
   decapsulate(ciphertext: Uint8Array): Uint8Array;
@@ -87,9 +87,11 @@ export interface MlkemSeedKey {
  */
 export function mlkemKeyFromSeed(seed: Uint8Array): MlkemSeedKey {
   const priv = privateKeyFromSeed(seed);
-  const spki = createPublicKey(priv).export({ format: 'der', type: 'spki' });
+  let publicKey: Uint8Array | undefined;
   return {
-    publicKey: new Uint8Array(spki.subarray(SPKI_PREFIX.length)),
+    get publicKey() {
+      return (publicKey ??= new Uint8Array(createPublicKey(priv).export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length)));
+    },
     decapsulate(ciphertext) {
       checkLength(ciphertext, MLKEM768_CIPHERTEXT_BYTES, 'ML-KEM-768 ciphertext');
       return takeBytes(decapsulate(priv, asBuffer(ciphertext)));

@@ -115,19 +115,22 @@ export function openPayloadWithSeed(seed: Uint8Array, cifer: Uint8Array, encrypt
 export type CheckedOpen = { ok: true; plaintext: Uint8Array } | { ok: false; reason: 'wrong-seed' | 'decryption-failed' };
 
 /**
- * Open an envelope with a seed rebuilt from shares, after checking that the seed's public key is
- * `expectedPublicKey` (a corrupt or lying share rebuilds another seed: that is not the client's
- * fault and must not read as "Decryption failed"). One key import serves the check and the
- * decapsulation. The shared secret, key and nonce are zeroed; the seed stays the caller's to zero.
+ * Open an envelope with a seed rebuilt from shares; when it does not open, tell whether the seed's
+ * public key is `expectedPublicKey` (a corrupt or lying share rebuilds another seed: that is not the
+ * client's fault and must not read as "Decryption failed"). The check is needed only then: another
+ * seed's decapsulation yields a secret no tag verifies under (ML-KEM's implicit rejection), so an
+ * envelope that opens was opened with the secret's own seed — and a decrypt that succeeds skips the
+ * public key's export. One key import serves both. The shared secret, key and nonce are zeroed; the
+ * seed stays the caller's to zero.
  */
 export function openPayloadWithCheckedSeed(seed: Uint8Array, expectedPublicKey: Uint8Array, cifer: Uint8Array, encryptedMessage: Uint8Array): CheckedOpen {
   const key = mlkemKeyFromSeed(seed);
-  if (!constantTimeEqual(key.publicKey, expectedPublicKey)) return { ok: false, reason: 'wrong-seed' };
-  if (!(cifer instanceof Uint8Array) || cifer.length !== CIFER_BYTES || !(encryptedMessage instanceof Uint8Array)) return { ok: false, reason: 'decryption-failed' };
+  const failed = (): CheckedOpen => ({ ok: false, reason: constantTimeEqual(key.publicKey, expectedPublicKey) ? 'decryption-failed' : 'wrong-seed' });
+  if (!(cifer instanceof Uint8Array) || cifer.length !== CIFER_BYTES || !(encryptedMessage instanceof Uint8Array)) return failed();
   const sharedSecret = key.decapsulate(cifer.subarray(0, MLKEM768_CIPHERTEXT_BYTES));
   try {
     const plaintext = openPayloadWithSharedSecret(sharedSecret, cifer, encryptedMessage);
-    return plaintext ? { ok: true, plaintext } : { ok: false, reason: 'decryption-failed' };
+    return plaintext ? { ok: true, plaintext } : failed();
   } finally {
     zeroize(sharedSecret);
   }

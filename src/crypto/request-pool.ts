@@ -24,11 +24,13 @@ export interface RequestCryptoPoolOptions {
    */
   minThreadBatch?: number;
   /**
-   * An operation that comes this long after the last one, ms, with the event loop idle for most of
-   * that time and nothing queued or on the thread, runs inline at once: a request at light load (a
-   * sequential decrypt: the coordinator's and each member's signer recovery) waits for no later
-   * turn of the event loop. Under load a loop busy answering requests for a few ms between two
-   * operations, idle little of it, still sends the next to the thread. 0 turns this off. @default 2
+   * An operation that comes after the event loop sat idle this long since the last one, ms, with
+   * nothing queued or on the thread, runs inline at once: a request at light load (a sequential
+   * decrypt: the coordinator's and each member's signer recovery) waits for no later turn of the
+   * event loop. Idle time, not elapsed time: under load a loop busy answering requests for a few ms
+   * between two operations still sends the next to the thread, and a loop that is busy most of the
+   * time but waits between requests (a coordinator serving one client) still runs them at once.
+   * 0 turns this off. @default 1
    */
   idleInlineMs?: number;
   /** Most operations in one message to the thread. @default 64 */
@@ -67,9 +69,9 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   const useThread = options.thread ?? true;
   const maxBatch = options.maxBatch ?? 64;
   const minThreadBatch = options.minThreadBatch ?? 2;
-  const idleInlineMs = options.idleInlineMs ?? 2;
-  /** When the last operation came, and the event loop's idle time then (ms, cumulative); none yet: undefined. */
-  let lastOp: { at: number; idle: number } | undefined;
+  const idleInlineMs = options.idleInlineMs ?? 1;
+  /** The event loop's idle time (ms, cumulative) when the last operation came; none yet: undefined. */
+  let idleAtLastOp: number | undefined;
   const maxThreadPlaintext = options.maxThreadPlaintextBytes ?? 65_536;
   let worker: Worker | undefined;
   let closed = false;
@@ -138,11 +140,10 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     }
   };
   const run = (op: RequestOp): Promise<RequestOpResult> => {
-    const now = { at: performance.now(), idle: performance.eventLoopUtilization().idle };
-    const since = lastOp ? now.at - lastOp.at : Infinity;
-    const quiet = !lastOp || (since > idleInlineMs && now.idle - lastOp.idle > since / 2);
+    const idleNow = performance.eventLoopUtilization().idle;
+    const quiet = idleAtLastOp === undefined || idleNow - idleAtLastOp >= idleInlineMs;
     const idle = quiet && queue.length === 0 && inFlight.size === 0;
-    lastOp = now;
+    idleAtLastOp = idleNow;
     if (!useThread || closed || (idleInlineMs > 0 && idle)) return Promise.resolve(inline(op));
     return new Promise((resolve) => {
       queue.push({ op, resolve });

@@ -142,6 +142,10 @@ describe('openPayloadWithCheckedSeed (decrypt with a seed rebuilt from shares)',
     expect(openPayloadWithCheckedSeed(newSeed(), publicKey, cifer, encryptedMessage)).toEqual({ ok: false, reason: 'wrong-seed' });
     expect(openPayloadWithCheckedSeed(seed, publicKey, flipped(cifer, 5), encryptedMessage)).toEqual({ ok: false, reason: 'decryption-failed' });
     expect(openPayloadWithCheckedSeed(seed, publicKey, cifer, flipped(encryptedMessage, 0))).toEqual({ ok: false, reason: 'decryption-failed' });
+    // A wrong seed is named as such whatever else is wrong: a tampered envelope, a cifer of the wrong length.
+    expect(openPayloadWithCheckedSeed(newSeed(), publicKey, flipped(cifer, 5), encryptedMessage)).toEqual({ ok: false, reason: 'wrong-seed' });
+    expect(openPayloadWithCheckedSeed(newSeed(), publicKey, cifer.subarray(1), encryptedMessage)).toEqual({ ok: false, reason: 'wrong-seed' });
+    expect(openPayloadWithCheckedSeed(seed, publicKey, cifer.subarray(1), encryptedMessage)).toEqual({ ok: false, reason: 'decryption-failed' });
   });
 
   it('mlkemKeyFromSeed gives the same public key and shared secrets as the separate functions', () => {
