@@ -37,8 +37,6 @@ import type { FileJobMetrics, FilesService, JobRepo } from './types.ts';
 export { DECRYPT_RESULT_TTL_MS, ENCRYPT_RESULT_TTL_MS, EXPIRED_JOB_RETENTION_MS, FAILED_JOB_TTL_MS } from './rules.ts';
 export type { FileJobMetrics } from './types.ts';
 
-/** Spool files older than this at start are leftovers of a crash. */
-const STALE_SPOOL_MS = 0;
 
 /** Options of {@link createFilesService} (`files.*` of the config). */
 export interface FilesOptions {
@@ -158,8 +156,10 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
     async start() {
       await ensureDir(spoolDir);
       await ensureDir(resultDir);
-      // Their keys died with the process that wrote them: unreadable, only taking space.
-      await sweepSpools(spoolDir, STALE_SPOOL_MS);
+      // Before any job of this process runs, every spool file is a leftover of one that ended: its
+      // key died with it (unreadable, only taking space). By age it would be a race: a file written
+      // in the same millisecond as the sweep's clock reading has an mtime after it.
+      await sweepSpools(spoolDir);
       await registry.loadResults();
       await sweeper.failInterrupted();
       sweeper.start();

@@ -595,17 +595,17 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
 }
 
 /**
- * Remove spool files in `dir` last modified more than `olderThanMs` ago (leftovers of a crash: their
- * keys died with the process, so they are unreadable anyway). Other files are left alone. Returns
- * how many were removed.
+ * Remove spool files in `dir` last modified more than `olderThanMs` ago, or every one when it is
+ * undefined (leftovers of a crash: their keys died with the process, so they are unreadable anyway).
+ * Other files are left alone. Returns how many were removed.
  */
-export async function sweepSpools(dir: string, olderThanMs: number, now: number = Date.now()): Promise<number> {
+export async function sweepSpools(dir: string, olderThanMs?: number, now: number = Date.now()): Promise<number> {
   let removed = 0;
   for (const name of await readdir(dir)) {
     if (!SPOOL_FILE_RE.test(name)) continue;
     const path = join(dir, name);
     try {
-      if ((await stat(path)).mtimeMs > now - olderThanMs) continue;
+      if (olderThanMs !== undefined && (await stat(path)).mtimeMs > now - olderThanMs) continue;
       await unlink(path);
       removed += 1;
     } catch (err) {

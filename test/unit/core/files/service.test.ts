@@ -3,7 +3,7 @@
  * test cannot stage through HTTP — interrupted jobs failed at start, the TTL sweep on an injected
  * clock, the per-coordinator job limit, and the spool removed on every refusal.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -81,7 +81,10 @@ describe('files service', () => {
     repo.jobs.set('00000000-0000-4000-8000-00000000000b', job('00000000-0000-4000-8000-00000000000b', 'processing', null));
     repo.jobs.set('00000000-0000-4000-8000-00000000000c', job('00000000-0000-4000-8000-00000000000c', 'completed', 5000));
     await mkdir(join(dir, 'spool'), { recursive: true });
-    await writeFile(join(dir, 'spool', `qk-spool-${'ab'.repeat(16)}.sealed`), 'leftover');
+    const leftover = join(dir, 'spool', `qk-spool-${'ab'.repeat(16)}.sealed`);
+    await writeFile(leftover, 'leftover');
+    // Its mtime after the clock's reading at start (as a file written in that same millisecond has).
+    await utimes(leftover, new Date(Date.now() + 60_000), new Date(Date.now() + 60_000));
     await files.start();
     for (const id of ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b']) {
       expect(await files.status(id)).toMatchObject({ status: 'failed', completedAt: now(), ttl: FAILED_JOB_TTL_MS, error: expect.stringContaining('Interrupted') });

@@ -182,6 +182,10 @@ describe('sealed spool', () => {
     await utimes(join(dir, 'other.txt'), past, past);
     expect(await sweepSpools(dir, 60_000)).toBe(1);
     expect((await readdir(dir)).sort()).toEqual([fresh.path.slice(dir.length + 1), 'other.txt'].sort());
+    // Without an age (a node starting, before any job of its own): every spool file, however new.
+    await utimes(fresh.path, new Date(Date.now() + 60_000), new Date(Date.now() + 60_000));
+    expect(await sweepSpools(dir)).toBe(1);
+    expect(await readdir(dir)).toEqual(['other.txt']);
   });
 
   // RSS, loosely: node frees the per-chunk buffers only when V8 next collects (about every 64 MiB
