@@ -330,18 +330,21 @@ describe('createTimingEqualizer', () => {
     const phc = await hashPassword('known account');
     await equalizer.verifyAgainstDummy('warm-up'); // builds the dummy hash
     const time = async (fn: () => Promise<unknown>) => {
-      const samples: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const t0 = performance.now();
-        await fn();
-        samples.push(performance.now() - t0);
-      }
-      return samples.sort((a, b) => a - b)[2]!;
+      const t0 = performance.now();
+      await fn();
+      return performance.now() - t0;
     };
-    const real = await time(() => verifyPassword('wrong password', phc));
-    const dummy = await time(() => equalizer.verifyAgainstDummy('wrong password'));
+    // Real and dummy in alternation, the median of the pairs' ratios: both sides of a pair see the
+    // same machine (timed as two runs of five, one after the other, a busy machine moved the ratio to 0.38).
+    const ratios: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const real = await time(() => verifyPassword('wrong password', phc));
+      const dummy = await time(() => equalizer.verifyAgainstDummy('wrong password'));
+      ratios.push(dummy / real);
+    }
+    const ratio = ratios.sort((a, b) => a - b)[3]!;
     // Loose on purpose: this guards against a shortcut (no argon2, or other parameters), not jitter.
-    expect(dummy / real).toBeGreaterThan(0.4);
-    expect(dummy / real).toBeLessThan(2.5);
+    expect(ratio).toBeGreaterThan(0.4);
+    expect(ratio).toBeLessThan(2.5);
   });
 });
