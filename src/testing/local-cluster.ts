@@ -133,15 +133,21 @@ function isAddressInUse(err: unknown, depth = 0): boolean {
  * Start a local cluster and wait until every member sees a quorum. Free ports are picked, released
  * and bound a moment later; another process (an outgoing connection's ephemeral port, a test's
  * `--port 0` server) may take one in between. The cluster is then started again on new ports, up to
- * {@link PORT_RACE_ATTEMPTS} times, unless the caller fixed the ports or the data directory.
+ * {@link PORT_RACE_ATTEMPTS} times, unless the caller fixed the ports. In a data directory the caller
+ * gave, the nodes' folders the failed attempt made are removed first: that attempt wrote every
+ * node's keys afresh (a key file that already exists fails the start before any port is bound).
  */
 export async function startLocalCluster(options: LocalClusterOptions = {}): Promise<LocalCluster> {
-  const retryable = !options.ports && !options.httpPorts && !options.operatorPorts && options.dir === undefined;
+  const retryable = !options.ports && !options.httpPorts && !options.operatorPorts;
   for (let attempt = 1; ; attempt++) {
     try {
       return await startLocalClusterOnce(options);
     } catch (err) {
       if (!retryable || attempt >= PORT_RACE_ATTEMPTS || !isAddressInUse(err)) throw err;
+      if (options.dir !== undefined) {
+        const total = (options.size ?? 5) + (options.gateways ?? 0);
+        await Promise.all(Array.from({ length: total }, (_, i) => rm(join(options.dir!, `node-${i}`), { recursive: true, force: true })));
+      }
     }
   }
 }
