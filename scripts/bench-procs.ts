@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { startMailbox } from '../src/testing/index.ts';
 import { signPersonalMessage } from '../src/crypto/index.ts';
 import { benchPrincipal, decryptBodies, load, median, ms, percentile, post, table } from './bench-lib.ts';
-import { initBenchCluster, spawnNode, untilReady, type NodeProcess } from './bench-scale-store.ts';
+import { initBenchCluster, metricOf, spawnNode, untilReady, type NodeProcess } from './bench-scale-store.ts';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
@@ -63,8 +63,7 @@ export async function benchProcs(): Promise<void> {
     // every loop idle and run inline (a thread round trip only adds latency there).
     const ops = { inline: 0, thread: 0 };
     for (const n of summary.nodes) {
-      const text = await (await fetch(`http://127.0.0.1:${n.operatorPort}/metrics`)).text();
-      for (const m of text.matchAll(/^quorumkeep_request_crypto_ops_total\{[^}]*where="(inline|thread)"[^}]*\} (\S+)$/gm)) ops[m[1] as 'inline' | 'thread'] += Number(m[2]);
+      for (const where of ['inline', 'thread'] as const) ops[where] += await metricOf(summary, n.slot, 'quorumkeep_request_crypto_ops_total', `where="${where}"`);
     }
     const load1 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     table(`One process per node (5 members, threshold 3, 2 coordinators; ${ROUNDS} rounds, requests one at a time from a client thread; load ${load1})`, [

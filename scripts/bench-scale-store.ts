@@ -485,12 +485,15 @@ export async function untilReady(node: NodeProcess, operatorPort: number, timeou
   }
 }
 
-/** A counter of a node's `GET /metrics` on its operator port, summed over its label sets. */
-async function metricOf(summary: ClusterInitSummary, slot: number, name: string): Promise<number> {
+/**
+ * A counter of a node's `GET /metrics` on its operator port, summed over its label sets (those with
+ * the label `label` only, `name="value"`, when given).
+ */
+export async function metricOf(summary: ClusterInitSummary, slot: number, name: string, label?: string): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${summary.nodes[slot]!.operatorPort}/metrics`);
   const text = await res.text();
   let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))) sum += Number(m[1]);
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) if (label === undefined || (m[1] ?? '').split(',').includes(label)) sum += Number(m[2]);
   return sum;
 }
 

@@ -154,6 +154,8 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       }
     });
   };
+  /** An operation that seals: inline when its plaintext is too large to be worth copying to the thread. */
+  const runSealing = async (op: Extract<RequestOp, { plaintext: Uint8Array }>): Promise<RequestOpResult> => (op.plaintext.length > maxThreadPlaintext ? inline(op) : run(op));
   const fail = (r: RequestOpResult): never => {
     throw new TypeError('error' in r ? r.error : 'unexpected answer');
   };
@@ -164,13 +166,11 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       return 'signer' in r ? (r.signer ?? undefined) : fail(r);
     },
     async seal(publicKey, plaintext) {
-      const op: RequestOp = { op: 'seal', publicKey, plaintext };
-      const r = plaintext.length > maxThreadPlaintext ? inline(op) : await run(op);
+      const r = await runSealing({ op: 'seal', publicKey, plaintext });
       return 'cifer' in r ? { cifer: r.cifer, encryptedMessage: r.encryptedMessage } : fail(r);
     },
     async recoverAndSeal(message, signature, publicKey, plaintext) {
-      const op: RequestOp = { op: 'recover-seal', message, signature, publicKey, plaintext };
-      const r = plaintext.length > maxThreadPlaintext ? inline(op) : await run(op);
+      const r = await runSealing({ op: 'recover-seal', message, signature, publicKey, plaintext });
       if (!('cifer' in r && 'signer' in r)) return undefined;
       return { signer: r.signer ?? undefined, sealed: { cifer: r.cifer, encryptedMessage: r.encryptedMessage } };
     },

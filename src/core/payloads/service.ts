@@ -42,9 +42,9 @@ export interface PayloadsDeps {
 /** The reservation of a request when limits are off: nothing was admitted, nothing is counted. */
 const UNCOUNTED: Pick<UsageReservation, 'commit' | 'release'> = Object.freeze({ commit: () => undefined, release: () => undefined });
 
-/** An envelope sealed along with the signer's recovery, kept for the rest of its encrypt. */
+/** An envelope sealed along with the signer's recovery, kept for the rest of its encrypt (`value` once sealed). */
 interface EarlySeal {
-  sealed?: { publicKeyCid: string; plaintext: Uint8Array; sealed: SealedPayload };
+  value?: { publicKeyCid: string; plaintext: Uint8Array; envelope: SealedPayload };
 }
 
 /** Decoded public keys kept (public data): encrypts go to the same few secrets again and again. */
@@ -87,7 +87,7 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const plaintext = utf8Encoder.encode(extra[0] ?? '');
       const done = await recoverAndSeal(request.data, request.signature, publicKeyOf(cid), plaintext);
       if (!done) return undefined;
-      early.sealed = { publicKeyCid: cid, plaintext, sealed: done.sealed };
+      early.value = { publicKeyCid: cid, plaintext, envelope: done.sealed };
       return { signer: done.signer };
     };
   }
@@ -98,13 +98,13 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const caller = await deps.verifier.verify(request, { parts: 5, rest: true, web3: true }, sealAlongside(request, early));
       const secret = await secretFor(caller);
       assertUsable(secret);
-      const ready = early.sealed?.publicKeyCid === secret.publicKeyCid ? early.sealed : undefined;
+      const ready = early.value?.publicKeyCid === secret.publicKeyCid ? early.value : undefined;
       const plaintext = ready?.plaintext ?? utf8Encoder.encode(caller.extra[0] ?? '');
       // Counted in plaintext bytes (the message's UTF-8), and only once the envelope is sealed.
       const admitted = deps.usage ? await deps.usage.admit(caller.principalId, 'encryption', plaintext.length) : UNCOUNTED;
       let sealed: SealedPayload;
       try {
-        sealed = ready?.sealed ?? (await seal(publicKeyOf(secret.publicKeyCid), plaintext));
+        sealed = ready?.envelope ?? (await seal(publicKeyOf(secret.publicKeyCid), plaintext));
       } catch (err) {
         admitted.release();
         throw err;
