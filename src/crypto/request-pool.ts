@@ -78,8 +78,13 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   let nextId = 0;
   let queue: Pending[] = [];
   let flushScheduled = false;
-  /** Batches on the thread by id, with how many of their operations it has answered. */
-  const inFlight = new Map<number, { batch: Pending[]; answered: number }>();
+  /**
+   * Batches on the thread, oldest first, with how many of their operations it has answered (the
+   * thread answers them in order). An array, not a Map keyed by id: a long-lived Map whose entries
+   * come and go with every batch keeps every request that passed through it alive through the
+   * scavenges (src/http/in-flight.ts says how).
+   */
+  const inFlight: Array<{ id: number; batch: Pending[]; answered: number }> = [];
 
   /** Tell `onRun` how many operations of each kind `batch` ran, and where. */
   const counted = (batch: readonly Pending[], where: 'thread' | 'inline') => {
@@ -98,8 +103,8 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   };
   /** What the thread has not answered (it stopped or failed, or the pool closed) is answered inline: nothing is lost. */
   const answerInFlightInline = () => {
-    const batches = [...inFlight.values()].map((f) => f.batch.slice(f.answered));
-    inFlight.clear();
+    const batches = inFlight.map((f) => f.batch.slice(f.answered));
+    inFlight.length = 0;
     for (const b of batches) runInline(b);
   };
   const thread = (): Worker => {
@@ -108,13 +113,18 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     // Idle between requests: it must not keep the process alive.
     started.unref();
     started.on('message', (m: { id: number; from: number; results: RequestOpResult[] }) => {
-      const flight = inFlight.get(m.id);
-      if (!flight) return;
+      // The oldest batch, unless the thread was replaced with some still unanswered.
+      const at = inFlight[0]?.id === m.id ? 0 : inFlight.findIndex((f) => f.id === m.id);
+      if (at < 0) return;
+      const flight = inFlight[at]!;
       const answered = flight.batch.slice(m.from, m.from + m.results.length);
       counted(answered, 'thread');
       answered.forEach((p, i) => p.resolve(m.results[i]!));
       flight.answered = m.from + m.results.length;
-      if (flight.answered >= flight.batch.length) inFlight.delete(m.id);
+      if (flight.answered >= flight.batch.length) {
+        if (at === 0) inFlight.shift();
+        else inFlight.splice(at, 1);
+      }
     });
     const lost = () => {
       if (worker === started) worker = undefined;
@@ -129,12 +139,12 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     while (queue.length > 0) {
       const batch = queue.slice(0, maxBatch);
       queue = queue.slice(maxBatch);
-      if (closed || (batch.length < minThreadBatch && inFlight.size === 0)) {
+      if (closed || (batch.length < minThreadBatch && inFlight.length === 0)) {
         runInline(batch);
         continue;
       }
       const id = nextId++;
-      inFlight.set(id, { batch, answered: 0 });
+      inFlight.push({ id, batch, answered: 0 });
       const message: RequestBatch = { id, ops: batch.map((p) => p.op) };
       thread().postMessage(message);
     }
@@ -142,7 +152,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   const run = (op: RequestOp): Promise<RequestOpResult> => {
     const idleNow = performance.eventLoopUtilization().idle;
     const quiet = idleAtLastOp === undefined || idleNow - idleAtLastOp >= idleInlineMs;
-    const idle = quiet && queue.length === 0 && inFlight.size === 0;
+    const idle = quiet && queue.length === 0 && inFlight.length === 0;
     idleAtLastOp = idleNow;
     if (!useThread || closed || (idleInlineMs > 0 && idle)) return Promise.resolve(inline(op));
     return new Promise((resolve) => {

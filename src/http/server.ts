@@ -6,6 +6,7 @@ import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse }
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../log/index.ts';
+import { InFlightResponses } from './in-flight.ts';
 
 /** In-flight requests get this long to finish on close; then their connections are destroyed. */
 export const SHUTDOWN_GRACE_MS = 5_000;
@@ -118,7 +119,7 @@ export function listenHttp(app: RequestHandlerFactory, options: ListenHttpOption
   // closing: responses not yet started are told `Connection: close`, and every connection is
   // dropped as soon as its response is done.
   let closing = false;
-  const inFlight = new Set<ServerResponse>();
+  const inFlight = new InFlightResponses();
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     if (closing) res.setHeader('Connection', 'close');
     inFlight.add(res);

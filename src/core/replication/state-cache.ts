@@ -1,5 +1,5 @@
 /**
- * A read-through LRU of current states. The engine is the only writer of states, so updating the
+ * A read-through cache of current states, least recently used evicted first. The engine is the only writer of states, so updating the
  * cache after every commit keeps it coherent; a read that raced a commit is not cached (generation
  * check), so a stale value can never be inserted. Absence is cached too.
  *
@@ -12,7 +12,7 @@ import type { ReplicatedRecord } from './record.ts';
 
 /** Options of {@link createStateCache}. */
 export interface StateCacheOptions {
-  /** Current states kept in memory; the least recently used goes first. */
+  /** Current states kept in memory; the least recently used goes first (approximately: second chance). */
   maxEntries: number;
   /** Most memory the cached states may hold, estimated by {@link approximateBytes}. @default unbounded */
   maxBytes?: number;
@@ -59,7 +59,11 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
   const { maxEntries } = options;
   const maxBytes = options.maxBytes ?? Infinity;
   const { store } = deps;
-  const entries = new Map<string, { value: ReplicatedRecord | null; bytes: number }>();
+  // Oldest first. A hit only marks its entry `used`; eviction gives a used entry a second chance
+  // (moved to the back, unmarked) and drops the first unused one — least recently used first, near
+  // enough. A hit that moved its entry to the back instead (delete, then set) made the Map's table
+  // churn with every read, which keeps short-lived garbage alive (src/http/in-flight.ts says how).
+  const entries = new Map<string, { value: ReplicatedRecord | null; bytes: number; used: boolean }>();
   let bytes = 0;
   let generation = 0;
   const drop = (k: string) => {
@@ -68,22 +72,32 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
     entries.delete(k);
     bytes -= old.bytes;
   };
+  /** Evict until `size` more bytes and one more entry fit. */
+  const makeRoom = (size: number) => {
+    while (entries.size > 0 && (entries.size >= maxEntries || bytes + size > maxBytes)) {
+      const [k, oldest] = entries.entries().next().value!;
+      if (oldest.used) {
+        oldest.used = false;
+        entries.delete(k);
+        entries.set(k, oldest);
+      } else drop(k);
+    }
+  };
   const put = (k: string, value: ReplicatedRecord | null) => {
     drop(k);
     const size = ENTRY_OVERHEAD + k.length + (value ? approximateBytes(value) : 0);
     // A state larger than the whole budget is not cached at all.
-    if (size > maxBytes) return;
-    entries.set(k, { value, bytes: size });
+    if (size > maxBytes || maxEntries < 1) return;
+    makeRoom(size);
+    entries.set(k, { value, bytes: size, used: false });
     bytes += size;
-    while (entries.size > maxEntries || bytes > maxBytes) drop(entries.keys().next().value!);
   };
   return {
     async get(kind, key) {
       const k = `${kind}!${key}`;
       const hit = entries.get(k);
       if (hit !== undefined) {
-        entries.delete(k);
-        entries.set(k, hit);
+        hit.used = true;
         return hit.value ?? undefined;
       }
       const before = generation;

@@ -23,7 +23,7 @@ export interface TokenBuckets {
 /** Options of {@link createTokenBuckets}. */
 export interface TokenBucketsOptions {
   /**
-   * Buckets kept at most; the least recently used one is forgotten first. A forgotten bucket comes
+   * Buckets kept at most; the least recently used one is forgotten first (approximately: second chance). A forgotten bucket comes
    * back full, so keep this above the principals active within a bucket's refill time. @default 10000
    */
   maxBuckets?: number;
@@ -38,11 +38,17 @@ export interface TokenBucketsDeps {
 interface Bucket {
   tokens: number;
   at: number;
+  /** Taken from since eviction last looked at it (a second chance before it is forgotten). */
+  used: boolean;
 }
 
 /** Create a set of token buckets. */
 export function createTokenBuckets(options: TokenBucketsOptions, deps: TokenBucketsDeps): TokenBuckets {
   const maxBuckets = options.maxBuckets ?? 10_000;
+  // Oldest first. A take only marks its bucket `used`; a new bucket at capacity gives used ones a
+  // second chance (moved to the back, unmarked) and forgets the first unused one — the least
+  // recently used, near enough — so a take does not rebuild the Map's table on every request
+  // (src/http/in-flight.ts says why that matters).
   const buckets = new Map<string, Bucket>();
   return {
     take(key, ratePerSecond) {
@@ -50,11 +56,19 @@ export function createTokenBuckets(options: TokenBucketsOptions, deps: TokenBuck
       const capacity = Math.max(1, ratePerSecond);
       const now = deps.now();
       let bucket = buckets.get(key);
-      if (bucket) buckets.delete(key);
-      else bucket = { tokens: capacity, at: now };
-      // Re-inserted: the Map's first key is the least recently used.
-      buckets.set(key, bucket);
-      if (buckets.size > maxBuckets) buckets.delete(buckets.keys().next().value!);
+      if (bucket) bucket.used = true;
+      else {
+        while (buckets.size >= maxBuckets) {
+          const [oldKey, oldest] = buckets.entries().next().value!;
+          buckets.delete(oldKey);
+          if (oldest.used) {
+            oldest.used = false;
+            buckets.set(oldKey, oldest);
+          }
+        }
+        bucket = { tokens: capacity, at: now, used: false };
+        buckets.set(key, bucket);
+      }
       bucket.tokens = Math.min(capacity, bucket.tokens + (Math.max(0, now - bucket.at) * ratePerSecond) / 1000);
       bucket.at = now;
       if (bucket.tokens >= 1) {
