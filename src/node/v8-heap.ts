@@ -26,8 +26,21 @@
  * without, session 10.8 and 10.6 ms; `npm run bench -- encrypt`, HTTP at 46% of its bound both ways.
  * A heuristic, not a limit: a heap with more alive still grows to hold it.
  *
- * V8 reads these flags whenever it decides on a collection, so setting them at run time (before the
- * nodes start) takes effect for the process and every worker thread it starts.
+ * `--no-allocation-site-pretenuring`: V8 watches how long the objects of each allocation site live,
+ * and once most of a site's survive it allocates that site's objects in the old generation from then
+ * on. A node's sockets and streams keep an EventEmitter listener array for their whole life, so V8
+ * learns to allocate every such array old — including the one each HTTP response gets for its
+ * `finish` listeners (Node's own and koa's). That array, dead as soon as the response is answered,
+ * still keeps the response and everything it reaches (request, context, body, answer) alive through
+ * every scavenge until the next full collection: under the encrypt load about 5–10 KB of each
+ * request reached the old generation that way, with two or three full collections a second. Measured
+ * (`npm run bench -- encrypt`, V8's `--trace-gc-nvp`, five rounds of 4,000 requests each way):
+ * 52–55 MB promoted a round and three full collections with pretenuring, 6–8 MB and none without;
+ * HTTP/bound 39–52% against 44–74%. See docs/http.md, "Request path cost".
+ *
+ * V8 reads these flags whenever it decides on a collection (or, for pretenuring, digests a
+ * scavenge's feedback), so setting them at run time (before the nodes start) takes effect for the
+ * process and every worker thread it starts.
  */
 import { setFlagsFromString } from 'node:v8';
 
@@ -66,7 +79,8 @@ export function missingProcessSettings(env: Readonly<Record<string, string | und
 
 /** Whether `args` set the flag of `flag` (`--name`, `--name=…` or `--no-name`, in V8's `-` or `_` spelling), whatever its value. */
 function flagGiven(args: readonly string[], flag: string): boolean {
-  const name = flag.slice(2).split('=')[0]!;
+  // A `--no-…` flag is the same flag as its `--…` form.
+  const name = flag.slice(2).split('=')[0]!.replace(/^no-/, '');
   return args.some((arg) => {
     const spelled = arg.replaceAll('_', '-');
     return spelled === `--${name}` || spelled === `--no-${name}` || spelled.startsWith(`--${name}=`);
@@ -74,7 +88,7 @@ function flagGiven(args: readonly string[], flag: string): boolean {
 }
 
 /** The flags {@link tuneHeapForNodes} sets. */
-export const NODE_V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--heap-growing-percent=20'] as const;
+export const NODE_V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--heap-growing-percent=20', '--no-allocation-site-pretenuring'] as const;
 
 /**
  * Apply {@link NODE_V8_FLAGS} to this process, except a flag the operator set on node's command line

@@ -36,8 +36,9 @@ describe('tuneHeapForNodes', () => {
 describe('v8FlagsToSet', () => {
   it('sets every flag but one the operator chose on the command line, in either spelling', () => {
     expect(v8FlagsToSet([])).toEqual([...NODE_V8_FLAGS]);
-    expect(v8FlagsToSet(['--max-semi-space-size=8', '--heap-growing-percent=0'])).toEqual(['--external-memory-accounted-in-global-limit']);
-    expect(v8FlagsToSet(['--no-external_memory_accounted_in_global_limit', '--heap_growing_percent=50'])).toEqual([]);
+    expect(v8FlagsToSet(['--max-semi-space-size=8', '--heap-growing-percent=0'])).toEqual(['--external-memory-accounted-in-global-limit', '--no-allocation-site-pretenuring']);
+    expect(v8FlagsToSet(['--no-external_memory_accounted_in_global_limit', '--heap_growing_percent=50'])).toEqual(['--no-allocation-site-pretenuring']);
+    expect(v8FlagsToSet(['--allocation_site_pretenuring', '--heap-growing-percent=20', '--external-memory-accounted-in-global-limit'])).toEqual([]);
   });
 });
 
