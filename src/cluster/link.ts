@@ -13,6 +13,13 @@ interface Waiter {
   reject: (e: Error) => void;
 }
 
+/**
+ * Pending requests by id: an object with integer keys, not a Map. A long-lived Map whose entries come
+ * and go with every request keeps every caller that passed through it alive through the scavenges
+ * (src/http/in-flight.ts says how); V8's dictionary of integer keys leaves no such chain.
+ */
+type Waiters = Record<number, Waiter>;
+
 /** The client end of a link to one peer. */
 export interface Link {
   request(body: unknown, signal: AbortSignal): Promise<unknown>;
@@ -22,15 +29,16 @@ export interface Link {
 
 /** Create a client link; `open` opens a fresh stream when none is usable. */
 export function createLink(open: (signal: AbortSignal) => Promise<Stream>): Link {
-  let current: { ch: MessageChannel; waiters: Map<number, Waiter> } | undefined;
+  let current: { ch: MessageChannel; waiters: Waiters } | undefined;
   let opening: Promise<NonNullable<typeof current>> | undefined;
   let nextId = 1;
   let writeChain: Promise<void> = Promise.resolve();
 
   const fail = (state: NonNullable<typeof current>, err: Error) => {
     if (current === state) current = undefined;
-    for (const w of state.waiters.values()) w.reject(err);
-    state.waiters.clear();
+    const waiters = Object.values(state.waiters);
+    state.waiters = Object.create(null) as Waiters;
+    for (const w of waiters) w.reject(err);
     state.ch.abort(err);
   };
 
@@ -38,16 +46,16 @@ export function createLink(open: (signal: AbortSignal) => Promise<Stream>): Link
     if (current) return current;
     opening ??= (async () => {
       const ch = messageChannel(await open(signal));
-      const state = { ch, waiters: new Map<number, Waiter>() };
+      const state = { ch, waiters: Object.create(null) as Waiters };
       current = state;
       // Reader: dispatch responses until the stream ends.
       void (async () => {
         try {
           for (;;) {
             const msg = (await ch.read()) as { i?: number; ok?: boolean; b?: unknown; e?: string };
-            const w = typeof msg?.i === 'number' ? state.waiters.get(msg.i) : undefined;
+            const w = typeof msg?.i === 'number' ? state.waiters[msg.i] : undefined;
             if (!w) continue;
-            state.waiters.delete(msg.i!);
+            delete state.waiters[msg.i!];
             if (msg.ok) w.resolve(msg.b);
             else w.reject(new Error(msg.e ?? 'refused'));
           }
@@ -68,16 +76,16 @@ export function createLink(open: (signal: AbortSignal) => Promise<Stream>): Link
       const id = nextId++;
       return new Promise<unknown>((resolve, reject) => {
         const onAbort = () => {
-          state.waiters.delete(id);
+          delete state.waiters[id];
           reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
         };
         if (signal.aborted) return onAbort();
         signal.addEventListener('abort', onAbort, { once: true });
         const done = () => signal.removeEventListener('abort', onAbort);
-        state.waiters.set(id, {
+        state.waiters[id] = {
           resolve: (v) => (done(), resolve(v)),
           reject: (e) => (done(), reject(e)),
-        });
+        };
         writeChain = writeChain
           .then(() => state.ch.write({ i: id, b: body }))
           .catch((err: unknown) => fail(state, err instanceof Error ? err : new Error(String(err))));
