@@ -796,8 +796,7 @@ async function main(): Promise<void> {
  * The in-process figures' nodes share this process: run it as the shipped unit runs a node
  * (`NODE_PROCESS_SETTINGS`: glibc's arenas, V8's young generation), starting it again with them when
  * `npm run bench` did not. A deployed node's scavenges then cost what they cost here (three runs of
- * `-- latency` without them: decrypt p99 19–24 ms with 7–12 ms scavenges; with them 11–18 ms; and
- * encrypt over HTTP: 53% of its bound at V8's default young generation, 45–46% with them).
+ * `-- latency` without them: decrypt p99 19–24 ms with 7–12 ms scavenges; with them 11–18 ms).
  */
 function rerunAsDeployed(): boolean {
   if (missingProcessSettings(process.env).length === 0) return false;
