@@ -7,9 +7,9 @@
 export interface LruCache<V> {
   /** The cached value of `key`, or `create()`'s, cached (unless the capacity is 0). */
   getOrCreate(key: string, create: () => V): V;
-  /** The cached value of `key` (now the most recent), or `undefined`. */
+  /** The cached value of `key` (now used), or `undefined`. */
   get(key: string): V | undefined;
-  /** Cache `value` under `key` as the most recent entry, evicting the least recent beyond the capacity. */
+  /** Cache `value` under `key` (a use), evicting the least recently used beyond the capacity. */
   set(key: string, value: V): void;
   /** Forget `key`. */
   delete(key: string): void;
@@ -17,24 +17,40 @@ export interface LruCache<V> {
   size(): number;
 }
 
-/** Create an LRU with at most `capacity` entries (0 disables caching). */
+/**
+ * Create an LRU with at most `capacity` entries (0 disables caching). Least recently used first,
+ * near enough: a hit only marks its entry, and eviction gives a marked entry a second chance (moved
+ * to the back, unmarked) before dropping the first unmarked one. Moving every hit to the back
+ * (delete, then set) made the Map's table churn with every request, which keeps short-lived garbage
+ * alive through the scavenges (src/http/in-flight.ts says how).
+ */
 export function createLruCache<V>(capacity: number): LruCache<V> {
   if (!Number.isSafeInteger(capacity) || capacity < 0) throw new RangeError('keyCacheSize must be a non-negative integer');
-  // A Map iterates in insertion order: re-inserting on a hit makes the first key the least recent.
-  const entries = new Map<string, V>();
+  // A Map iterates in insertion order: the first key is the oldest.
+  const entries = new Map<string, { value: V; used: boolean }>();
   const get = (key: string): V | undefined => {
     const hit = entries.get(key);
-    if (hit !== undefined) {
-      entries.delete(key);
-      entries.set(key, hit);
-    }
-    return hit;
+    if (hit === undefined) return undefined;
+    hit.used = true;
+    return hit.value;
   };
   const set = (key: string, value: V): void => {
     if (capacity === 0) return;
-    entries.delete(key);
-    if (entries.size >= capacity) entries.delete(entries.keys().next().value!);
-    entries.set(key, value);
+    const held = entries.get(key);
+    if (held) {
+      held.value = value;
+      held.used = true;
+      return;
+    }
+    while (entries.size >= capacity) {
+      const [oldKey, oldest] = entries.entries().next().value!;
+      entries.delete(oldKey);
+      if (oldest.used) {
+        oldest.used = false;
+        entries.set(oldKey, oldest);
+      }
+    }
+    entries.set(key, { value, used: false });
   };
   return {
     getOrCreate(key, create) {
