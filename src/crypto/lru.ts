@@ -1,6 +1,7 @@
 /**
- * A small least-recently-used map for public data only, never secrets: imported public keys, and
- * which coordinator holds a file job (src/http/job-forward.ts).
+ * A small least-recently-used map for public data only, never secrets: imported public keys, which
+ * coordinator holds a file job (src/http/job-forward.ts), the plans' rate-limit buckets
+ * (src/core/usage/token-bucket.ts).
  */
 
 /** An LRU of values by string key. */

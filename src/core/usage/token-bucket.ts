@@ -4,6 +4,7 @@
  * one. Buckets are not shared between coordinators, so across the cluster a principal can reach
  * `rate × coordinators` (docs/architecture.md, "Usage and plan limits").
  */
+import { createLruCache } from '../../crypto/index.ts';
 
 /** Outcome of {@link TokenBuckets.take}. */
 export type TakeResult = { ok: true } | { ok: false; retryAfterMs: number };
@@ -38,35 +39,22 @@ export interface TokenBucketsDeps {
 interface Bucket {
   tokens: number;
   at: number;
-  /** Taken from since eviction last looked at it (a second chance before it is forgotten). */
-  used: boolean;
 }
 
 /** Create a set of token buckets. */
 export function createTokenBuckets(options: TokenBucketsOptions, deps: TokenBucketsDeps): TokenBuckets {
   const maxBuckets = options.maxBuckets ?? 10_000;
-  // Oldest first. A take only marks its bucket `used`; a new bucket at capacity gives used ones a
-  // second chance (moved to the back, unmarked) and forgets the first unused one — the least
-  // recently used, near enough — so a take does not rebuild the Map's table on every request
-  // (src/http/in-flight.ts says why that matters).
-  const buckets = new Map<string, Bucket>();
+  // A take marks its bucket used rather than moving it to the back, so a take does not rebuild a
+  // Map's table on every request (src/crypto/lru.ts, src/http/in-flight.ts).
+  const buckets = createLruCache<Bucket>(maxBuckets);
   return {
     take(key, ratePerSecond) {
       if (!(ratePerSecond > 0)) throw new RangeError('ratePerSecond must be positive');
       const capacity = Math.max(1, ratePerSecond);
       const now = deps.now();
       let bucket = buckets.get(key);
-      if (bucket) bucket.used = true;
-      else {
-        while (buckets.size >= maxBuckets) {
-          const [oldKey, oldest] = buckets.entries().next().value!;
-          buckets.delete(oldKey);
-          if (oldest.used) {
-            oldest.used = false;
-            buckets.set(oldKey, oldest);
-          }
-        }
-        bucket = { tokens: capacity, at: now, used: false };
+      if (!bucket) {
+        bucket = { tokens: capacity, at: now };
         buckets.set(key, bucket);
       }
       bucket.tokens = Math.min(capacity, bucket.tokens + (Math.max(0, now - bucket.at) * ratePerSecond) / 1000);
@@ -77,6 +65,6 @@ export function createTokenBuckets(options: TokenBucketsOptions, deps: TokenBuck
       }
       return { ok: false, retryAfterMs: Math.ceil(((1 - bucket.tokens) * 1000) / ratePerSecond) };
     },
-    size: () => buckets.size,
+    size: () => buckets.size(),
   };
 }
