@@ -20,6 +20,15 @@ const seed = randomBytes(64);
 const publicKey = mlkemPublicKeyFromSeed(seed);
 const wallet = randomBytes(32);
 
+/**
+ * Until the event loop has sat idle `ms` since the call: waited on, not slept, since a timer set
+ * after a busy stretch can fire at once (the loop's clock is stale) and a busy machine stretches any.
+ */
+async function idleFor(ms: number): Promise<void> {
+  const from = performance.eventLoopUtilization();
+  while (performance.eventLoopUtilization(from).idle < ms) await new Promise((r) => setTimeout(r, 1));
+}
+
 describe('request crypto pool', () => {
   it('answers concurrent recoveries and seals on its thread exactly as the inline functions do', async () => {
     const { p, runs } = pool();
@@ -71,15 +80,15 @@ describe('request crypto pool', () => {
     while (performance.now() < until);
     await p.recoverSigner(m, sig);
     expect(runs).toEqual({ 'recover:inline': 1, 'recover:thread': 1 });
-    // The loop has sat idle since (the thread's start, then 20 ms more): the next one is a request at light load.
-    await new Promise((r) => setTimeout(r, 20));
+    // The loop has sat idle since (the thread's start, then a few ms more): the next one is a request at light load.
+    await idleFor(5);
     await p.recoverSigner(m, sig);
     expect(runs).toEqual({ 'recover:inline': 2, 'recover:thread': 1 });
-    // Busy 30 ms, then idle 5: a loop busy most of the time that still waits between requests (a
+    // Busy 30 ms, then idle a few: a loop busy most of the time that still waits between requests (a
     // coordinator serving one client) runs the next at once too.
     const busyUntil = performance.now() + 30;
     while (performance.now() < busyUntil);
-    await new Promise((r) => setTimeout(r, 5));
+    await idleFor(3);
     await p.recoverSigner(m, sig);
     expect(runs).toEqual({ 'recover:inline': 3, 'recover:thread': 1 });
   });
