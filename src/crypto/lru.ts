@@ -43,14 +43,7 @@ export function createLruCache<V>(capacity: number): LruCache<V> {
       held.used = true;
       return;
     }
-    while (entries.size >= capacity) {
-      const [oldKey, oldest] = entries.entries().next().value!;
-      entries.delete(oldKey);
-      if (oldest.used) {
-        oldest.used = false;
-        entries.set(oldKey, oldest);
-      }
-    }
+    evictWithSecondChance(entries, () => entries.size >= capacity, (oldKey) => entries.delete(oldKey));
     entries.set(key, { value, used: false });
   };
   return {
@@ -66,4 +59,20 @@ export function createLruCache<V>(capacity: number): LruCache<V> {
     delete: (key) => void entries.delete(key),
     size: () => entries.size,
   };
+}
+
+/**
+ * Evict from `entries` (a Map in insertion order, oldest first) while `full()`: an entry marked
+ * `used` gets a second chance (moved to the back, unmarked), the first unmarked one is dropped with
+ * `drop` (which removes it from `entries`, and may keep accounts of its own).
+ */
+export function evictWithSecondChance<E extends { used: boolean }>(entries: Map<string, E>, full: () => boolean, drop: (key: string) => void): void {
+  while (entries.size > 0 && full()) {
+    const [key, oldest] = entries.entries().next().value!;
+    if (oldest.used) {
+      oldest.used = false;
+      entries.delete(key);
+      entries.set(key, oldest);
+    } else drop(key);
+  }
 }

@@ -113,18 +113,14 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     // Idle between requests: it must not keep the process alive.
     started.unref();
     started.on('message', (m: { id: number; from: number; results: RequestOpResult[] }) => {
-      // The oldest batch, unless the thread was replaced with some still unanswered.
-      const at = inFlight[0]?.id === m.id ? 0 : inFlight.findIndex((f) => f.id === m.id);
-      if (at < 0) return;
-      const flight = inFlight[at]!;
+      // Always the oldest batch: a thread answers in order, and a lost one's batches were answered inline.
+      const flight = inFlight[0];
+      if (flight?.id !== m.id) return;
       const answered = flight.batch.slice(m.from, m.from + m.results.length);
       counted(answered, 'thread');
       answered.forEach((p, i) => p.resolve(m.results[i]!));
       flight.answered = m.from + m.results.length;
-      if (flight.answered >= flight.batch.length) {
-        if (at === 0) inFlight.shift();
-        else inFlight.splice(at, 1);
-      }
+      if (flight.answered >= flight.batch.length) inFlight.shift();
     });
     const lost = () => {
       if (worker === started) worker = undefined;

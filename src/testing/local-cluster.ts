@@ -117,6 +117,8 @@ interface Slot {
 
 /** Attempts of {@link startLocalCluster} when a port it picked was taken before it could bind it. */
 const PORT_RACE_ATTEMPTS = 3;
+/** Nodes of a cluster when the caller names no size. */
+const DEFAULT_CLUSTER_SIZE = 5;
 
 /** Whether `err` (or what it wraps) is a bind that found its port taken. */
 function isAddressInUse(err: unknown, depth = 0): boolean {
@@ -145,7 +147,7 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
     } catch (err) {
       if (!retryable || attempt >= PORT_RACE_ATTEMPTS || !isAddressInUse(err)) throw err;
       if (options.dir !== undefined) {
-        const total = (options.size ?? 5) + (options.gateways ?? 0);
+        const total = (options.size ?? DEFAULT_CLUSTER_SIZE) + (options.gateways ?? 0);
         await Promise.all(Array.from({ length: total }, (_, i) => rm(join(options.dir!, `node-${i}`), { recursive: true, force: true })));
       }
     }
@@ -153,7 +155,7 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
 }
 
 async function startLocalClusterOnce(options: LocalClusterOptions): Promise<LocalCluster> {
-  const size = options.size ?? 5;
+  const size = options.size ?? DEFAULT_CLUSTER_SIZE;
   const threshold = options.threshold ?? 3;
   const coordinatorCount = Math.min(options.coordinators ?? 2, size);
   const gatewayCount = options.gateways ?? 0;

@@ -1,6 +1,6 @@
 /**
- * A read-through cache of current states, least recently used evicted first. The engine is the only writer of states, so updating the
- * cache after every commit keeps it coherent; a read that raced a commit is not cached (generation
+ * A read-through cache of current states, least recently used evicted first. The engine is the
+ * only writer of states, so updating the cache after every commit keeps it coherent; a read that raced a commit is not cached (generation
  * check), so a stale value can never be inserted. Absence is cached too.
  *
  * Bounded by entries and by an estimate of the memory they hold: a secret's state (its ML-KEM public
@@ -8,6 +8,7 @@
  * member that served many distinct secrets keep ~90 MB of them.
  */
 import type { RecordStore } from './ports.ts';
+import { evictWithSecondChance } from '../../crypto/index.ts';
 import type { ReplicatedRecord } from './record.ts';
 
 /** Options of {@link createStateCache}. */
@@ -72,23 +73,13 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
     entries.delete(k);
     bytes -= old.bytes;
   };
-  /** Evict until `size` more bytes and one more entry fit. */
-  const makeRoom = (size: number) => {
-    while (entries.size > 0 && (entries.size >= maxEntries || bytes + size > maxBytes)) {
-      const [k, oldest] = entries.entries().next().value!;
-      if (oldest.used) {
-        oldest.used = false;
-        entries.delete(k);
-        entries.set(k, oldest);
-      } else drop(k);
-    }
-  };
   const put = (k: string, value: ReplicatedRecord | null) => {
     drop(k);
     const size = ENTRY_OVERHEAD + k.length + (value ? approximateBytes(value) : 0);
     // A state larger than the whole budget is not cached at all.
     if (size > maxBytes || maxEntries < 1) return;
-    makeRoom(size);
+    // Room for `size` more bytes and one more entry.
+    evictWithSecondChance(entries, () => entries.size >= maxEntries || bytes + size > maxBytes, drop);
     entries.set(k, { value, bytes: size, used: false });
     bytes += size;
   };

@@ -24,8 +24,9 @@ export interface TokenBuckets {
 /** Options of {@link createTokenBuckets}. */
 export interface TokenBucketsOptions {
   /**
-   * Buckets kept at most; the least recently used one is forgotten first (approximately: second chance). A forgotten bucket comes
-   * back full, so keep this above the principals active within a bucket's refill time. @default 10000
+   * Buckets kept at most; the least recently used one is forgotten first (approximately: second
+   * chance). A forgotten bucket comes back full, so keep this above the principals active within a
+   * bucket's refill time. @default 10000
    */
   maxBuckets?: number;
 }
