@@ -20,6 +20,7 @@ import { createCluster, loadOrCreateNodeKeys, describeNodeKeys, type Cluster } f
 import { createReplicationEngine, type ReplicationEngine } from '../core/replication/engine.ts';
 import { createKindRegistry } from '../core/replication/kinds.ts';
 import { createCreator, type CreatorService } from '../core/replication/creator.ts';
+import { createSequencer } from '../core/replication/sequencer.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberRpc, MemberService } from '../core/replication/ports.ts';
 import { isCoordinatorEntry, membersOf } from '../core/replication/ports.ts';
 import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
@@ -78,18 +79,21 @@ import { createEpochApprover } from '../core/membership/approve.ts';
 export type { NodeDeps, QuorumNode } from './types.ts';
 export { NODE_PROCESS_SETTINGS, missingProcessSettings, tuneHeapForNodes } from './v8-heap.ts';
 
-/** Every record kind this build knows. `chains`: what Web3 secret records are checked against. */
-function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains) {
-  // One evidence checker per node: its cache of verified session proofs serves both kinds.
+/**
+ * Every record kind this build knows. `chains`: what Web3 secret records are checked against;
+ * `acceptLegacyPermits`: whether this node takes permits backed by the legacy 4-part string.
+ */
+function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains, acceptLegacyPermits: boolean) {
+  // One evidence checker per node: its cache of verified session proofs serves every kind.
   const evidence = createEvidenceChecker(descriptor);
   return createKindRegistry([
     probeKind,
-    ...accountKinds,
+    ...accountKinds(descriptor),
     sessionKind(descriptor),
     secretKind(descriptor, evidence),
     web3SecretKind(descriptor, chains),
     memberStatusKind(descriptor),
-    permitKind(descriptor, evidence),
+    permitKind(descriptor, evidence, { acceptLegacy: acceptLegacyPermits }),
     ...usageKinds,
   ]);
 }
@@ -288,11 +292,12 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         isReachable: (slot: number) => network.get().membership.isReachable(slot),
         reachableCount: () => network.get().membership.reachableCount(),
       };
+      const kinds = recordKinds(descriptor, chains, config.permits.acceptLegacy === true);
       const engine = createReplicationEngine(
         { applyTimeoutMs: config.replication.applyTimeoutMs, maxClockSkewMs: config.replication.maxClockSkewMs, stateCacheBytes: config.replication.stateCacheMb * 1024 * 1024 },
         {
           store: store.records,
-          kinds: recordKinds(descriptor, chains),
+          kinds,
           membership,
           transport: network.get,
           signingKey: keys.signing,
@@ -309,6 +314,19 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => network.get().requestCreate(req, o), logger },
       );
       parts.creator = creator;
+      // Writes of the sequenced kinds (secret, principal, permit): proposed to slot 0, which writes
+      // each version only after the one it holds (src/core/replication/sequencer.ts).
+      const versions = createSequencer({
+        creator,
+        kinds,
+        sequenced: new Set(kinds.names().filter((n) => kinds.get(n)!.sequenced)),
+        membership,
+        state: engine,
+        replicator: engine,
+        ingest: (records) => engine.ingest(records, 'apply'),
+        signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
+        logger,
+      });
       const mailer = createMailer(
         { transport: config.mail.transport, from: config.mail.from, outboxDir: join(config.dataDir, 'outbox'), smtp: config.mail.smtp },
         { logger, clock },
@@ -319,6 +337,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { otpTtlMs: config.accounts.otpTtlMs, mailCooldownMs: config.accounts.mailCooldownMs, publicUrl },
         {
           replicator: engine,
+          versions,
           state: engine,
           creator,
           membership,
@@ -340,10 +359,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
        * pulls from it first, and refuses (NOT_READY: the requester asks another member) when it
        * cannot catch up within `replication.catchUpWaitMs`.
        */
-      const behind = (theirs: Record<string, number>) => {
-        const mine = engine.versionVector();
-        return Object.entries(theirs).some(([origin, seq]) => (mine[origin] ?? 0) < seq);
-      };
+      const behind = (theirs: Record<string, number>) => Object.keys(engine.lagBehind(theirs)).length > 0;
       const catchUp = async (theirs: Record<string, number>, from: { id: string }) => {
         if (!behind(theirs)) return;
         const deadline = AbortSignal.timeout(config.replication.catchUpWaitMs);
@@ -417,6 +433,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           membership,
           members,
           creator,
+          versions,
+          ingest: (records) => engine.ingest(records, 'apply'),
           fresh,
           claims: store.claims,
           allocateWithClaim: (counter, claim, value) => store.counters.nextWithClaim(counter, claim, value),
@@ -472,6 +490,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { ttlMs: config.permits.ttlMs, createTimeoutMs: config.replication.createTimeoutMs, publicUrl, redeliverIntervalMs: config.permits.redeliverIntervalMs, acceptLegacy: config.permits.acceptLegacy },
         {
           replicator: engine,
+          versions,
           state: engine,
           fresh,
           log: engine,
@@ -635,7 +654,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     async stateDigest() {
       const { engine } = need();
       const hash = createHash('sha256');
-      for (const kind of [...recordKinds(descriptor, need().chains).names()].sort()) {
+      for (const kind of [...recordKinds(descriptor, need().chains, false).names()].sort()) {
         for await (const r of engine.list(kind)) hash.update(`${r.kind}\n${r.key}\n${recordContentId(descriptor.clusterId, r)}\n`);
       }
       return hash.digest('hex');

@@ -58,6 +58,12 @@ export function createNodeRegistrations(deps: NodeRegistrationsDeps): NodeRegist
     return { found, key };
   }
 
+  /** A principal's version sent again to every other member; this member counts as holding it. */
+  async function resendToAll(record: ReplicatedRecord): Promise<{ acked: string[]; failed: Array<{ nodeAddress: string; slot: number; error: string }> }> {
+    const report = await deps.replicator.resend(record, members.filter((m) => m.id !== self.id).map((m) => m.slot));
+    return { acked: self.slot !== null ? [self.nodeAddress, ...report.acked] : report.acked, failed: report.failed };
+  }
+
   /** Members whose nodeRegistration says they hold `key` for the principal. */
   async function holders(principalId: string, key: string): Promise<Set<string>> {
     const out = new Set<string>();
@@ -91,8 +97,19 @@ export function createNodeRegistrations(deps: NodeRegistrationsDeps): NodeRegist
       if (found.body.ed25519PublicKey && found.body.ed25519PublicKey !== publicKey) {
         throw new AppError('CONFLICT', 'A different key is already registered; rotate it with a permit');
       }
-      // Send the key to every member, whatever the membership: the status says how far it got.
-      const report = await replica.updatePrincipal(found, { ed25519PublicKey: publicKey, keyProof: signature }, { requireQuorum: false });
+      // Send the key to every member, whatever the membership: the status says how far it got. The
+      // same key again writes nothing: its version is sent again to the members.
+      const write = await replica.updatePrincipal(
+        found,
+        'registerKey',
+        (current) => {
+          if (current.ed25519PublicKey === publicKey) return undefined;
+          if (current.ed25519PublicKey) throw new AppError('CONFLICT', 'A different key is already registered; rotate it with a permit');
+          return { ed25519PublicKey: publicKey, keyProof: signature, keyPermitId: null };
+        },
+        { requireQuorum: false },
+      );
+      const report = write.written ? write : await resendToAll(write.current!);
       const nodeErrors: Record<string, string> = Object.fromEntries(report.failed.map((f) => [f.nodeAddress, f.error]));
       const result: KeyRegistrationResult = {
         principalId,

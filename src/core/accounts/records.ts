@@ -3,7 +3,11 @@
  * `principal`, `emailIndex`, `otp`, `mailCooldown` and `nodeRegistration`.
  */
 import { z } from 'zod';
-import { evidenceOf, type RecordKindDefinition } from '../replication/kinds.ts';
+import type { RecordKindDefinition } from '../replication/kinds.ts';
+import type { ClusterDescriptor } from '../replication/ports.ts';
+import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
+import { checkVersion, onlyChanged, versionSchema, type Transition } from '../replication/versions.ts';
+import { kindName } from '../replication/views.ts';
 import { verifyEd25519 } from '../../crypto/index.ts';
 
 /** Web2 principal ids: UUIDv4, allocated by slot 0. */
@@ -18,6 +22,9 @@ export function keyRegistrationMessage(publicKeyHex: string): string {
 }
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+
+/** The transitions of a principal (docs/security.md, "Transitions"); a deleted principal has none. */
+export const PRINCIPAL_CHANGES = ['register', 'reregister', 'verifyEmail', 'resetPassword', 'registerKey', 'rotateKey', 'delete'] as const;
 
 export const principalBodySchema = z.strictObject({
   email: z.string().min(3).max(MAX_EMAIL_LENGTH),
@@ -39,11 +46,8 @@ export const principalBodySchema = z.strictObject({
   status: z.enum(['active', 'deleted']),
   createdAt: z.number().int().nonnegative(),
   updatedAt: z.number().int().nonnegative(),
-  /**
-   * Which registration of the principal wrote the password: slot 0 counts them (`claimEmail`), 1 for
-   * the first. Absent on records written before registrations were counted.
-   */
-  registration: z.number().int().positive().optional(),
+  /** Which registration of the principal wrote the password: slot 0 counts them (`claimEmail`), 1 for the first. */
+  registration: z.number().int().positive(),
   /**
    * No password is valid until a reset (forgot-password → reset-password): registrations before the
    * verification may have chosen different passwords, so none is known to be the verifier's
@@ -51,51 +55,104 @@ export const principalBodySchema = z.strictObject({
    * one. Absent means false.
    */
   passwordResetRequired: z.boolean().optional(),
+  /** The version: its number, the version it replaces, its transition (src/core/replication/versions.ts). */
+  v: versionSchema(PRINCIPAL_CHANGES),
 });
 export type PrincipalBody = z.infer<typeof principalBodySchema>;
 
-/**
- * Merge rank of an unverified record, in [0, 1): later registrations (slot 0's count) win whatever
- * the clocks, so a registration that found the password contested is never undone by an earlier one
- * whose write arrives later.
- */
-function unverifiedRank(registration: number | undefined): number {
-  const n = registration ?? 0;
-  return n / (n + 1);
-}
+/** The key fields: set only by registerKey (where there was none) and rotateKey; never removed. */
+const KEY_FIELDS = ['ed25519PublicKey', 'keyProof', 'keyPermitId'] as const;
 
-/**
- * `principal`, keyed by principalId. Rank: deleted (2, absorbing) > verified (1) > unverified
- * ([0, 1), by registration), so an unverified re-register can never undo a verification, and nothing
- * undoes a deletion.
- */
-export const principalKind: RecordKindDefinition<PrincipalBody> = {
-  name: 'principal',
-  body: principalBodySchema,
-  // Coordinators vouch for Web2 identity (password, OTP); a key change needs more, below.
-  writers: ['coordinator'],
-  key: (k) => PRINCIPAL_ID_RE.test(k),
-  rank: (b) => (b.status === 'deleted' ? 2 : b.emailVerified ? 1 : unverifiedRank(b.registration)),
-  async validate(b, context) {
-    if (b.ed25519PublicKey === null) return b.keyProof === null ? undefined : 'proof without key';
-    // A key comes from a confirmed rotate permit, travelling with it or already held…
-    if (b.keyProof === null) {
-      if (!b.keyPermitId) return 'key without proof';
-      const permit = (await evidenceOf(context, 'permit', b.keyPermitId)) as
-        | { status?: string; action?: string; principalId?: string; result?: Record<string, unknown> | null }
-        | undefined;
-      const ok = permit?.status === 'consumed' && permit.action === 'rotate' && permit.principalId === context.key && permit.result?.newPublicKey === b.ed25519PublicKey;
-      return ok ? undefined : 'key permit does not authorise this key';
-    }
-    if (!verifyEd25519(b.ed25519PublicKey, keyRegistrationMessage(b.ed25519PublicKey), b.keyProof)) return 'bad key signature';
-    // …or, registered with its proof, only where the principal has no other key: replacing a key
-    // takes a rotate permit (the proof names no principal, so it cannot authorise a replacement).
-    const { current, wins } = await context.standing();
-    const before = wins ? (current as PrincipalBody | undefined) : undefined;
-    if (before?.ed25519PublicKey && before.ed25519PublicKey !== b.ed25519PublicKey) return 'replacing a key needs a rotate permit';
-    return undefined;
+/** A coordinator vouched for the version: the transitions a coordinator is trusted for (Web2 identity). */
+const coordinatorSaid = (vouchedBy: string | undefined): RecordRefusal | undefined => (vouchedBy ? undefined : refusal('bad_vouch', 'a coordinator vouches for Web2 identity'));
+
+/** The transitions of a principal (docs/security.md, "Transitions"). */
+const principalTransitions: Record<(typeof PRINCIPAL_CHANGES)[number], Transition<PrincipalBody>> = {
+  // A new registration: unverified, no key. A coordinator checked the email's claim at slot 0.
+  register: {
+    creates: true,
+    check: ({ after, vouchedBy }) =>
+      coordinatorSaid(vouchedBy) ??
+      (after.emailVerified || after.status !== 'active' || after.ed25519PublicKey !== null || after.keyProof !== null || after.keyPermitId ? refusal('fields_changed', 'a registration is unverified and keyless') : undefined),
+  },
+  // A later registration of the same unverified email: a new password, counted by slot 0.
+  reregister: {
+    check({ before, after, vouchedBy }) {
+      if (before!.emailVerified || before!.status !== 'active') return refusal('terminal_state', 'only an unverified registration is registered again');
+      if (after.registration <= before!.registration) return refusal('registration_not_later');
+      return coordinatorSaid(vouchedBy) ?? onlyChanged(before!, after, ['passwordHash', 'registration', 'passwordResetRequired', 'updatedAt']);
+    },
+  },
+  // The OTP mailed for the registration proves the mailbox (checked by the coordinator).
+  verifyEmail: {
+    check({ before, after, vouchedBy }) {
+      if (before!.emailVerified || before!.status !== 'active' || !after.emailVerified) return refusal('fields_changed', 'verification marks an unverified email verified');
+      return coordinatorSaid(vouchedBy) ?? onlyChanged(before!, after, ['emailVerified', 'passwordHash', 'passwordResetRequired', 'updatedAt']);
+    },
+  },
+  // The reset OTP (checked by the coordinator): a new password.
+  resetPassword: {
+    check({ before, after, vouchedBy }) {
+      if (!before!.emailVerified || before!.status !== 'active') return refusal('terminal_state', 'only a verified account resets its password');
+      return coordinatorSaid(vouchedBy) ?? onlyChanged(before!, after, ['passwordHash', 'passwordResetRequired', 'updatedAt']);
+    },
+  },
+  // The first key, with its proof, for a principal whose password the coordinator checked. Replacing
+  // a key takes a rotate permit: no transition removes one, so "no key" happens only before the first.
+  registerKey: {
+    check({ before, after, vouchedBy }) {
+      if (before!.status !== 'active') return refusal('terminal_state');
+      if (before!.ed25519PublicKey !== null) return refusal('key_change_refused', 'replacing a key needs a rotate permit');
+      if (after.ed25519PublicKey === null || after.keyProof === null || after.keyPermitId) return refusal('key_proof_invalid');
+      if (!verifyEd25519(after.ed25519PublicKey, keyRegistrationMessage(after.ed25519PublicKey), after.keyProof)) return refusal('key_proof_invalid');
+      return coordinatorSaid(vouchedBy) ?? onlyChanged(before!, after, [...KEY_FIELDS, 'updatedAt']);
+    },
+  },
+  // A confirmed rotate permit, consumed right before this version in slot 0's log: its key, once.
+  rotateKey: {
+    async check({ before, after, context }) {
+      if (before!.status !== 'active') return refusal('terminal_state');
+      const fields = onlyChanged(before!, after, [...KEY_FIELDS, 'updatedAt']);
+      if (fields) return fields;
+      const prev = await context.preceding();
+      if (!prev) return heldBack('evidence_missing', context.own ? undefined : { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit');
+      const permit = prev.body as { permitId?: string; status?: string; action?: string; principalId?: string; result?: Record<string, unknown> | null };
+      if (prev.kind !== 'permit' || prev.key !== after.keyPermitId) return refusal('permit_not_adjacent');
+      if (permit.status !== 'consumed') return refusal('permit_not_consumed');
+      if (permit.action !== 'rotate' || permit.principalId !== context.key) return refusal('permit_mismatch');
+      if (after.keyProof !== null || permit.result?.newPublicKey !== after.ed25519PublicKey) return refusal('result_mismatch');
+      return undefined;
+    },
+  },
+  // The deletion OTP (checked by the coordinator). Terminal: a deleted principal has no transition.
+  delete: {
+    check({ before, after, vouchedBy }) {
+      if (before!.status !== 'active' || after.status !== 'deleted') return refusal('terminal_state');
+      return coordinatorSaid(vouchedBy) ?? onlyChanged(before!, after, ['status', 'updatedAt']);
+    },
   },
 };
+
+/**
+ * `principal`, keyed by principalId: a sequenced kind (src/core/replication/versions.ts). Slot 0
+ * writes every version, one of {@link PRINCIPAL_CHANGES} from the version it names: coordinators are
+ * trusted for Web2 identity (registration, verification, passwords, deletion: their vouch), a key is
+ * set once with its proof and replaced only by a confirmed rotate permit, and deletion is final.
+ */
+export function principalKind(descriptor: ClusterDescriptor): RecordKindDefinition<PrincipalBody> {
+  return {
+    name: 'principal',
+    body: principalBodySchema,
+    writers: ['slot0'],
+    sequenced: true,
+    key: (k) => PRINCIPAL_ID_RE.test(k),
+    rank: (b) => b.v.n,
+    validate: (b, context) => checkVersion(descriptor, principalTransitions, b, context),
+  };
+}
+
+/** The `principal` kind's name and body type, for typed reads of the replica (`stateView`). */
+export const principalKindName = kindName<PrincipalBody>('principal');
 
 export const emailIndexBodySchema = z.strictObject({
   /** The active principal of this email, or null once it was deleted. */
@@ -151,7 +208,7 @@ export const otpKind: RecordKindDefinition<OtpBody> = {
   writers: ['coordinator'],
   key: (k) => /^[0-9a-f-]{36}:(verify|reset|delete)$/.test(k),
   rank: (b) => b.issuedAt * 4 + (b.consumed || b.attempts >= OTP_MAX_ATTEMPTS ? 2 : 0),
-  validate: (b, { key }) => (key === `${b.principalId}:${b.purpose}` ? undefined : 'key mismatch'),
+  validate: (b, { key }) => (key === `${b.principalId}:${b.purpose}` ? undefined : refusal('key_mismatch')),
 };
 
 export const mailCooldownBodySchema = z.strictObject({ lastSentAt: z.number().int().nonnegative() });
@@ -189,8 +246,10 @@ export const nodeRegistrationKind: RecordKindDefinition<NodeRegistrationBody> = 
   writers: ['member'],
   key: (k) => /^[0-9a-f-]{36}:\d{1,2}$/.test(k),
   // Only the member itself can say it holds the key.
-  validate: (b, { key, originSlot }) => (key !== `${b.principalId}:${b.slot}` ? 'key mismatch' : originSlot !== b.slot ? 'not written by that member' : undefined),
+  validate: (b, { key, originSlot }) => (key !== `${b.principalId}:${b.slot}` ? refusal('key_mismatch') : originSlot !== b.slot ? refusal('not_written_by_member') : undefined),
 };
 
 /** Every kind of this capability. */
-export const accountKinds = [principalKind, emailIndexKind, otpKind, mailCooldownKind, nodeRegistrationKind];
+export function accountKinds(descriptor: ClusterDescriptor): RecordKindDefinition[] {
+  return [principalKind(descriptor), emailIndexKind, otpKind, mailCooldownKind, nodeRegistrationKind] as RecordKindDefinition[];
+}

@@ -12,11 +12,12 @@ import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { MembershipView, Replicator, StateReader } from '../replication/ports.ts';
+import type { VersionWriter } from '../replication/sequencer.ts';
 import { createAccountClaims } from './claims.ts';
 import { createNodeRegistrations, type NodeRegistrations } from './node-registrations.ts';
 import { createOtpCodes } from './otp.ts';
 import type { AccountClaims, AccountCrypto, AccountMail } from './ports.ts';
-import { emailIndexKind, principalKind, type PrincipalBody } from './records.ts';
+import { emailIndexKind, type PrincipalBody } from './records.ts';
 import { createAccountReplica } from './replica.ts';
 import {
   GENERIC_MAIL_MESSAGE,
@@ -52,6 +53,8 @@ export interface AccountsOptions {
 /** Dependencies of {@link createAccountsService}. */
 export interface AccountsDeps {
   replicator: Replicator;
+  /** Writes of principals (a sequenced kind), through slot 0. */
+  versions: Pick<VersionWriter, 'update'>;
   state: StateReader;
   creator: CreatorService;
   membership: MembershipView;
@@ -71,7 +74,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
   const { crypto, clock } = deps;
   const log = deps.logger.child({ module: 'accounts' });
   const otpTtlMs = options.otpTtlMs ?? 600_000;
-  const replica = createAccountReplica({ state: deps.state, replicator: deps.replicator, clock });
+  const replica = createAccountReplica({ state: deps.state, replicator: deps.replicator, versions: deps.versions, clock });
   const slotZero = createAccountClaims({ otpTtlMs, mailCooldownMs: options.mailCooldownMs ?? 60_000 }, { creator: deps.creator, claims: deps.claims, replica, clock });
   const codes = createOtpCodes({ otpTtlMs, publicUrl: options.publicUrl }, { replica, slotZero, crypto, mail: deps.mail, clock });
   const keys = createNodeRegistrations({ replica, replicator: deps.replicator, membership: deps.membership, crypto, clock, log });
@@ -87,30 +90,40 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       await codes.takeMailTurn(email);
       const passwordHash = await crypto.hashPassword(password);
       const { principalId, registration } = await slotZero.claimEmail(emailHexOf(email));
-      const current = await replica.principal(principalId);
-      if (current?.body.status === 'deleted') throw new AppError('CONFLICT', 'This account is being deleted; try again shortly');
-      if (current?.body.emailVerified) throw new AppError('CONFLICT', 'An account with this email already exists');
-      // A re-register does replace the password (the newest registrant may be the mailbox's owner,
-      // who lost the first mail or the first password), but when the passwords may differ the
-      // record says so, and verification then leaves no password valid until a reset.
-      const passwordResetRequired = await passwordContested(current?.body, registration, password, crypto);
-      const now = clock();
-      const body: PrincipalBody = {
-        email,
-        emailVerified: false,
-        passwordHash,
-        ed25519PublicKey: null,
-        keyProof: null,
-        status: 'active',
-        createdAt: current?.body.createdAt ?? now,
-        updatedAt: now,
-        registration,
-        passwordResetRequired,
-      };
-      await Promise.all([replica.write(principalKind, principalId, body), replica.write(emailIndexKind, emailHexOf(email), { principalId })]);
+      let existed = false;
+      const [write] = await Promise.all([
+        replica.writePrincipal(principalId, async (current) => {
+          existed = current !== undefined;
+          if (current?.status === 'deleted') throw new AppError('CONFLICT', 'This account is being deleted; try again shortly');
+          if (current?.emailVerified) throw new AppError('CONFLICT', 'An account with this email already exists');
+          // A later registration was written meanwhile (slot 0 counts them): it stands; this one's
+          // code still goes out, and verification judges the passwords (verificationRequiresReset).
+          if (current && current.registration >= registration) return undefined;
+          // A re-register does replace the password (the newest registrant may be the mailbox's owner,
+          // who lost the first mail or the first password), but when the passwords may differ the
+          // record says so, and verification then leaves no password valid until a reset.
+          const passwordResetRequired = await passwordContested(current, registration, password, crypto);
+          const now = clock();
+          const body: Omit<PrincipalBody, 'v'> = {
+            email,
+            emailVerified: false,
+            passwordHash,
+            ed25519PublicKey: null,
+            keyProof: null,
+            status: 'active',
+            createdAt: current?.createdAt ?? now,
+            updatedAt: now,
+            registration,
+            passwordResetRequired,
+          };
+          return { change: current ? 'reregister' : 'register', body };
+        }),
+        replica.write(emailIndexKind, emailHexOf(email), { principalId }),
+      ]);
+      const body = write.written ? write.record.body : write.current!.body;
       await codes.issue({ id: principalId, body }, 'verify');
-      const created = !current && registration === 1;
-      log.info({ principalId, registration, passwordResetRequired }, 'principal registered');
+      const created = !existed && registration === 1;
+      log.info({ principalId, registration, passwordResetRequired: body.passwordResetRequired === true }, 'principal registered');
       return {
         created,
         principalId,
@@ -128,15 +141,16 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       // when one password provably ran through every registration up to the one this code was
       // mailed for; otherwise no password is valid until the mailbox's owner sets one with
       // forgot-password → reset-password (docs/architecture.md, Web2 accounts).
-      const passwordResetRequired = verificationRequiresReset(found.body, code.registration);
-      if (passwordResetRequired) {
+      let passwordResetRequired = false;
+      await replica.updatePrincipal(found, 'verifyEmail', async (current) => {
+        if (current.emailVerified) throw new AppError('BAD_REQUEST', 'Email already verified');
+        passwordResetRequired = verificationRequiresReset(current, code.registration);
+        if (!passwordResetRequired) return { emailVerified: true };
         // An unguessable password as well as the flag: with the flag alone, the last registrant's
         // password would be one bug away from working.
         const passwordHash = await crypto.hashPassword(randomBytes(32).toString('base64url'));
-        await replica.updatePrincipal(found, { emailVerified: true, passwordResetRequired: true, passwordHash });
-      } else {
-        await replica.updatePrincipal(found, { emailVerified: true });
-      }
+        return { emailVerified: true, passwordResetRequired: true, passwordHash };
+      });
       log.info({ principalId: found.id, passwordResetRequired }, 'email verified');
       return { principalId: found.id, emailVerified: true };
     },
@@ -169,7 +183,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       const found = await replica.principalByEmail(email);
       if (!found) throw new AppError('NOT_FOUND', 'Account not found');
       await codes.consume(found, 'reset', otp);
-      await replica.updatePrincipal(found, { passwordHash: await crypto.hashPassword(newPassword), passwordResetRequired: false });
+      await replica.updatePrincipal(found, 'resetPassword', { passwordHash: await crypto.hashPassword(newPassword), passwordResetRequired: false });
       log.info({ principalId: found.id }, 'password reset');
       return { message: 'Password has been reset.' };
     },
@@ -201,7 +215,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
         throw invalidCodeError();
       }
       await codes.consume(found, 'delete', otp);
-      await replica.updatePrincipal(found, { status: 'deleted' });
+      await replica.updatePrincipal(found, 'delete', { status: 'deleted' });
       await replica.write(emailIndexKind, emailHexOf(email), { principalId: null });
       log.info({ principalId: found.id }, 'principal deleted');
       return { success: true, message: 'Account deleted.' };

@@ -17,8 +17,8 @@ import type { PermitActionName } from './records.ts';
 
 /** The replica's principals and secrets, as the permit rules read them. */
 export interface PermitReads {
-  principals: Pick<StateView<PrincipalBody>, 'get'>;
-  secrets: Pick<StateView<SecretBody>, 'get'>;
+  principals: Pick<StateView<PrincipalBody>, 'get' | 'record'>;
+  secrets: Pick<StateView<SecretBody>, 'get' | 'record'>;
 }
 
 /** Dependencies of {@link authorizePermit}. */

@@ -7,12 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../errors/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
-import type { Replicator } from '../replication/ports.ts';
+import type { StateReader } from '../replication/ports.ts';
+import { currentRead, type VersionWriter } from '../replication/sequencer.ts';
 import type { StateView } from '../replication/views.ts';
 import { serialQueue } from '../serial-queue.ts';
 import { signedEvidenceSchema } from '../sessions/evidence.ts';
 import { bad } from './payload.ts';
-import { PERMIT_ACTIONS, UUID_V4_RE, type PermitActionName, type PermitBody } from './records.ts';
+import { PERMIT_ACTIONS, UUID_V4_RE, permitKindName, type PermitActionName, type PermitBody } from './records.ts';
 
 /**
  * How long after its own deadline a coordinator has to hand the link to the mail transport and say
@@ -31,7 +32,10 @@ export interface PermitClaimsDeps {
   creator: Pick<CreatorService, 'register'>;
   /** Slot 0's durable requestId registry. */
   claims: { get(name: string): Promise<string | undefined>; put(name: string, value: string): Promise<void> };
-  replicator: Pick<Replicator, 'replicate'>;
+  /** Writes of sequenced kinds: slot 0 writes the permit's versions itself. */
+  versions: Pick<VersionWriter, 'update'>;
+  /** Slot 0's replica (the owner's principal version a transfer or delegate is checked against). */
+  state: StateReader;
   permits: Pick<StateView<PermitBody>, 'get'>;
   clock: () => number;
 }
@@ -98,7 +102,10 @@ export function registerPermitClaims(options: PermitClaimsOptions, deps: PermitC
       }
       const permitId = randomUUID();
       const expiresAt = now + options.ttlMs;
-      const body: PermitBody = {
+      // The owner's principal version the session string is checked against: slot 0's current one.
+      const authPrincipal = auth ? (await currentRead(deps.state, 'principal', ctx.principalId)).at : null;
+      if (auth && !authPrincipal) throw new AppError('NOT_FOUND', 'Principal not found');
+      const body: Omit<PermitBody, 'v'> = {
         permitId,
         requestId: p.requestId,
         action: ctx.action,
@@ -114,9 +121,15 @@ export function registerPermitClaims(options: PermitClaimsOptions, deps: PermitC
         result: null,
         requestedBy: p.requestedBy as PermitBody['requestedBy'],
         auth: auth ? auth.data : null,
+        authPrincipal,
+        token: null,
       };
       // Replicated before the claim: a failed quorum (503) leaves no claim, so a retry creates it.
-      await deps.replicator.replicate({ kind: 'permit', key: permitId, body });
+      // Every member checks the request as slot 0 does: the coordinator's signature, the owner's string.
+      await deps.versions.update(permitKindName, permitId, (current) => {
+        if (current) throw new AppError('CONFLICT', 'permit id already used');
+        return { change: 'request', body, vouch: false };
+      });
       // The creating coordinator mails the link unless it already gave up waiting for this answer
       // (its deadline passed: the request sat in a stalled connection), in which case nobody will.
       const deadline = typeof p.deadline === 'number' && Number.isSafeInteger(p.deadline) ? p.deadline : now;
@@ -152,11 +165,13 @@ export function registerPermitClaims(options: PermitClaimsOptions, deps: PermitC
       const claim = JSON.parse(raw) as PermitClaim;
       // Mailed, or still being mailed by the coordinator that created it.
       if (claim.mailed !== false || (claim.mailingUntil ?? 0) > clock()) return { reissued: false };
-      const current = await deps.permits.get(claim.permitId);
-      if (!current || current.status !== 'pending' || clock() >= current.expiresAt) return { reissued: false };
-      const reissued: PermitBody = { ...current, tokenHash, requestedBy: requestedBy as PermitBody['requestedBy'] };
-      await deps.replicator.replicate({ kind: 'permit', key: claim.permitId, body: reissued });
-      return { reissued: true, permitId: claim.permitId, expiresAt: current.expiresAt };
+      const write = await deps.versions.update(permitKindName, claim.permitId, (current) => {
+        if (!current || current.body.status !== 'pending' || clock() >= current.body.expiresAt) return undefined;
+        const { v: _v, ...rest } = current.body as PermitBody;
+        return { change: 'reissue', body: { ...rest, tokenHash, requestedBy: requestedBy as PermitBody['requestedBy'] }, vouch: false };
+      });
+      if (!write.written) return { reissued: false };
+      return { reissued: true, permitId: claim.permitId, expiresAt: write.record.body.expiresAt };
     }),
   );
 }

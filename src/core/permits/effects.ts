@@ -5,15 +5,19 @@
  */
 import { AppError } from '../../errors/index.ts';
 import type { PrincipalBody } from '../accounts/records.ts';
-import type { WriteIntent } from '../replication/ports.ts';
+import type { Proposed, Versioned } from '../replication/sequencer.ts';
 import { secretKey, type SecretBody } from '../secrets/records.ts';
-import { activePrincipal, verifiedPrincipal, type PermitReads } from './authorize.ts';
+import { verifiedPrincipal, type PermitReads } from './authorize.ts';
 import type { PermitBody } from './records.ts';
 import type { PermitResult } from './types.ts';
 
-/** A permit's change: the record to write with its consumption, and the `result` it reports. */
+/** A permit's change: the version to write with its consumption, and the `result` it reports. */
 export interface PermitEffect {
-  intent: WriteIntent;
+  kind: 'principal' | 'secret';
+  key: string;
+  /** The version it follows (this replica's current one). */
+  current: Versioned<PrincipalBody> | Versioned<SecretBody>;
+  proposed: Proposed<PrincipalBody> | Proposed<SecretBody>;
   result: PermitResult;
 }
 
@@ -22,30 +26,40 @@ function stale(message: string): AppError {
   return new AppError('CONFLICT', `This permit can no longer be applied: ${message}`);
 }
 
+/** A body without its version (what a proposal carries). */
+function withoutVersion<B extends { v: unknown }>(b: B): Omit<B, 'v'> {
+  const { v: _v, ...rest } = b;
+  return rest;
+}
+
 /**
- * The change `permit` makes at `now`. 409 when the state has overtaken it (the account or the target
- * was deleted, the secret changed owner); 503 NOT_READY for a secret this replica does not hold yet.
+ * The change `permit` makes at `now`, from the versions this replica holds. 409 when the state has
+ * overtaken it (the account or the target was deleted, the secret changed owner); 503 NOT_READY for
+ * a secret this replica does not hold yet.
  */
 export async function effectOf(permit: PermitBody, now: number, deps: PermitReads): Promise<PermitEffect> {
   const value = JSON.parse(permit.payload) as Record<string, string | null>;
   if (permit.action === 'rotate') {
-    const principal = await activePrincipal(deps.principals, permit.principalId);
-    if (!principal) throw stale('the account was deleted');
+    const current = await deps.principals.record(permit.principalId);
+    if (!current || current.body.status !== 'active') throw stale('the account was deleted');
     const newPublicKey = value.newPublicKey!;
-    const body: PrincipalBody = { ...principal, ed25519PublicKey: newPublicKey, keyProof: null, keyPermitId: permit.permitId, updatedAt: Math.max(now, principal.updatedAt) };
-    return { intent: { kind: 'principal', key: permit.principalId, body }, result: { principalId: permit.principalId, newPublicKey } };
+    const body: Omit<PrincipalBody, 'v'> = { ...withoutVersion(current.body), ed25519PublicKey: newPublicKey, keyProof: null, keyPermitId: permit.permitId, updatedAt: Math.max(now, current.body.updatedAt) };
+    return { kind: 'principal', key: permit.principalId, current, proposed: { change: 'rotateKey', body }, result: { principalId: permit.principalId, newPublicKey } };
   }
-  const secret = await deps.secrets.get(secretKey(permit.secretId));
-  if (!secret) throw new AppError('NOT_READY', `Secret ${permit.secretId} is not known to this coordinator yet; try again`);
+  const current = await deps.secrets.record(secretKey(permit.secretId));
+  if (!current) throw new AppError('NOT_READY', `Secret ${permit.secretId} is not known to this coordinator yet; try again`);
+  const secret = current.body;
   if (secret.ownerPrincipalId !== permit.principalId) throw stale(`secret ${permit.secretId} changed owner since it was requested`);
   const target = permit.action === 'transfer' ? value.newOwnerPrincipalId! : value.delegatePrincipalId!;
   if (target !== null && !(await verifiedPrincipal(deps.principals, target))) throw stale('the target account was deleted');
   const updatedAt = Math.max(now, secret.updatedAt);
+  const auth = { by: 'permit' as const, permitId: permit.permitId };
+  const key = secretKey(permit.secretId);
   if (permit.action === 'transfer') {
     const delegatePrincipalId = secret.delegatePrincipalId === target ? null : secret.delegatePrincipalId;
-    const body: SecretBody = { ...secret, ownerPrincipalId: target!, delegatePrincipalId, updatedAt, auth: { by: 'permit', permitId: permit.permitId } };
-    return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, newOwnerPrincipalId: target!, delegatePrincipalId } };
+    const body: Omit<SecretBody, 'v'> = { ...withoutVersion(secret), ownerPrincipalId: target!, delegatePrincipalId, updatedAt, auth };
+    return { kind: 'secret', key, current, proposed: { change: 'permit', body }, result: { secretId: permit.secretId, newOwnerPrincipalId: target!, delegatePrincipalId } };
   }
-  const body: SecretBody = { ...secret, delegatePrincipalId: target, updatedAt, auth: { by: 'permit', permitId: permit.permitId } };
-  return { intent: { kind: 'secret', key: secretKey(permit.secretId), body }, result: { secretId: permit.secretId, delegatePrincipalId: target } };
+  const body: Omit<SecretBody, 'v'> = { ...withoutVersion(secret), delegatePrincipalId: target, updatedAt, auth };
+  return { kind: 'secret', key, current, proposed: { change: 'permit', body }, result: { secretId: permit.secretId, delegatePrincipalId: target } };
 }

@@ -13,7 +13,7 @@ import { constantTimeEqual, sha256Hex } from '../../crypto/index.ts';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { Startable } from '../lifecycle.ts';
-import { principalKind } from '../accounts/records.ts';
+import { principalKindName } from '../accounts/records.ts';
 import type { AccountsService } from '../accounts/types.ts';
 import type { OutgoingMail } from '../mail-port.ts';
 import type { CreatorService } from '../replication/creator.ts';
@@ -21,6 +21,7 @@ import type { StateChange } from '../replication/engine.ts';
 import type { FreshReader } from '../replication/fresh-read.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import type { MembershipView, Replicator, StateReader } from '../replication/ports.ts';
+import { isVersionConflict, type Proposed, type Versioned, type VersionWriter } from '../replication/sequencer.ts';
 import { kindName, stateView } from '../replication/views.ts';
 import type { SecretBody } from '../secrets/records.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
@@ -68,6 +69,8 @@ export interface PermitMail {
 /** Dependencies of {@link createPermitsService}. */
 export interface PermitsDeps {
   replicator: Replicator;
+  /** Writes of sequenced kinds (permits, and the changes they make), through slot 0. */
+  versions: Pick<VersionWriter, 'update' | 'proposeAll' | 'versionAfter'>;
   state: StateReader;
   /** Reads that catch up before answering "not found". */
   fresh?: FreshReader;
@@ -110,10 +113,10 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   const { descriptor } = membership;
   const log = deps.logger.child({ module: 'permits' });
   const permits = stateView(state, permitKindName);
-  const reads: PermitReads = { principals: stateView(state, principalKind), secrets: stateView(state, kindName<SecretBody>('secret')) };
+  const reads: PermitReads = { principals: stateView(state, principalKindName), secrets: stateView(state, kindName<SecretBody>('secret')) };
   const threshold = descriptor.threshold;
 
-  registerPermitClaims({ ttlMs: options.ttlMs }, { creator: deps.creator, claims: deps.claims, replicator: deps.replicator, permits, clock });
+  registerPermitClaims({ ttlMs: options.ttlMs }, { creator: deps.creator, claims: deps.claims, versions: deps.versions, state, permits, clock });
   const leases = createConsumeLeases({ leaseMs: options.consumeLeaseMs ?? 10_000, coordinator: membership.self.id }, { creator: deps.creator, permits, clock, logger: log });
   const delivery = createPermitDelivery({ redeliverIntervalMs: options.redeliverIntervalMs }, { replicator: deps.replicator, membership, permits, log: deps.log, logger: log, signal: deps.signal ?? new AbortController().signal });
 
@@ -145,21 +148,37 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       if (done) return delivery.consumedAnswer(done);
       return { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: 0, threshold };
     }
-    // Another coordinator may have finished while we asked.
-    const current = (await permits.get(permit.permitId))!;
-    if (current.status === 'consumed') return delivery.consumedAnswer(current);
-    const now = clock();
-    if (now >= current.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
-    const { intent, result } = await effectOf(current, now, reads);
-    // The token travels with the consumption: every member checks it against the hash it holds.
-    const consumed: PermitBody = { ...current, status: 'consumed', consumedAt: now, result, token };
-    // The consumption and its change travel as one batch: each member commits both or neither.
-    const report = await deps.replicator.replicateAll([{ kind: 'permit', key: current.permitId, body: consumed }, intent], { requireQuorum: false });
-    delivery.track(current.permitId, report);
-    log.info({ permitId: current.permitId, action: current.action, acked: report.acked.length, failed: report.failed.length }, 'permit consumed');
-    return report.acked.length >= threshold
-      ? { status: 'consumed', permitId: current.permitId, action: current.action, result }
-      : { status: 'pending', permitId: current.permitId, action: current.action, successCount: report.acked.length, threshold };
+    for (let attempt = 0; ; attempt++) {
+      // Another coordinator may have finished while we asked.
+      const current = (await permits.record(permit.permitId))!;
+      if (current.body.status === 'consumed') return delivery.consumedAnswer(current.body);
+      const now = clock();
+      if (now >= current.body.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
+      const effect = await effectOf(current.body, now, reads);
+      // The token travels with the consumption: every member checks it against the hash it holds.
+      const { v: _v, ...pending } = current.body as PermitBody;
+      const consumed = deps.versions.versionAfter<PermitBody>('permit', current.key, current, { change: 'consume', body: { ...pending, status: 'consumed', consumedAt: now, result: effect.result, token }, vouch: false });
+      const change = deps.versions.versionAfter(effect.kind, effect.key, effect.current as Versioned<never>, effect.proposed as Proposed<never>);
+      try {
+        // The consumption and its change, one batch written by slot 0: each member commits both or
+        // neither, and the change is the record right after the consumption — one permit, one change.
+        const report = await deps.versions.proposeAll(
+          [
+            { kind: 'permit', key: current.key, body: consumed },
+            { kind: effect.kind, key: effect.key, body: change },
+          ],
+          { requireQuorum: false },
+        );
+        delivery.track(current.key, report);
+        log.info({ permitId: current.key, action: current.body.action, acked: report.acked.length, failed: report.failed.length }, 'permit consumed');
+        return report.acked.length >= threshold
+          ? { status: 'consumed', permitId: current.key, action: current.body.action, result: effect.result }
+          : { status: 'pending', permitId: current.key, action: current.body.action, successCount: report.acked.length, threshold };
+      } catch (err) {
+        // Slot 0 holds later versions (now in this replica too): build on them.
+        if (!isVersionConflict(err) || attempt >= 3) throw err;
+      }
+    }
   }
 
   return {

@@ -20,8 +20,11 @@ export interface IngestResult {
   applied: number;
   /** Already present (idempotent no-op). */
   duplicates: number;
-  /** Refused by the validator, with reasons. */
-  rejected: Array<{ origin: string; seq: number; reason: string }>;
+  /**
+   * Refused by the validator: the reason (its code, then any detail), the code alone, and whether
+   * the refusal is transient (held back: the record may pass once this node holds what it names).
+   */
+  rejected: Array<{ origin: string; seq: number; reason: string; code?: string; transient?: boolean }>;
 }
 
 /**

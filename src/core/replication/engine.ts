@@ -36,6 +36,7 @@ import { createHlcClock, type ReplicatedRecord } from './record.ts';
 import { createStateCache } from './state-cache.ts';
 import { createSyncSource } from './sync-source.ts';
 import { createEvidenceContexts, signersOf } from './validate.ts';
+import { createRefusedSeqs } from './refused-seqs.ts';
 
 export type { AppliedEvent, AppliedEvents, IngestResult, RecordSource, StateChange } from './applied-events.ts';
 export type { PreparedIngest } from './ingest.ts';
@@ -101,6 +102,12 @@ export interface ReplicationEngine extends Replicator, StateReader, AppliedEvent
   ingestPrepared(prepared: PreparedIngest): Promise<IngestResult>;
   /** This node's version vector (a copy). */
   versionVector(): VersionVector;
+  /**
+   * The origins on which this node is behind `theirs` (another node's version vector), by their seq:
+   * behind means missing a seq at or below theirs that this node has not refused for good (a record
+   * every honest member refuses is no reason to wait; docs/security.md, "Stale members").
+   */
+  lagBehind(theirs: VersionVector): VersionVector;
   /** What to ask a peer for in a catch-up round. */
   syncRequest(): Promise<SyncRequest>;
   /** Records a peer that sent `request` is missing, in pages of at most `limit`. */
@@ -137,12 +144,13 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const hlc = createHlcClock(clock, [0, 0], maxClockSkewMs);
   const index = createLogIndex({ clusterId });
   const stateCache = createStateCache({ maxEntries: options.stateCacheEntries ?? 20_000, maxBytes: options.stateCacheBytes ?? 32 * 1024 * 1024 }, { store });
-  const contextOf = createEvidenceContexts((kind, key) => stateCache.get(kind, key));
+  const contextOf = createEvidenceContexts((kind, key) => stateCache.get(kind, key), (origin, seq) => store.getLog(origin, seq));
+  const refused = createRefusedSeqs({ maxEntries: 10_000 });
   const listeners = createAppliedListeners(log);
   const equivocations = createEquivocations({ store, kinds, index, stateCache, clock, metrics, logger: log });
   const applier = createBatchApplier({ clusterId, selfAddress: membership.self.nodeAddress }, { store, kinds, index, stateCache, hlc, signingKey: deps.signingKey, equivocations, listeners, metrics });
   const queue = createCommitQueue({ maxBatchRecords: options.maxBatchRecords ?? 2000 }, { commit: applier.apply, logger: log });
-  const ingest = createIngest({ rules: { clusterId, signers, kinds, maxClockSkewMs }, clock, verifier, index, contextOf, queue, metrics, logger: log });
+  const ingest = createIngest({ rules: { clusterId, signers, kinds, maxClockSkewMs }, clock, verifier, index, contextOf, queue, metrics, logger: log, refused });
   const writer = createQuorumWriter(
     { applyTimeoutMs: options.applyTimeoutMs, quorumGraceMs: options.quorumGraceMs ?? 100 },
     { membership, kinds, signers, transport: deps.transport, hlc, clock, contextOf, queue, metrics, logger: log },
@@ -162,6 +170,18 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     resend: writer.resend,
     resendAll: writer.resendAll,
     versionVector: () => ({ ...index.vv }),
+    lagBehind(theirs) {
+      const lag: VersionVector = {};
+      for (const [origin, seq] of Object.entries(theirs)) {
+        const mine = index.vv[origin] ?? 0;
+        if (mine >= seq) continue;
+        // Seqs this node refused for good are not waited for: a member never catches up on them.
+        let s = mine + 1;
+        while (s <= seq && refused.has(origin, s)) s++;
+        if (s <= seq) lag[origin] = seq;
+      }
+      return lag;
+    },
     equivocators: () => equivocations.list(),
     syncRequest: sync.syncRequest,
     missingFor: sync.missingFor,

@@ -9,19 +9,20 @@ import type { VerifyItem } from '../../crypto/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import type { IngestResult, RecordSource } from './applied-events.ts';
-import type { Json } from './canonical-json.ts';
 import type { CommitQueue } from './group-commit.ts';
-import type { RecordKindDefinition } from './kinds.ts';
+import { createHeldBack } from './held-back.ts';
+import type { RecordKindDefinition, Sibling } from './kinds.ts';
 import type { LogIndex } from './log-index.ts';
 import type { ClusterNodeEntry } from './ports.ts';
 import type { ReplicatedRecord } from './record.ts';
-import { bodyProblem, checkRecord, reasonLabel, type CheckedRecord, type EvidenceContextOf, type RecordRules, type Refusal, type UnverifiedRecord } from './validate.ts';
+import type { RecordRefusal } from './refusals.ts';
+import { bodyProblem, checkRecord, reasonLabel, refusalOf, type CheckedRecord, type EvidenceContextOf, type RecordRules, type Refusal, type UnverifiedRecord } from './validate.ts';
 
 /** Records checked as far as they can be without the replica ({@link Ingest.prepareIngest}). */
 export interface PreparedIngest {
   readonly source: RecordSource;
   /** Refused so far, by position in the batch. */
-  readonly refusals: Array<{ at: number; reason: string; origin: string; seq: number }>;
+  readonly refusals: Array<Refusal & { at: number }>;
   /** Passed structure and signature, by position in the batch. */
   readonly checked: ReadonlyArray<{ at: number; record: ReplicatedRecord; kind: RecordKindDefinition; node: { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean } }>;
   /** Duplicates of records stored lately. */
@@ -48,6 +49,10 @@ export interface IngestDeps {
   queue: Pick<CommitQueue, 'enqueue'>;
   metrics: Pick<NodeMetrics, 'recordsRejected'>;
   logger: Logger;
+  /** Where permanent refusals are noted (the catch-up gate does not wait for what this node refused). */
+  refused?: { note(origin: string, seq: number): void };
+  /** Most records held back at once, waiting for a record they name. @default 10000 */
+  maxHeldBack?: number;
 }
 
 /** The engine's ingest path. */
@@ -68,12 +73,19 @@ export function createIngest(deps: IngestDeps): Ingest {
   /** Records verified and queued by {@link ingest}, not durable yet, by `<origin>!<seq>`. */
   const inFlight = new Map<string, { sig: string; stored: Promise<boolean> }>();
 
+  /** Records waiting for one they name (held-back.ts). */
+  const held = createHeldBack({ maxRecords: deps.maxHeldBack ?? 10_000 });
+
   /** A refusal: kept for the result, counted, logged. */
   function refuseInto(refusals: Array<Positioned<Refusal>>, source: RecordSource, at: number, v: Refusal): void {
     refusals.push({ at, ...v });
-    // The label is the reason's fixed part (before any `:` detail), so its values stay a small set.
+    // The label is the code, so its values stay a small closed set.
     deps.metrics.recordsRejected.inc({ reason: reasonLabel(v.reason) });
-    log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
+    if (v.transient) log.debug({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record held back');
+    else {
+      deps.refused?.note(v.origin, v.seq);
+      log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
+    }
   }
 
   /**
@@ -117,7 +129,7 @@ export function createIngest(deps: IngestDeps): Ingest {
     // Signatures in one batch: a sync page's are verified off the event loop (deps.verifier).
     const signed = await verifier.verify(unverified.map((u) => ({ sig: u.sig, digest: u.digest, publicKey: u.node.publicKey })));
     unverified.forEach((u, i) => {
-      if (!signed[i]) return refuse(u.at, { reason: 'bad signature', origin: u.record.origin, seq: u.record.seq });
+      if (!signed[i]) return refuse(u.at, refusalOf({ code: 'bad_signature' }, u.record.origin, u.record.seq));
       index.noteDigest(u.record, u.digest);
       checked.push(u);
     });
@@ -134,27 +146,52 @@ export function createIngest(deps: IngestDeps): Ingest {
     let known = prepared.known;
     const refuse = (at: number, v: Refusal) => refuseInto(refusals, source, at, v);
     const valid: ReplicatedRecord[] = [];
-    // Evidence checks read the replica and the records of the same origin travelling before this one
-    // that passed their own checks (a consumed permit before the change it authorises): a refused
-    // record is never evidence for another.
-    const byOrigin = new Map<string, Array<{ kind: string; key: string; body: Json }>>();
-    for (const c of checked) {
+    // Evidence checks read the records travelling before this one that passed their own checks (a
+    // consumed permit before the change it authorises, the version a version replaces) and this
+    // node's log: a refused record is never evidence for another.
+    const siblings: Sibling[] = [];
+    const check = async (c: PreparedIngest['checked'][number]): Promise<Refusal | undefined> => {
       const r = c.record;
-      const siblings = byOrigin.get(r.origin) ?? [];
-      byOrigin.set(r.origin, siblings);
-      let problem: string | undefined;
+      let problem: RecordRefusal | undefined;
       try {
-        problem = await bodyProblem(c.kind, r.body, contextOf(c.kind, r, c.node, [...siblings]));
+        problem = await bodyProblem(c.kind, r.body, contextOf(c.kind, r, c.node, siblings));
       } catch (err) {
-        problem = `evidence check failed: ${(err as Error).message}`.slice(0, 200);
+        problem = { code: 'check_failed', detail: (err as Error).message.slice(0, 200) };
       }
-      if (problem) refuse(c.at, { reason: problem, origin: r.origin, seq: r.seq });
-      else {
-        valid.push(r);
-        siblings.push({ kind: r.kind, key: r.key, body: r.body });
-      }
+      if (problem) return refusalOf(problem, r.origin, r.seq);
+      valid.push(r);
+      siblings.push({ kind: r.kind, key: r.key, body: r.body, origin: r.origin, seq: r.seq, hlc: r.hlc });
+      return undefined;
+    };
+    // A record that waits for one later in the batch (a sync page is in origin order, not causal
+    // order) is checked again once that one passed.
+    let waiting: Array<{ c: PreparedIngest['checked'][number]; refused: Refusal }> = [];
+    for (const c of checked) {
+      const refused = await check(c);
+      if (refused?.waitFor) waiting.push({ c, refused });
+      else if (refused) refuse(c.at, refused);
     }
-    const rejected = refusals.sort((a, b) => a.at - b.at).map(({ reason, origin, seq }) => ({ reason, origin, seq }));
+    for (let progress = true; progress && waiting.length > 0; ) {
+      progress = false;
+      const still: typeof waiting = [];
+      for (const w of waiting) {
+        const wf = w.refused.waitFor!;
+        if (!siblings.some((s) => s.origin === wf.origin && s.seq === wf.seq)) {
+          still.push(w);
+          continue;
+        }
+        const refused = await check(w.c);
+        if (!refused) progress = true;
+        else if (refused.waitFor && refused.waitFor !== wf) still.push({ c: w.c, refused });
+        else refuse(w.c.at, refused);
+      }
+      waiting = still;
+    }
+    for (const w of waiting) {
+      refuse(w.c.at, w.refused);
+      held.hold(w.refused.waitFor!, w.c.record, source);
+    }
+    const rejected = refusals.sort((a, b) => a.at - b.at).map(({ reason, code, origin, seq, transient }) => ({ reason, code, origin, seq, ...(transient ? { transient } : {}) }));
     let res: IngestResult = { applied: 0, duplicates: 0, rejected: [] };
     if (valid.length > 0) {
       let settle!: (stored: boolean) => void;
@@ -169,6 +206,12 @@ export function createIngest(deps: IngestDeps): Ingest {
         throw err;
       } finally {
         for (const r of mine) inFlight.delete(`${r.origin}!${r.seq}`);
+      }
+      // Records held back for one of these are tried again now (in the background: the caller's
+      // answer is about its own records).
+      const released = held.release(valid);
+      if (released.length > 0) {
+        void Promise.all(released.map(({ record, source: s }) => ingest([record], s))).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'held-back records failed'));
       }
     }
     const retry: unknown[] = [];

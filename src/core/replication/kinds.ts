@@ -9,6 +9,7 @@
 import type { ZodType } from 'zod';
 import type { Json } from './canonical-json.ts';
 import { compareHlc, type ReplicatedRecord } from './record.ts';
+import type { RecordRefusal } from './refusals.ts';
 
 /** How one record kind is validated and merged. */
 export interface RecordKindDefinition<B extends Json = Json> {
@@ -21,6 +22,12 @@ export interface RecordKindDefinition<B extends Json = Json> {
   /** Rank of a body in the merge order; higher ranks win regardless of clocks. @default 0 */
   rank?(body: B): number;
   /**
+   * A sequenced kind (src/core/replication/versions.ts): written by slot 0 alone, each version
+   * following the one it names; its rank is the version number. Coordinators propose versions
+   * through slot 0's `propose` (src/core/replication/sequencer.ts).
+   */
+  sequenced?: boolean;
+  /**
    * Who may write this kind (docs/security.md, "Who may write what"): `coordinator` — a node the
    * cluster file lists with an HTTP URL; `slot0` — the slot-0 member; `member` — any member (the
    * kind's `validate` then narrows it, e.g. to the member named in the body). A record from any
@@ -29,36 +36,68 @@ export interface RecordKindDefinition<B extends Json = Json> {
   writers: ReadonlyArray<'coordinator' | 'slot0' | 'member'>;
   /**
    * Semantic check every node runs itself before storing: the evidence inside the body (an Ed25519
-   * or EIP-191 signature, a quorum proof, a consumed permit) checked against the node's own replica
-   * and the records travelling with it. Returns a refusal reason, or undefined when valid.
+   * or EIP-191 signature, a quorum proof, a consumed permit) checked against the records it names
+   * and the records travelling with it. Returns a refusal (a closed code), or undefined when valid.
+   * It must not depend on what else the replica happens to hold (docs/security.md, "Order never
+   * matters"): what it cannot decide yet is a transient refusal, held back and tried again.
    * @default always valid
    */
-  validate?(body: B, context: RecordContext): string | undefined | Promise<string | undefined>;
+  validate?(body: B, context: RecordContext): RecordRefusal | undefined | Promise<RecordRefusal | undefined>;
 }
 
 /** Where a record sits and who wrote it, for semantic validation. */
 export interface RecordContext {
+  kind: string;
   key: string;
   /** Node address of the origin. */
   origin: string;
+  /** The record's seq in its origin's log ({@link UNNUMBERED} for this node's own write not numbered yet). */
+  seq: number;
+  /** True for this node's own write, checked before it is numbered. */
+  own: boolean;
   /** The origin's member slot, or null for a gateway. */
   originSlot: number | null;
   /** True when the cluster file lists the origin as a coordinator (it has an HTTP URL). */
   originIsCoordinator: boolean;
   /** Wall-clock part of the record's HLC, Unix ms: the time signed strings are judged against. */
   atMs: number;
-  /** The validating node's current winner of (kind, key) in its own replica. */
-  current(kind: string, key: string): Promise<{ body: Json; origin: string } | undefined>;
+  /**
+   * The validating node's current winner of (kind, key) in its own replica. What a member holds
+   * depends on what arrived first: a check of a received record must not depend on it (docs/security.md,
+   * "Order never matters"); this node's own writes may be checked against it.
+   */
+  current(kind: string, key: string): Promise<{ body: Json; origin: string; seq: number } | undefined>;
   /**
    * This record's own key in the replica: the current winner's body, and whether this record would
    * replace it (win the merge). A record that would not win changes nothing when stored.
    */
   standing(): Promise<{ current: Json | undefined; wins: boolean }>;
   /**
-   * Bodies of the records that travel with this one from the same origin (one `apply` message, one
-   * sync page, or one local batch), e.g. a consumed permit next to the change it authorises.
+   * The records that travel before this one (one `apply` message, one sync page, or one local batch)
+   * and passed their own checks, e.g. a consumed permit next to the change it authorises.
    */
-  siblings: ReadonlyArray<{ kind: string; key: string; body: Json }>;
+  siblings: ReadonlyArray<Sibling>;
+  /**
+   * The record at (origin, seq): among the siblings, else in this node's log; undefined when this
+   * node does not hold it (yet).
+   */
+  recordAt(origin: string, seq: number): Promise<Sibling | undefined>;
+  /**
+   * The record right before this one in its origin's log (for this node's own writes not yet
+   * numbered: the write before it in the same batch); undefined when this node does not hold it.
+   */
+  preceding(): Promise<Sibling | undefined>;
+}
+
+/** A record travelling with the one being checked, or read from the log. */
+export interface Sibling {
+  kind: string;
+  key: string;
+  body: Json;
+  /** Absent for this node's own writes not yet numbered. */
+  origin?: string;
+  seq?: number;
+  hlc: readonly [number, number];
 }
 
 /**

@@ -11,7 +11,22 @@ import type { CommitQueue } from './group-commit.ts';
 import type { KindRegistry } from './kinds.ts';
 import { membersOf, PeerError, type BatchWriteReport, type ClusterNodeEntry, type MembershipView, type PeerTransport, type ReplicateOptions, type Replicator, type WriteIntent } from './ports.ts';
 import type { HlcClock, ReplicatedRecord } from './record.ts';
-import { bodyProblem, keyProblem, mayWrite, reasonLabel, type EvidenceContextOf, type RecordSigner } from './validate.ts';
+import type { Sibling } from './kinds.ts';
+import { reasonText, type RecordRefusal } from './refusals.ts';
+import { bodyProblem, keyProblem, mayWrite, reasonLabel, UNNUMBERED, type EvidenceContextOf, type RecordSigner } from './validate.ts';
+
+/**
+ * This node's own write would be refused by its peers: nothing was written. A transient refusal (it
+ * names a record this node does not hold yet) is 503 NOT_READY; any other is 403 with the code.
+ */
+export class RecordRefusedError extends AppError {
+  readonly refusal: RecordRefusal;
+  constructor(kind: string, refusal: RecordRefusal) {
+    super(refusal.transient ? 'NOT_READY' : 'FORBIDDEN', `invalid ${kind} record: ${reasonText(refusal)}`, { reason: refusal.code });
+    this.name = 'RecordRefusedError';
+    this.refusal = refusal;
+  }
+}
 
 /** Options of {@link createQuorumWriter}. */
 export interface QuorumWriterOptions {
@@ -62,13 +77,16 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
     // Our own records pass the rules peers apply: a record they would refuse must never get a seq
     // here, or it would leave a gap in every peer's version vector for this origin.
     const selfNode = deps.signers.get(self.nodeAddress)!;
+    const siblings: Sibling[] = [];
     for (const intent of intents) {
       const kind = kinds.get(intent.kind);
       if (!kind) throw new Error(`unknown record kind ${intent.kind}`);
       if (!mayWrite(kind, selfNode)) throw new Error(`this node may not write ${intent.kind} records`);
-      const pseudo: ReplicatedRecord = { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: Number.MAX_SAFE_INTEGER, hlc: [Math.max(deps.clock(), deps.hlc.peek()[0]), Number.MAX_SAFE_INTEGER], body: intent.body, sig: '' };
-      const problem = keyProblem(kind, intent.key) ?? (await bodyProblem(kind, intent.body, deps.contextOf(kind, pseudo, selfNode, intents)));
-      if (problem) throw new AppError('BAD_REQUEST', `invalid ${intent.kind} record: ${problem}`);
+      const hlc = [Math.max(deps.clock(), deps.hlc.peek()[0]), UNNUMBERED] as const;
+      const pseudo: ReplicatedRecord = { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: UNNUMBERED, hlc, body: intent.body, sig: '' };
+      const problem = keyProblem(kind, intent.key) ?? (await bodyProblem(kind, intent.body, deps.contextOf(kind, pseudo, selfNode, [...siblings])));
+      if (problem) throw new RecordRefusedError(intent.kind, problem);
+      siblings.push({ kind: intent.kind, key: intent.key, body: intent.body, hlc });
     }
 
     // One local batch and one `apply` message per member: each member commits them together.

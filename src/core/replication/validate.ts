@@ -7,9 +7,10 @@
  */
 import { fromHex, isHex, uncompressedPublicKey } from '../../crypto/index.ts';
 import type { Json } from './canonical-json.ts';
-import { supersedes, type KindRegistry, type RecordContext, type RecordKindDefinition } from './kinds.ts';
+import { supersedes, type KindRegistry, type RecordContext, type RecordKindDefinition, type Sibling } from './kinds.ts';
 import { isCoordinatorEntry, type ClusterDescriptor, type ClusterNodeEntry } from './ports.ts';
 import { recordDigest, type ReplicatedRecord } from './record.ts';
+import { reasonText, refusal, type RecordRefusal, type RefusalCode } from './refusals.ts';
 
 /** Longest key of any kind. */
 export const MAX_KEY_LENGTH = 512;
@@ -26,9 +27,19 @@ export interface RecordSigner {
 
 /** Why a record is refused, and which one it was (as far as it could be read). */
 export interface Refusal {
+  /** The code, then the detail after `: ` ({@link reasonText}). */
   reason: string;
+  code: RefusalCode;
   origin: string;
   seq: number;
+  /** The refusal may not hold later (see {@link RecordRefusal.transient}). */
+  transient?: boolean;
+  waitFor?: { origin: string; seq: number };
+}
+
+/** A {@link Refusal} of the record at (origin, seq). */
+export function refusalOf(r: RecordRefusal, origin: string, seq: number): Refusal {
+  return { reason: reasonText(r), code: r.code, origin, seq, ...(r.transient ? { transient: true } : {}), ...(r.waitFor ? { waitFor: r.waitFor } : {}) };
 }
 
 /** A record that passed the checks that need no replica, with its kind and signer. */
@@ -68,9 +79,9 @@ export function signersOf(descriptor: ClusterDescriptor): Map<string, RecordSign
   return signers;
 }
 
-/** The key rules every node applies to a kind; a refusal reason or undefined. */
-export function keyProblem(kind: RecordKindDefinition, key: string): string | undefined {
-  return key.length === 0 || key.length > MAX_KEY_LENGTH || (kind.key && !kind.key(key)) ? 'bad key' : undefined;
+/** The key rules every node applies to a kind; a refusal or undefined. */
+export function keyProblem(kind: RecordKindDefinition, key: string): RecordRefusal | undefined {
+  return key.length === 0 || key.length > MAX_KEY_LENGTH || (kind.key && !kind.key(key)) ? refusal('bad_key') : undefined;
 }
 
 /** Who may write a kind (docs/security.md, "Who may write what"). */
@@ -79,8 +90,8 @@ export function mayWrite(kind: RecordKindDefinition, node: { entry: ClusterNodeE
 }
 
 /** The body rules every node applies to a kind (schema, then the kind's own evidence check). */
-export async function bodyProblem(kind: RecordKindDefinition, body: Json, context: RecordContext): Promise<string | undefined> {
-  if (!kind.body.safeParse(body).success) return 'bad body';
+export async function bodyProblem(kind: RecordKindDefinition, body: Json, context: RecordContext): Promise<RecordRefusal | undefined> {
+  if (!kind.body.safeParse(body).success) return refusal('bad_body');
   return kind.validate?.(body, context);
 }
 
@@ -93,23 +104,24 @@ export function checkRecord(raw: unknown, rules: RecordRules, nowMs: number): Un
   const r = raw as Partial<ReplicatedRecord> | null;
   const origin = typeof r?.origin === 'string' ? r.origin : '?';
   const seq = typeof r?.seq === 'number' ? r.seq : -1;
-  const refuse = (reason: string) => ({ reason, origin, seq });
-  if (!r || typeof r !== 'object') return refuse('not an object');
+  const refuse = (code: RefusalCode, transient = false): Refusal => refusalOf(transient ? { code, transient } : { code }, origin, seq);
+  if (!r || typeof r !== 'object') return refuse('not_an_object');
   if (typeof r.kind !== 'string' || typeof r.key !== 'string' || typeof r.sig !== 'string') return refuse('malformed');
-  if (!Number.isSafeInteger(seq) || seq < 1) return refuse('bad seq');
+  if (!Number.isSafeInteger(seq) || seq < 1) return refuse('bad_seq');
   const h = r.hlc;
-  if (!Array.isArray(h) || h.length !== 2 || !Number.isSafeInteger(h[0]) || !Number.isSafeInteger(h[1]) || h[0] < 0 || h[1] < 0) return refuse('bad hlc');
+  if (!Array.isArray(h) || h.length !== 2 || !Number.isSafeInteger(h[0]) || !Number.isSafeInteger(h[1]) || h[0] < 0 || h[1] < 0) return refuse('bad_hlc');
   const node = rules.signers.get(origin);
-  if (!node) return refuse('unknown origin');
-  if (node.lastSeq !== undefined && seq > node.lastSeq) return refuse('retired origin');
+  if (!node) return refuse('unknown_origin');
+  if (node.lastSeq !== undefined && seq > node.lastSeq) return refuse('retired_origin');
   const kind = rules.kinds.get(r.kind);
-  if (!kind) return refuse('unknown kind');
-  if (!mayWrite(kind, node)) return refuse('origin may not write this kind');
-  if (h[0] > nowMs + rules.maxClockSkewMs) return refuse('hlc ahead of clock');
+  if (!kind) return refuse('unknown_kind');
+  if (!mayWrite(kind, node)) return refuse('writer_not_allowed');
+  // Not yet: the same record passes once this node's clock has caught up (sync offers it again).
+  if (h[0] > nowMs + rules.maxClockSkewMs) return refuse('hlc_ahead', true);
   const badKey = keyProblem(kind, r.key);
-  if (badKey) return refuse(badKey);
+  if (badKey) return refusalOf(badKey, origin, seq);
   const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
-  if (!isHex(record.sig)) return refuse('bad signature');
+  if (!isHex(record.sig)) return refuse('bad_signature');
   return { record, kind, node, digest: recordDigest(rules.clusterId, record), sig: fromHex(record.sig) };
 }
 
@@ -120,29 +132,53 @@ export function checkRecord(raw: unknown, rules: RecordRules, nowMs: number): Un
  */
 export type EvidenceContextOf = (kind: RecordKindDefinition, incoming: ReplicatedRecord, node: { entry: ClusterNodeEntry; coordinator: boolean }, siblings: RecordContext['siblings']) => RecordContext;
 
-/** The evidence contexts over the replica as `read` returns its current states. */
-export function createEvidenceContexts(read: (kind: string, key: string) => Promise<ReplicatedRecord | undefined>): EvidenceContextOf {
+/**
+ * The evidence contexts over the replica as `read` returns its current states and `readLog` its log
+ * records. `incoming.seq` is {@link UNNUMBERED} for this node's own writes not signed yet.
+ */
+export function createEvidenceContexts(read: (kind: string, key: string) => Promise<ReplicatedRecord | undefined>, readLog: (origin: string, seq: number) => Promise<ReplicatedRecord | undefined>): EvidenceContextOf {
   /** The replica as the kinds' evidence checks see it. */
   const current = async (kind: string, key: string) => {
     const r = await read(kind, key);
-    return r ? { body: r.body, origin: r.origin } : undefined;
+    return r ? { body: r.body, origin: r.origin, seq: r.seq } : undefined;
   };
-  return (kind, incoming, node, siblings) => ({
-    key: incoming.key,
-    origin: node.entry.nodeAddress,
-    originSlot: node.entry.slot,
-    originIsCoordinator: node.coordinator,
-    atMs: incoming.hlc[0],
-    current,
-    siblings,
-    async standing() {
-      const now = await read(incoming.kind, incoming.key);
-      return { current: now?.body, wins: supersedes(kind, now, incoming) };
-    },
-  });
+  return (kind, incoming, node, siblings) => {
+    const recordAt = async (origin: string, seq: number): Promise<Sibling | undefined> => {
+      for (let i = siblings.length - 1; i >= 0; i--) {
+        const s = siblings[i]!;
+        if (s.origin === origin && s.seq === seq) return s;
+      }
+      return readLog(origin, seq);
+    };
+    return {
+      kind: incoming.kind,
+      key: incoming.key,
+      origin: node.entry.nodeAddress,
+      seq: incoming.seq,
+      own: incoming.seq === UNNUMBERED,
+      originSlot: node.entry.slot,
+      originIsCoordinator: node.coordinator,
+      atMs: incoming.hlc[0],
+      current,
+      siblings,
+      recordAt,
+      async preceding() {
+        // Own writes not numbered yet: the write before this one in the batch.
+        if (incoming.seq === UNNUMBERED) return siblings.at(-1);
+        return incoming.seq > 1 ? recordAt(incoming.origin, incoming.seq - 1) : undefined;
+      },
+      async standing() {
+        const now = await read(incoming.kind, incoming.key);
+        return { current: now?.body, wins: supersedes(kind, now, incoming) };
+      },
+    };
+  };
 }
 
-/** A metrics label from a reason: its fixed part (before any `:` detail), so label values stay a small set. */
+/** The seq an own write is checked under before its batch numbers it. */
+export const UNNUMBERED = Number.MAX_SAFE_INTEGER;
+
+/** A metrics label from a reason: its code (before any `:` detail), so label values stay a small set. */
 export function reasonLabel(reason: string): string {
   return reason.split(':')[0]!.trim().replace(/\s+/g, '_');
 }

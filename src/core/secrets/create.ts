@@ -10,14 +10,16 @@ import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
-import type { MembershipView } from '../replication/ports.ts';
+import type { MembershipView, StateReader } from '../replication/ports.ts';
+import type { ReplicatedRecord } from '../replication/record.ts';
+import { currentRead, type VersionWriter } from '../replication/sequencer.ts';
 import { serialQueue } from '../serial-queue.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
 import type { KeyDealer } from './dealing.ts';
 import type { ClaimStore, PendingShareStore } from './ports.ts';
-import { SECRET_TYPE_MLKEM768, secretKey, type SecretBody } from './records.ts';
+import { SECRET_TYPE_MLKEM768, secretKey, secretKindName, type SecretBody } from './records.ts';
 import { evidenceFor, USE_KEY_RE } from './rules.ts';
 import type { CreatedSecret } from './types.ts';
 
@@ -65,14 +67,18 @@ export function releasedClaim(held: CreateClaim, attempt: string): CreateClaim |
 export interface SecretCreationDeps {
   membership: MembershipView;
   creator: Pick<CreatorService, 'call' | 'register'>;
+  /** Writes of sequenced kinds, through slot 0. */
+  versions: Pick<VersionWriter, 'update' | 'ensureDurable'>;
+  /** This replica, for the principal a create string's session belongs to. */
+  state: StateReader;
+  /** Take records slot 0 sent into this replica. */
+  ingest(records: unknown[]): Promise<unknown>;
   /** Slot 0's durable claims. */
   claims: ClaimStore;
   /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
   allocateWithClaim(counter: string, claim: string, value: (allocated: number) => string): Promise<number>;
   verifier: SignedDataVerifier;
   dealer: Pick<KeyDealer, 'deal'>;
-  /** Current record of a secret in this replica. */
-  getSecret(secretId: number): Promise<SecretBody | undefined>;
   pending: Pick<PendingShareStore, 'get'>;
   clock: () => number;
   /** The secrets module's logger. */
@@ -99,7 +105,9 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
       const raw = await claims.get(name);
       if (raw) {
         const held = JSON.parse(raw) as CreateClaim;
-        if (await deps.getSecret(held.secretId)) return { secretId: held.secretId, done: true };
+        // Slot 0 writes every secret's versions: the first one is here as soon as it was written.
+        const record = await deps.state.get('secret', secretKey(held.secretId));
+        if (record) return { secretId: held.secretId, done: true, record };
         await claims.put(name, JSON.stringify(renewedClaim(held, coordinator, attempt, now)));
         return { secretId: held.secretId, done: false };
       }
@@ -123,13 +131,16 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
     }),
   );
 
-  /** The original answer to a create string that already made its secret. */
-  async function existingCreate(secretId: number): Promise<CreatedSecret> {
-    const secret = await deps.getSecret(secretId);
-    // Slot 0 holds the record; this replica will in a moment.
-    if (!secret) throw new AppError('NOT_READY', `Secret ${secretId} was created and is not on this coordinator yet; try again`);
+  /**
+   * The original answer to a create string that already made its secret: its first version, as slot
+   * 0 holds it, made durable on a quorum first (the first attempt may have answered 503).
+   */
+  async function existingCreate(secretId: number, record: ReplicatedRecord | undefined): Promise<CreatedSecret> {
+    if (!record || record.kind !== 'secret' || record.key !== secretKey(secretId)) throw new AppError('NOT_READY', `Secret ${secretId} was created and is not on this coordinator yet; try again`);
+    await deps.ingest([record]);
+    await deps.versions.ensureDurable(record);
     const status = (await deps.pending.get(secretId)) ? 'propagating' : 'complete';
-    return { secretId, clusterId, publicKeyCid: secret.publicKeyCid, status };
+    return { secretId, clusterId, publicKeyCid: (record.body as SecretBody).publicKeyCid, status };
   }
 
   /** Deal a new key for `secretId`: shares to the members, then the record. */
@@ -137,20 +148,26 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
     let publicKeyCid = '';
     const { status, stored } = await deps.dealer.deal(WEB2_CHAIN_ID, secretId, (key) => {
       publicKeyCid = key.publicKeyCid;
-      const body: SecretBody = {
-        secretId,
-        ownerPrincipalId: caller.principalId,
-        delegatePrincipalId: null,
-        clusterId,
-        secretType: SECRET_TYPE_MLKEM768,
-        publicKeyCid: key.publicKeyCid,
-        isSyncing: false,
-        createdAt: key.now,
-        updatedAt: key.now,
-        shareDigests: key.shareDigests,
-        auth: { by: 'create', evidence: evidenceFor(caller, request) },
-      };
-      return { kind: 'secret', key: secretKey(secretId), body };
+      // The first version, dealt here (this coordinator vouches for the key) and written by slot 0.
+      return deps.versions.update(secretKindName, secretKey(secretId), async (current) => {
+        if (current) throw new AppError('NOT_READY', `Secret ${secretId} is being created elsewhere; try again`);
+        const principal = await currentRead(deps.state, 'principal', caller.principalId);
+        if (!principal.at) throw new AppError('NOT_READY', 'The principal is not on this coordinator yet; try again');
+        const body: Omit<SecretBody, 'v'> = {
+          secretId,
+          ownerPrincipalId: caller.principalId,
+          delegatePrincipalId: null,
+          clusterId,
+          secretType: SECRET_TYPE_MLKEM768,
+          publicKeyCid: key.publicKeyCid,
+          isSyncing: false,
+          createdAt: key.now,
+          updatedAt: key.now,
+          shareDigests: key.shareDigests,
+          auth: { by: 'create', evidence: evidenceFor(caller, request), principal: principal.at },
+        };
+        return { change: 'create', body, reads: [principal] };
+      });
     });
     log.info({ secretId, status, stored }, 'secret created');
     return { secretId, clusterId, publicKeyCid, status };
@@ -159,8 +176,8 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
   /** One create attempt: slot 0 maps the string to an id (leased to this attempt), then the key is dealt. */
   async function createWithClaim(caller: VerifiedCaller, request: SignedRequest, useKey: string): Promise<CreatedSecret> {
     const attempt = randomUUID();
-    const claim = (await creator.call('claimSecretCreate', { useKey, coordinator: self.id, attempt })) as { secretId: number; done: boolean };
-    if (claim.done) return existingCreate(claim.secretId);
+    const claim = (await creator.call('claimSecretCreate', { useKey, coordinator: self.id, attempt })) as { secretId: number; done: boolean; record?: ReplicatedRecord };
+    if (claim.done) return existingCreate(claim.secretId, claim.record);
     try {
       return await dealSecret(caller, request, claim.secretId);
     } catch (err) {

@@ -8,7 +8,7 @@
 import { QuorumError, type MemberFailure } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { fromHex, mlkemPublicKeyFromSeed, sealTo, splitSecretForSlots, toBase64, zeroize, type RandomSource } from '../../crypto/index.ts';
-import { membersOf, type ClusterDescriptor, type MembershipView, type Replicator, type WriteIntent } from '../replication/ports.ts';
+import { membersOf, type ClusterDescriptor, type MembershipView, type Replicator } from '../replication/ports.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import { web3SecretKey, type Web3SecretBody } from '../web3/records.ts';
 import { SECRET_TYPE_MLKEM768, shareDigest, shareStoreAad } from './records.ts';
@@ -72,10 +72,10 @@ export interface KeyDealerDeps {
 /** The dealing of keys. */
 export interface KeyDealer {
   /**
-   * Deal a new key for the secret and replicate the record `record` builds from it. Throws
-   * QuorumError when fewer than threshold members stored their share (nothing is recorded then).
+   * Deal a new key for the secret, then `record` writes the record of it. Throws QuorumError when
+   * fewer than threshold members stored their share (nothing is recorded then).
    */
-  deal(chainId: number, secretId: number, record: (key: DealtKey) => WriteIntent): Promise<{ status: SecretStatus; stored: number }>;
+  deal(chainId: number, secretId: number, record: (key: DealtKey) => Promise<unknown>): Promise<{ status: SecretStatus; stored: number }>;
   /** Deal a key for a Web3 secret created on chain; concurrent calls for one secret share one attempt. */
   dealWeb3Secret(chainId: number, secretId: number, createdBlock: number): Promise<void>;
 }
@@ -86,7 +86,7 @@ export function createKeyDealer(deps: KeyDealerDeps): KeyDealer {
   const { descriptor } = membership;
   const addressOf = memberAddresses(descriptor);
 
-  async function deal(chainId: number, secretId: number, record: (key: DealtKey) => WriteIntent): Promise<{ status: SecretStatus; stored: number }> {
+  async function deal(chainId: number, secretId: number, record: (key: DealtKey) => Promise<unknown>): Promise<{ status: SecretStatus; stored: number }> {
     const seed = deps.random(SEED_BYTES);
     let sealed: SealedShares;
     try {
@@ -101,9 +101,8 @@ export function createKeyDealer(deps: KeyDealerDeps): KeyDealer {
       throw new QuorumError(`Only ${stored.length} members stored their share; ${descriptor.threshold} are needed`, stored.map(addressOf), failed);
     }
     const now = clock();
-    const intent = record({ publicKeyCid: toBase64(sealed.publicKey), shareDigests: sealed.shareDigests, now });
     await deps.delivery.keepUndelivered(chainId, secretId, sealed.boxes, errors, now);
-    await deps.replicator.replicate(intent);
+    await record({ publicKeyCid: toBase64(sealed.publicKey), shareDigests: sealed.shareDigests, now });
     return { status: errors.size === 0 ? 'complete' : 'propagating', stored: stored.length };
   }
 
@@ -120,7 +119,7 @@ export function createKeyDealer(deps: KeyDealerDeps): KeyDealer {
           reachableMemberSlots(membership);
           const { status, stored } = await deal(chainId, secretId, ({ publicKeyCid, shareDigests, now }) => {
             const body: Web3SecretBody = { chainId, secretId, clusterId: descriptor.clusterId, secretType: SECRET_TYPE_MLKEM768, publicKeyCid, createdBlock, createdAt: now, shareDigests };
-            return { kind: 'web3Secret', key, body };
+            return deps.replicator.replicate({ kind: 'web3Secret', key, body });
           });
           log.info({ chainId, secretId, status, stored }, 'web3 secret keyed');
         })().finally(() => dealingWeb3.delete(key));

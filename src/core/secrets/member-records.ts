@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
+import { refusal } from '../replication/refusals.ts';
 
 /** A member slot as a key or path part: decimal, no leading zero, at most 3 digits. */
 export const MEMBER_SLOT_RE = /^(0|[1-9]\d{0,2})$/;
@@ -31,10 +32,10 @@ export function memberStatusKind(descriptor: ClusterDescriptor): RecordKindDefin
     writers: ['coordinator', 'member'],
     key: (k) => MEMBER_SLOT_RE.test(k),
     validate: (b, context) => {
-      if (context.key !== String(b.slot)) return 'key mismatch';
-      if (b.slot >= descriptor.size) return 'not a member slot';
+      if (context.key !== String(b.slot)) return refusal('key_mismatch');
+      if (b.slot >= descriptor.size) return refusal('not_member_slot');
       // A member that is not a coordinator speaks only for itself, and only to say it is done.
-      if (!context.originIsCoordinator && (context.originSlot !== b.slot || b.status !== 'active')) return 'a member may only mark its own slot active';
+      if (!context.originIsCoordinator && (context.originSlot !== b.slot || b.status !== 'active')) return refusal('member_own_slot_only');
       return undefined;
     },
   };

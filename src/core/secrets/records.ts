@@ -3,11 +3,13 @@
  * bind every sealed or stored share to its secret, slot and (for releases) requester.
  */
 import { z } from 'zod';
-import { evidenceOf, type RecordKindDefinition } from '../replication/kinds.ts';
+import type { RecordContext, RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
+import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
+import { checkVersion, logRefSchema, onlyChanged, versionSchema, type LogRef, type Transition } from '../replication/versions.ts';
 import { kindName } from '../replication/views.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
-import { createEvidenceChecker, signedEvidenceSchema, signedStringKey, type EvidenceChecker } from '../sessions/evidence.ts';
+import { createEvidenceChecker, evidenceRefusal, principalIsCurrent, sessionLiveAt, signedEvidenceSchema, signedStringKey, type CheckedEvidence, type EvidenceChecker, type SignedEvidence } from '../sessions/evidence.ts';
 import { WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
 import { UUID_V4_RE, type PermitBody } from '../permits/records.ts';
 import { concatBytes, taggedHash, toHex, utf8 } from '../../crypto/index.ts';
@@ -34,6 +36,9 @@ export function shareDigest(clusterId: string, label: number | string, slot: num
   return toHex(taggedHash('quorumkeep/share-digest/v1', concatBytes(utf8(`${clusterId}\n${label}\n${slot}\n`), share)));
 }
 
+/** The transitions of a secret (docs/security.md, "Transitions"). */
+export const SECRET_CHANGES = ['create', 'setDelegate', 'permit'] as const;
+
 export const secretBodySchema = z.strictObject({
   secretId: z.number().int().positive(),
   ownerPrincipalId: z.string().regex(PRINCIPAL_ID_RE),
@@ -47,21 +52,23 @@ export const secretBodySchema = z.strictObject({
   updatedAt: z.number().int().nonnegative(),
   /** Each slot's {@link shareDigest}, by slot: what a recovered share is checked against. */
   shareDigests: shareDigestsSchema.optional(),
+  /** The version: its number, the version it replaces, its transition (src/core/replication/versions.ts). */
+  v: versionSchema(SECRET_CHANGES),
   /**
-   * What authorised this version (docs/security.md): the creator's signed string, the owner's
-   * setDelegate string, or the consumed permit. Every member checks it before storing.
+   * The evidence of the transition (docs/security.md): the creator's signed create string, or the
+   * owner's setDelegate string — each with its session and the version of the signer's principal slot
+   * 0 held when it wrote this one (`principal`) — or the consumed permit, which is the record right
+   * before this one in slot 0's log.
    */
-  auth: z
-    .discriminatedUnion('by', [
-      z.strictObject({ by: z.literal('create'), evidence: signedEvidenceSchema }),
-      z.strictObject({ by: z.literal('setDelegate'), evidence: signedEvidenceSchema }),
-      z.strictObject({ by: z.literal('permit'), permitId: z.string().regex(UUID_V4_RE) }),
-    ])
-    .optional(),
+  auth: z.discriminatedUnion('by', [
+    z.strictObject({ by: z.literal('create'), evidence: signedEvidenceSchema, principal: logRefSchema }),
+    z.strictObject({ by: z.literal('setDelegate'), evidence: signedEvidenceSchema, principal: logRefSchema }),
+    z.strictObject({ by: z.literal('permit'), permitId: z.string().regex(UUID_V4_RE) }),
+  ]),
   /**
    * The setDelegate strings applied to this secret lately (their single-use keys and timestamps):
-   * a member refuses a change backed by a string already listed, and a change that drops an entry
-   * still young enough to be replayed. Entries older than {@link RECENT_USE_KEEP_MS} may go.
+   * a string already listed authorises nothing, and no version may drop an entry still young enough
+   * to be replayed. Entries older than {@link RECENT_USE_KEEP_MS} may go.
    */
   recentUses: z
     .array(z.strictObject({ key: z.string().regex(/^[0-9a-f]{64}$/), at: z.number().int().nonnegative() }))
@@ -78,90 +85,123 @@ export const secretKindName = kindName<SecretBody>('secret');
  * string can pass the freshness check at any member, so its entry is no longer needed.
  */
 export const RECENT_USE_KEEP_MS = 2 * WEB2_FRESHNESS_MS;
-/** Entries a change must keep: younger than this at the record's time (the keep window less clock skew). */
+/** Entries a version must keep: younger than this at the version's time (the keep window less clock skew). */
 const RECENT_USE_MUST_KEEP_MS = RECENT_USE_KEEP_MS - 5 * 60_000;
 
-/** Fields no change may touch once a secret exists. */
-function immutableDiffers(a: SecretBody, b: SecretBody): boolean {
-  return (
-    a.secretId !== b.secretId ||
-    a.clusterId !== b.clusterId ||
-    a.secretType !== b.secretType ||
-    a.publicKeyCid !== b.publicKeyCid ||
-    a.createdAt !== b.createdAt ||
-    a.isSyncing !== b.isSyncing ||
-    (a.shareDigests ?? []).join() !== (b.shareDigests ?? []).join()
-  );
-}
-
 /**
- * Why a secret version is not authorised, or undefined. `before` is the version it replaces in the
- * member's replica (undefined for a creation, or when the record loses the merge and so changes
- * nothing: then only what the evidence itself says is checked).
+ * Whether `after` carries `before`'s recent uses: every entry still young at `atMs` is kept, and the
+ * only new entry is `added` (the string this version used), which `before` must not list.
  */
-async function authProblem(checkSignedEvidence: EvidenceChecker, b: SecretBody, before: SecretBody | undefined, context: Parameters<NonNullable<RecordKindDefinition['validate']>>[1]): Promise<string | undefined> {
-  const auth = b.auth;
-  if (!auth) return 'secret version without authorisation';
-  if (auth.by === 'create') {
-    if (before && before.publicKeyCid !== b.publicKeyCid) return 'secret already exists';
-    const ev = checkSignedEvidence(auth.evidence, { parts: 4, atMs: context.atMs });
-    if (typeof ev === 'string') return ev;
-    if (ev.parts[1] !== '0') return 'evidence: not a create string';
-    if (ev.principalId !== b.ownerPrincipalId) return 'evidence: owner is not the signing principal';
-    return b.delegatePrincipalId === null ? undefined : 'a new secret has no delegate';
-  }
-  if (auth.by === 'setDelegate') {
-    const ev = checkSignedEvidence(auth.evidence, { parts: 5, atMs: context.atMs });
-    if (typeof ev === 'string') return ev;
-    if (ev.parts[1] !== String(b.secretId)) return 'evidence: string names another secret';
-    if ((ev.parts[4] === '' ? null : ev.parts[4]) !== b.delegatePrincipalId) return 'evidence: string names another delegate';
-    if (ev.principalId !== b.ownerPrincipalId) return 'evidence: signer is not the owner';
-    if (before && (immutableDiffers(before, b) || before.ownerPrincipalId !== b.ownerPrincipalId)) return 'setDelegate changes more than the delegate';
-    // One string, one change: the string's use is recorded in the version it made.
-    const key = signedStringKey('setDelegate', ev.parts);
-    if (!b.recentUses?.some((u) => u.key === key)) return 'setDelegate does not record its string';
-    if (before?.recentUses?.some((u) => u.key === key)) return 'setDelegate string already used';
-    return undefined;
-  }
-  // A consumed transfer or delegate permit, travelling in the same batch or already held.
-  const permit = (await evidenceOf(context, 'permit', auth.permitId)) as PermitBody | undefined;
-  if (!permit) return 'unknown permit';
-  if (permit.status !== 'consumed' || permit.action === 'rotate' || permit.secretId !== b.secretId) return 'permit does not authorise this change';
-  const result = permit.result ?? {};
-  if (permit.action === 'transfer' ? result.newOwnerPrincipalId !== b.ownerPrincipalId || result.delegatePrincipalId !== b.delegatePrincipalId : result.delegatePrincipalId !== b.delegatePrincipalId) {
-    return 'change differs from the permit result';
-  }
-  if (!before) return undefined;
-  if (immutableDiffers(before, b)) return 'permit change touches immutable fields';
-  if (before.ownerPrincipalId !== permit.principalId) return 'permit was requested by someone who does not own the secret';
-  if (permit.action === 'delegate' && before.ownerPrincipalId !== b.ownerPrincipalId) return 'a delegate permit cannot change the owner';
+function usesCarried(before: SecretBody, after: SecretBody, atMs: number, added?: string): RecordRefusal | undefined {
+  const had = new Set((before.recentUses ?? []).map((u) => u.key));
+  if (added !== undefined && had.has(added)) return refusal('string_used');
+  const kept = new Set((after.recentUses ?? []).map((u) => u.key));
+  if ((before.recentUses ?? []).some((u) => u.at >= atMs - RECENT_USE_MUST_KEEP_MS && !kept.has(u.key))) return refusal('use_dropped');
+  for (const k of kept) if (!had.has(k) && k !== added) return refusal('fields_changed', 'recentUses');
+  if (added !== undefined && !kept.has(added)) return refusal('fields_changed', 'the string is not recorded');
   return undefined;
 }
 
+/** What a client's string in a secret's version says, checked: the evidence, and its session live at the version's principal. */
+async function signedBy(checkSignedEvidence: EvidenceChecker, auth: { evidence: SignedEvidence; principal: LogRef }, parts: 4 | 5, context: RecordContext): Promise<CheckedEvidence | RecordRefusal> {
+  const ev = checkSignedEvidence(auth.evidence, { parts, atMs: context.atMs });
+  if (typeof ev === 'string') return evidenceRefusal(ev);
+  return (await sessionLiveAt(context, auth.principal, auth.evidence.session)) ?? (await principalIsCurrent(context, ev.principalId, auth.principal)) ?? ev;
+}
+
+
 /**
- * `secret`, keyed by {@link secretKey}. Owner and delegate changes are last-writer-wins by HLC.
- * Written by coordinators only, each version with the authorisation that justifies it.
+ * The consumed transfer or delegate permit that authorises `after`: the record right before it in
+ * slot 0's log, consumed, for this secret and requested by its owner — one permit, one change.
+ */
+async function permitOf(after: SecretBody, before: SecretBody, context: RecordContext): Promise<PermitBody | RecordRefusal> {
+  const auth = after.auth as { by: 'permit'; permitId: string };
+  const prev = await context.preceding();
+  if (!prev) return heldBack('evidence_missing', context.own ? undefined : { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit');
+  if (prev.kind !== 'permit' || prev.key !== auth.permitId) return refusal('permit_not_adjacent');
+  const permit = prev.body as PermitBody;
+  if (permit.status !== 'consumed') return refusal('permit_not_consumed');
+  if (permit.action === 'rotate' || permit.secretId !== after.secretId) return refusal('permit_mismatch');
+  if (permit.principalId !== before.ownerPrincipalId) return refusal('not_owner', 'the permit was requested by someone who does not own the secret');
+  return permit;
+}
+
+/**
+ * The transitions of a secret (docs/security.md, "Transitions"). Every version but the first keeps
+ * the secret's id, cluster, type, key, syncing flag, creation time and share digests.
+ */
+function secretTransitions(evidence: EvidenceChecker, descriptor: ClusterDescriptor): Record<(typeof SECRET_CHANGES)[number], Transition<SecretBody>> {
+  return {
+    // A new secret: its creator's create string (the session's principal owns it), dealt by a coordinator.
+    create: {
+      creates: true,
+      async check({ after, context, vouchedBy }) {
+        if (after.auth.by !== 'create') return refusal('unknown_transition', 'auth');
+        if (!vouchedBy) return refusal('bad_vouch', 'a secret is dealt by a coordinator');
+        if (after.clusterId !== descriptor.clusterId) return refusal('another_cluster');
+        if (after.delegatePrincipalId !== null || after.isSyncing || (after.recentUses?.length ?? 0) > 0) return refusal('fields_changed', 'a new secret has no delegate and no uses');
+        const ev = await signedBy(evidence, after.auth, 4, context);
+        if (!('parts' in ev)) return ev;
+        if (ev.parts[1] !== '0') return refusal('evidence_invalid', 'not a create string');
+        return ev.principalId === after.ownerPrincipalId ? undefined : refusal('not_owner', 'the owner is not the signing principal');
+      },
+    },
+    // The owner's setDelegate string naming exactly this delegate, used once.
+    setDelegate: {
+      async check({ before, after, context }) {
+        if (after.auth.by !== 'setDelegate') return refusal('unknown_transition', 'auth');
+        const fields = onlyChanged(before!, after, ['delegatePrincipalId', 'updatedAt', 'auth', 'recentUses']);
+        if (fields) return fields;
+        const ev = await signedBy(evidence, after.auth, 5, context);
+        if (!('parts' in ev)) return ev;
+        if (ev.parts[1] !== String(after.secretId)) return refusal('names_another_secret');
+        if ((ev.parts[4] === '' ? null : ev.parts[4]) !== after.delegatePrincipalId) return refusal('names_another_value', 'another delegate');
+        if (ev.principalId !== before!.ownerPrincipalId) return refusal('not_owner', 'the signer is not the owner');
+        return usesCarried(before!, after, context.atMs, signedStringKey('setDelegate', ev.parts));
+      },
+    },
+    // A transfer or delegate permit the owner requested and confirmed, consumed right before.
+    permit: {
+      async check({ before, after, context }) {
+        if (after.auth.by !== 'permit') return refusal('unknown_transition', 'auth');
+        const fields = onlyChanged(before!, after, ['ownerPrincipalId', 'delegatePrincipalId', 'updatedAt', 'auth', 'recentUses']);
+        if (fields) return fields;
+        const permit = await permitOf(after, before!, context);
+        if (!('permitId' in permit)) return permit;
+        const value = JSON.parse(permit.payload) as Record<string, string | null>;
+        const result = permit.result ?? {};
+        if (permit.action === 'transfer') {
+          const owner = value.newOwnerPrincipalId;
+          const delegate = before!.delegatePrincipalId === owner ? null : before!.delegatePrincipalId;
+          if (after.ownerPrincipalId !== owner || after.delegatePrincipalId !== delegate || result.delegatePrincipalId !== delegate) return refusal('result_mismatch');
+        } else if (after.ownerPrincipalId !== before!.ownerPrincipalId || after.delegatePrincipalId !== value.delegatePrincipalId) {
+          return refusal('result_mismatch');
+        }
+        return usesCarried(before!, after, context.atMs);
+      },
+    },
+  };
+}
+
+/**
+ * `secret`, keyed by {@link secretKey}: a sequenced kind (src/core/replication/versions.ts). Slot 0
+ * writes every version, each one of {@link SECRET_CHANGES} from the version it names, with the
+ * evidence that authorises exactly that change; the latest version is the secret.
  */
 export function secretKind(descriptor: ClusterDescriptor, evidence: EvidenceChecker = createEvidenceChecker(descriptor)): RecordKindDefinition<SecretBody> {
+  const transitions = secretTransitions(evidence, descriptor);
   return {
     name: 'secret',
     body: secretBodySchema,
-    writers: ['coordinator'],
+    writers: ['slot0'],
+    sequenced: true,
     key: (k) => /^\d{12}$/.test(k),
+    rank: (b) => b.v.n,
     validate: async (b, context) => {
-      if (context.key !== secretKey(b.secretId)) return 'key mismatch';
-      if (b.clusterId !== descriptor.clusterId) return 'another cluster';
-      if (b.delegatePrincipalId !== null && b.delegatePrincipalId === b.ownerPrincipalId) return 'owner as delegate';
-      // Checked against the version it replaces; a record that loses the merge changes nothing, so
-      // only its own evidence is checked (a member that saw a later change first must still store
-      // an earlier one, or replicas would differ in which records they hold).
-      const { current, wins } = await context.standing();
-      if (!current && b.auth?.by !== 'create') return 'unknown secret';
-      const before = wins ? (current as SecretBody | undefined) : undefined;
-      // No change may forget a use that could still be replayed.
-      const kept = new Set((b.recentUses ?? []).map((u) => u.key));
-      if (before?.recentUses?.some((u) => u.at >= context.atMs - RECENT_USE_MUST_KEEP_MS && !kept.has(u.key))) return 'change drops a recent string use';
-      return authProblem(evidence, b, before, context);
+      if (context.key !== secretKey(b.secretId)) return refusal('key_mismatch');
+      if (b.delegatePrincipalId !== null && b.delegatePrincipalId === b.ownerPrincipalId) return refusal('owner_as_delegate');
+      if (b.auth.by !== b.v.change) return refusal('unknown_transition', 'auth does not match the change');
+      return checkVersion(descriptor, transitions, b, context);
     },
   };
 }

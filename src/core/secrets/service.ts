@@ -19,11 +19,10 @@ import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { RandomSource } from '../../crypto/index.ts';
 import { stopAll, type Startable } from '../lifecycle.ts';
-import { principalKind } from '../accounts/records.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { FreshReader } from '../replication/fresh-read.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
-import { stateView } from '../replication/views.ts';
+import type { VersionWriter } from '../replication/sequencer.ts';
 import { parseChainId, WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { ResolvedSecret, SecretsService, SecretView } from './types.ts';
 import type { SignedDataVerifier, SignedRequest } from '../sessions/types.ts';
@@ -62,8 +61,12 @@ export interface SecretsDeps {
   creator: Pick<CreatorService, 'allocate' | 'call' | 'register'>;
   /** Reads that catch up before answering "not found" (a client may ask right after another coordinator wrote). */
   fresh?: FreshReader;
-  /** Slot 0's durable claims (create strings → secretId, used setDelegate strings). */
+  /** Slot 0's durable claims (create strings → secretId). */
   claims: ClaimStore;
+  /** Writes of sequenced kinds (the secret's versions), through slot 0. */
+  versions: Pick<VersionWriter, 'update' | 'ensureDurable'>;
+  /** Take records slot 0 sent into this replica. */
+  ingest(records: unknown[]): Promise<unknown>;
   /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
   allocateWithClaim(counter: string, claim: string, value: (allocated: number) => string): Promise<number>;
   verifier: SignedDataVerifier;
@@ -131,27 +134,20 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   const reads = createSecretReads({ state, fresh: deps.fresh, web3: deps.web3 });
   const delivery = createShareDelivery(options, { ...common, members: deps.members, pending: deps.pending, signal });
   const dealer = createKeyDealer({ ...common, replicator: deps.replicator, delivery, random: deps.random });
-  // Slot 0's operations are registered in this order: claimSecretCreate, releaseSecretCreate, signedUse.
+  // Slot 0's operations are registered in this order: claimSecretCreate, releaseSecretCreate.
   const creation = createSecretCreation({
     ...common,
     creator: deps.creator,
+    versions: deps.versions,
+    state,
+    ingest: deps.ingest,
     claims: deps.claims,
     allocateWithClaim: deps.allocateWithClaim,
     verifier: deps.verifier,
     dealer,
-    getSecret: reads.getSecret,
     pending: deps.pending,
   });
-  const delegation = createDelegateSetter({
-    creator: deps.creator,
-    claims: deps.claims,
-    verifier: deps.verifier,
-    findSecret: reads.findSecret,
-    principals: stateView(state, principalKind),
-    replicator: deps.replicator,
-    clock,
-    logger: log,
-  });
+  const delegation = createDelegateSetter({ verifier: deps.verifier, findSecret: reads.findSecret, state, versions: deps.versions, clock, logger: log });
   const shard = createShardHandler({ ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, keyring: deps.keyring, signal });
   const recoverSeed = createSeedRecovery(options, { membership, members: deps.members, keyring: deps.keyring, versionVector: deps.versionVector, logger: log });
 

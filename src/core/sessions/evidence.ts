@@ -18,6 +18,9 @@
 import { z } from 'zod';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { createLruCache, recoverPersonalSigner, sha256Hex } from '../../crypto/index.ts';
+import type { RecordContext } from '../replication/kinds.ts';
+import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
+import type { LogRef } from '../replication/versions.ts';
 import { checkQuorumProof, sessionBodySchema, type SessionBody } from './records.ts';
 import { splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from './signed-data.ts';
 
@@ -104,4 +107,35 @@ export function checkSignedEvidence(
 export function signedStringKey(operation: string, parts: readonly string[]): string {
   const canonical = parts.map((p, i) => (i === 2 ? p.toLowerCase() : p));
   return sha256Hex(`quorumkeep/signed-use/v1\n${operation}\n${canonical.join('\n')}`);
+}
+
+/**
+ * Whether the session that signed a piece of evidence was still live when the record was written
+ * (docs/security.md, "Ended sessions"): `ref` names the principal's version slot 0 held when it wrote
+ * the record; the session must belong to it, and that version must be active with the session's key.
+ * A session ends — as evidence too — with the version that rotates the key or deletes the account:
+ * slot 0 names no older version once it holds that one. Held back while this node lacks the version.
+ */
+export async function sessionLiveAt(context: Pick<RecordContext, 'recordAt' | 'atMs'>, ref: LogRef, session: Pick<SessionBody, 'principalId' | 'publicKey'>): Promise<RecordRefusal | undefined> {
+  const principal = await context.recordAt(ref.origin, ref.seq);
+  if (!principal) return heldBack('evidence_missing', ref, 'principal version');
+  if (principal.kind !== 'principal' || principal.key !== session.principalId) return refusal('evidence_invalid', 'principal version of another principal');
+  if (principal.hlc[0] > context.atMs) return refusal('evidence_invalid', 'principal version after the record');
+  const body = principal.body as { status?: unknown; ed25519PublicKey?: unknown };
+  return body.status === 'active' && body.ed25519PublicKey === session.publicKey ? undefined : refusal('session_ended');
+}
+
+/** A checker's verdict as a refusal: `evidence_invalid` with the reason as detail. */
+export function evidenceRefusal(problem: string): RecordRefusal {
+  return refusal('evidence_invalid', problem.replace(/^evidence: /, ''));
+}
+
+/**
+ * For slot 0's own write: the principal version named is the one it holds now, so a session ends as
+ * evidence the moment the version that rotates its key or deletes its account is written.
+ */
+export async function principalIsCurrent(context: Pick<RecordContext, 'own' | 'current'>, principalId: string, ref: LogRef): Promise<RecordRefusal | undefined> {
+  if (!context.own) return undefined;
+  const now = await context.current('principal', principalId);
+  return now?.origin === ref.origin && now.seq === ref.seq ? undefined : refusal('session_ended', 'not the current version of the principal');
 }

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import { signerAt, type ClusterDescriptor } from '../replication/ports.ts';
+import { refusal } from '../replication/refusals.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import { fromHex, recoverAddress, taggedHash, toHex, utf8 } from '../../crypto/index.ts';
 
@@ -67,9 +68,10 @@ export function sessionKind(descriptor: ClusterDescriptor): RecordKindDefinition
     writers: ['coordinator'],
     key: (k) => SESSION_ADDRESS_RE.test(k),
     validate: (b, { key }) => {
-      if (key !== b.sessionAddress) return 'key mismatch';
-      if (b.expiresAt <= b.issuedAt) return 'expires before issued';
-      return checkQuorumProof(descriptor, b, b.grants);
+      if (key !== b.sessionAddress) return refusal('key_mismatch');
+      if (b.expiresAt <= b.issuedAt) return refusal('expires_before_issued');
+      const proof = checkQuorumProof(descriptor, b, b.grants);
+      return proof ? refusal('quorum_proof_invalid', proof) : undefined;
     },
   };
 }

@@ -11,6 +11,7 @@
  */
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
+import { refusal } from '../replication/refusals.ts';
 import { isCycleStart } from './cycles.ts';
 import type { CycleType, UsageDirection } from './types.ts';
 
@@ -144,15 +145,13 @@ export const usageKind: RecordKindDefinition<UsageCounts> = {
   writers: ['coordinator'],
   key: (k) => parseUsageKey(k) !== undefined,
   rank: counterRank,
-  async validate(b, context) {
+  validate(b, context) {
     const key = parseUsageKey(context.key);
-    if (!key) return 'bad usage key';
-    if (key.coordinator !== context.origin) return 'usage counter of another coordinator';
-    if (!isCycleStart(key.cycleType, key.cycleStart)) return 'cycle start not aligned to its cycle';
-    if (key.cycleStart > context.atMs) return 'usage counted in a cycle that has not begun';
-    if (b.refundedBytes > b.bytes || b.refundedRequests > b.requests) return 'refunds above the counts';
-    const { current, wins } = await context.standing();
-    if (wins && current !== undefined && !countsCover(b, current as UsageCounts)) return 'usage count decreases';
+    if (!key) return refusal('bad_usage_key');
+    if (key.coordinator !== context.origin) return refusal('another_coordinator');
+    if (!isCycleStart(key.cycleType, key.cycleStart)) return refusal('cycle_unaligned');
+    if (key.cycleStart > context.atMs) return refusal('cycle_not_begun');
+    if (b.refundedBytes > b.bytes || b.refundedRequests > b.requests) return refusal('refund_exceeds_count');
     return undefined;
   },
 };

@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
+import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
 import { PUBLIC_KEY_B64_CHARS, SECRET_TYPE_MLKEM768, shareDigestsSchema } from '../secrets/records.ts';
 import type { Web3Chains } from './ports.ts';
 
@@ -57,20 +58,26 @@ export function web3SecretKind(descriptor: ClusterDescriptor, chains: Web3Chains
     writers: ['coordinator'],
     key: (k) => /^[1-9]\d{0,15}:\d{15}$/.test(k),
     validate: async (b, context) => {
-      if (context.key !== web3SecretKey(b.chainId, b.secretId)) return 'key mismatch';
-      if (b.clusterId !== descriptor.clusterId) return 'another cluster';
+      if (context.key !== web3SecretKey(b.chainId, b.secretId)) return refusal('key_mismatch');
+      if (b.clusterId !== descriptor.clusterId) return refusal('another_cluster');
       const { current } = await context.standing();
       // One key per secret, for good: a second deal (a rogue writer, or a syncer that lost its data)
       // would hand out a key whose shares the members do not hold.
-      if (current && (current as Web3SecretBody).publicKeyCid !== b.publicKeyCid) return 'secret already has a key';
+      if (current && (current as Web3SecretBody).publicKeyCid !== b.publicKeyCid) return refusal('key_exists');
       const chain = chains?.get(b.chainId);
-      if (!chain) return 'chain not enabled on this node';
-      if (!(await chain.isWhitelisted(context.origin))) return 'writer is not whitelisted by the secrets controller';
-      const state = await chain.getSecretState(b.secretId);
-      if (!state) return 'no such secret on chain';
-      if (state.secretType !== SECRET_TYPE_MLKEM768) return 'secret type not served';
-      if (!state.isSyncing && (state.clusterId !== chain.controllerClusterId || state.publicKeyCid !== SYNCED_SENTINEL)) return 'secret was synced by another cluster';
-      return undefined;
+      if (!chain) return refusal('chain_not_enabled');
+      // A chain that does not answer decides nothing: the record is held back and offered again.
+      return chainProblem(chain, context.origin, b.secretId).catch((err: unknown) => heldBack('chain_unavailable', undefined, (err as Error).message.slice(0, 120)));
     },
   };
+}
+
+/** What the chain says against a key written by `writer` for `secretId`. */
+async function chainProblem(chain: NonNullable<ReturnType<Web3Chains['get']>>, writer: string, secretId: number): Promise<RecordRefusal | undefined> {
+  if (!(await chain.isWhitelisted(writer))) return refusal('not_whitelisted');
+  const state = await chain.getSecretState(secretId);
+  if (!state) return refusal('not_on_chain');
+  if (state.secretType !== SECRET_TYPE_MLKEM768) return refusal('type_not_served');
+  if (!state.isSyncing && (state.clusterId !== chain.controllerClusterId || state.publicKeyCid !== SYNCED_SENTINEL)) return refusal('synced_elsewhere');
+  return undefined;
 }
