@@ -126,10 +126,10 @@ describe('5 members, threshold 3', () => {
 
     const outsider = generatePrivateKey();
     const unknownOrigin = signRecord(cluster.descriptor.clusterId, { kind: 'probe', key: 'forged-1', origin: addressOfPrivateKey(outsider), seq: 1, hlc: [Date.now(), 0], body: { note: 'x', writtenAt: 1 } }, outsider);
-    await expect(rogue.sendApply(0, [unknownOrigin], { signal: AbortSignal.timeout(2000) })).rejects.toThrow(/unknown origin/);
+    await expect(rogue.sendApply(0, [unknownOrigin], { signal: AbortSignal.timeout(2000) })).rejects.toThrow(/unknown_origin/);
     // Claims to come from node 1 but is signed by the outsider.
     const impersonated = { ...unknownOrigin, key: 'forged-2', origin: cluster.members[1]!.nodeAddress };
-    await expect(rogue.sendApply(0, [impersonated], { signal: AbortSignal.timeout(2000) })).rejects.toThrow(/bad signature/);
+    await expect(rogue.sendApply(0, [impersonated], { signal: AbortSignal.timeout(2000) })).rejects.toThrow(/bad_signature/);
     // Gossip path too.
     await rogue.publish(impersonated);
 

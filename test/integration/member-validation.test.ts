@@ -61,7 +61,7 @@ describe('members validate account records themselves', () => {
     const key = newEd25519();
     const id = randomUUID();
     const claim = fromRogue('nodeRegistration', `${id}:2`, { principalId: id, slot: 2, ed25519PublicKey: key.publicKey, storedAt: 1 });
-    await expect(rogue.sendApply(3, [claim], { signal: AbortSignal.timeout(3000) })).rejects.toThrow(/not written by that member/);
+    await expect(rogue.sendApply(3, [claim], { signal: AbortSignal.timeout(3000) })).rejects.toThrow(/not_written_by_member/);
     const own = fromRogue('nodeRegistration', `${id}:1`, { principalId: id, slot: 1, ed25519PublicKey: key.publicKey, storedAt: 1 });
     await rogue.sendApply(3, [own], { signal: AbortSignal.timeout(3000) });
     expect(await cluster.members[3]!.state.get('nodeRegistration', `${id}:2`)).toBeUndefined();

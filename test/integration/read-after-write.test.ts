@@ -32,13 +32,15 @@ describe('B answers for what A just wrote', () => {
     expect(unknown.status).toBe(404);
   });
 
-  it('a permit A created is confirmed from its link on B', async () => {
+  it('a permit A created is found from its link on B (its consumption waits for slot 0)', async () => {
     const { cluster, A, B, alice, bob } = scene;
     const created = await postJson<{ secretId: number }>(`${A}/web2/secret`, alice.signed(0));
     const link = await requestPermit(cluster, A, ownerBody(alice, created.body.secretId, 'delegate', bob.principalId));
-    const res = await getJson<{ status: string }>(`${B}${link.pathAndQuery}`);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.status).toBe('consumed');
+    // B finds the permit A created; consuming it is slot 0's write (A is slot 0, cut off from B):
+    // a 503 whose retry is safe, never a 404.
+    const res = await getJson<{ status: string; code: string }>(`${B}${link.pathAndQuery}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(503);
+    expect(res.body.code).toBe('SLOT0_UNAVAILABLE');
     const unknown = await getJson(`${B}/web2/confirm?permitId=${randomUUID()}&token=${'x'.repeat(43)}`);
     expect(unknown.status).toBe(404);
   });

@@ -359,9 +359,9 @@ describe('rogue nodes cannot forge usage', () => {
 
   it('a member that is not a coordinator writes no usage and assigns no plan', async () => {
     const mKey = ownKey.replace(cluster.descriptor.nodes[1]!.nodeAddress, rogues.member.address);
-    await refusedEverywhere(rogues.member, forge(rogues.member, 'usage', mKey, { bytes: 1, requests: 1, refundedBytes: 0, refundedRequests: 0 }), /may not write/);
+    await refusedEverywhere(rogues.member, forge(rogues.member, 'usage', mKey, { bytes: 1, requests: 1, refundedBytes: 0, refundedRequests: 0 }), /writer_not_allowed/);
     const plan = forge(rogues.member, 'plan', victim.principalId, { planId: 'requests', assignedAt: clock() });
-    for (const slot of LIVING) await expect(rogues.member.peer.sendApply(slot, [plan], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/may not write/);
+    for (const slot of LIVING) await expect(rogues.member.peer.sendApply(slot, [plan], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/writer_not_allowed/);
     expect((await report(A, victim)).body.planId).toBe('roomy');
   });
 });

@@ -378,12 +378,12 @@ describe('a lying coordinator', () => {
       const body = { chainId: CHAIN_ID, secretId: id, clusterId: cluster.descriptor.clusterId, secretType: 1, publicKeyCid: toBase64(new Uint8Array(1184).fill(7)), createdBlock: 1, createdAt: Date.now() };
       return signRecord(cluster.descriptor.clusterId, { kind: 'web3Secret', key: web3SecretKey(CHAIN_ID, id), origin: cluster.descriptor.nodes[1]!.nodeAddress, seq: seq++, hlc: [Date.now(), 0], body }, rogueKey);
     };
-    await expect(rogue.sendApply(2, [forged(Number(secretId))], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/secret already has a key/);
+    await expect(rogue.sendApply(2, [forged(Number(secretId))], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/key_exists/);
     // A secret the syncer has not keyed yet (it is down): the rogue still may not.
     await cluster.stopMember(SYNCER);
     try {
       const fresh = Number(await createSecretOnChain(chain, controller, owner.privateKey));
-      await expect(rogue.sendApply(3, [forged(fresh)], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/not whitelisted/);
+      await expect(rogue.sendApply(3, [forged(fresh)], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/not_whitelisted/);
       expect(await cluster.members[3]!.state.get('web3Secret', web3SecretKey(CHAIN_ID, fresh))).toBeUndefined();
     } finally {
       await cluster.restartMember(SYNCER);

@@ -6,8 +6,11 @@
 import { sha256Hex } from '../../crypto/index.ts';
 import { AppError } from '../../errors/index.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
-import type { PermitActionName } from './records.ts';
 import type { PermitRequestInput } from './types.ts';
+
+/** The three admin changes a permit can carry. */
+export const PERMIT_ACTIONS = ['rotate', 'transfer', 'delegate'] as const;
+export type PermitActionName = (typeof PERMIT_ACTIONS)[number];
 
 /** Longest `newPublicKey` accepted (docs/permits.md). */
 const NEW_PUBLIC_KEY_MAX_CHARS = 4096;

@@ -12,11 +12,9 @@ import { checkVersion, logRefSchema, onlyChanged, versionSchema, type Transition
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
 import { createEvidenceChecker, evidenceRefusal, principalIsCurrent, sessionLiveAt, signedEvidenceSchema, type EvidenceChecker } from '../sessions/evidence.ts';
 import { fromHex, isEd25519PublicKeyHex, recoverAddress, sha256Hex, taggedHash, utf8 } from '../../crypto/index.ts';
-import { parsePayload } from './payload.ts';
+import { PERMIT_ACTIONS, parsePayload, type PermitActionName } from './payload.ts';
 
-/** The three admin changes a permit can carry. */
-export const PERMIT_ACTIONS = ['rotate', 'transfer', 'delegate'] as const;
-export type PermitActionName = (typeof PERMIT_ACTIONS)[number];
+export { PERMIT_ACTIONS, type PermitActionName } from './payload.ts';
 
 /** requestIds: lowercase UUIDv4 (docs/permits.md). Permit ids use the same form. */
 export const UUID_V4_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -184,7 +184,7 @@ describe('membership epochs: what a retired identity can still do', () => {
     const historic = await engine.ingest([note(keys[4]!, oldAddress, 1), note(keys[4]!, oldAddress, 2)], 'sync');
     expect(historic.applied).toBe(2);
     const stolen = await engine.ingest([note(keys[4]!, oldAddress, 3)], 'gossip');
-    expect(stolen.rejected).toEqual([expect.objectContaining({ reason: 'retired origin' })]);
+    expect(stolen.rejected).toEqual([expect.objectContaining({ reason: 'retired_origin' })]);
     expect(await engine.get('note', 'k3')).toBeUndefined();
     const fresh = await engine.ingest([note(newKey, signed.nodes[4]!.nodeAddress, 1)], 'apply');
     expect(fresh.applied).toBe(1);

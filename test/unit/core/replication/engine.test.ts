@@ -67,7 +67,7 @@ describe('replication engine: validation', () => {
     const outsider = generatePrivateKey();
     const forged = signRecord(descriptor.clusterId, { kind: 'note', key: 'k', origin: addressOfPrivateKey(outsider), seq: 1, hlc: [1, 0], body: { v: 1 } }, outsider);
     const res = await engine.ingest([forged], 'apply');
-    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'unknown origin' })]);
+    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'unknown_origin' })]);
     expect(await engine.get('note', 'k')).toBeUndefined();
     expect(engine.versionVector()).toEqual({});
   });
@@ -76,7 +76,7 @@ describe('replication engine: validation', () => {
     const { engine, descriptor } = await makeEngine();
     const forged = signRecord(descriptor.clusterId, { kind: 'note', key: 'k', origin: descriptor.nodes[2]!.nodeAddress, seq: 1, hlc: [1, 0], body: { v: 1 } }, generatePrivateKey());
     const res = await engine.ingest([forged], 'gossip');
-    expect(res.rejected[0]?.reason).toBe('bad signature');
+    expect(res.rejected[0]?.reason).toBe('bad_signature');
     expect(await engine.get('note', 'k')).toBeUndefined();
   });
 
@@ -88,7 +88,7 @@ describe('replication engine: validation', () => {
     const badBody = rec(descriptor, keys[1]!, 1, 1, { v: 'x' });
     const otherCluster = signRecord('qk-other', { kind: 'note', key: 'k', origin: descriptor.nodes[1]!.nodeAddress, seq: 1, hlc: [1, 0], body: { v: 1 } }, keys[1]!);
     const res = await engine.ingest([tampered, unknownKind, badBody, otherCluster, null, 'x', { seq: 1 }], 'sync');
-    expect(res.rejected.map((r) => r.reason)).toEqual(['bad signature', 'unknown kind', 'bad body', 'bad signature', 'not an object', 'not an object', 'malformed']);
+    expect(res.rejected.map((r) => r.reason)).toEqual(['bad_signature', 'unknown_kind', 'bad_body', 'bad_signature', 'not_an_object', 'not_an_object', 'malformed']);
     expect(res.applied).toBe(0);
     expect(engine.versionVector()).toEqual({});
   });
@@ -230,7 +230,7 @@ describe('replication engine: the same records from several peers at once (catch
     const forged = { ...batch[0]!, sig: batch[1]!.sig };
     const res = await engine.ingest([forged], 'gossip');
     expect(res.duplicates).toBe(0);
-    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'bad signature' })]);
+    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'bad_signature' })]);
   });
 });
 
@@ -272,8 +272,8 @@ describe('replication engine: quorum writes', () => {
 
   it('refuses to write a record its peers would refuse, without using up a seq', async () => {
     const { engine, descriptor } = await makeEngine();
-    await expect(engine.replicate({ kind: 'note', key: 'x'.repeat(600), body: { v: 1 } })).rejects.toThrow(/bad key/);
-    await expect(engine.replicate({ kind: 'note', key: 'k', body: { v: 'not a number' } as never })).rejects.toThrow(/bad body/);
+    await expect(engine.replicate({ kind: 'note', key: 'x'.repeat(600), body: { v: 1 } })).rejects.toThrow(/bad_key/);
+    await expect(engine.replicate({ kind: 'note', key: 'k', body: { v: 'not a number' } as never })).rejects.toThrow(/bad_body/);
     const ok = await engine.replicate({ kind: 'note', key: 'k', body: { v: 1 } });
     expect(ok.record.seq).toBe(1);
     expect(engine.versionVector()[descriptor.nodes[0]!.nodeAddress]).toBe(1);
@@ -333,7 +333,7 @@ describe('replication engine: quorum writes', () => {
 
   it('replicateAll refuses the whole batch when one record is invalid, without using up a seq', async () => {
     const { engine } = await makeEngine();
-    await expect(engine.replicateAll([{ kind: 'note', key: 'a', body: { v: 1 } }, { kind: 'note', key: 'b', body: { v: 'x' } as never }])).rejects.toThrow(/bad body/);
+    await expect(engine.replicateAll([{ kind: 'note', key: 'a', body: { v: 1 } }, { kind: 'note', key: 'b', body: { v: 'x' } as never }])).rejects.toThrow(/bad_body/);
     expect(await engine.get('note', 'a')).toBeUndefined();
     expect((await engine.replicate({ kind: 'note', key: 'a', body: { v: 1 } })).record.seq).toBe(1);
   });
@@ -416,7 +416,7 @@ describe('replication engine: integrity (docs/security.md, "Replication integrit
   it('a record stamped beyond the allowed skew is refused; one within it is stored', async () => {
     const { engine, descriptor, keys } = await makeEngine();
     const ahead = rec(descriptor, keys[1]!, 1, 1, { v: 1 }, { hlc: [Date.now() + 120_000, 0] });
-    expect((await engine.ingest([ahead], 'gossip')).rejected[0]?.reason).toBe('hlc ahead of clock');
+    expect((await engine.ingest([ahead], 'gossip')).rejected[0]?.reason).toBe('hlc_ahead');
     const near = rec(descriptor, keys[1]!, 1, 1, { v: 1 }, { hlc: [Date.now() + 5_000, 0] });
     expect((await engine.ingest([near], 'gossip')).applied).toBe(1);
   });
@@ -431,9 +431,9 @@ describe('replication engine: integrity (docs/security.md, "Replication integrit
     const fromMember = rec(descriptor, cluster.keys[2]!, 2, 1, { v: 1 }, { kind: 'guarded' });
     const fromCoordinator = rec(descriptor, cluster.keys[1]!, 1, 1, { v: 2 }, { kind: 'guarded' });
     const res = await engine.ingest([fromMember, fromCoordinator], 'apply');
-    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'origin may not write this kind' })]);
+    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'writer_not_allowed' })]);
     expect(await stateOf(engine, 'guarded', 'k')).toEqual({ v: 2 });
     // Nor may this node write it itself.
-    await expect(engine.replicate({ kind: 'guarded', key: 'x', body: { v: 3 } })).rejects.toThrow(/may not write/);
+    await expect(engine.replicate({ kind: 'guarded', key: 'x', body: { v: 3 } })).rejects.toThrow(/writer_not_allowed/);
   });
 });

@@ -133,7 +133,7 @@ describe('quorum write', () => {
   it('refuses a record its peers would refuse before it is numbered', async () => {
     const { w, enqueued } = writer({ transport: { sendApply: async () => undefined, publish: async () => undefined } });
     await expect(w.replicate({ kind: 'note', key: '', body: { v: 1 } })).rejects.toBeInstanceOf(AppError);
-    await expect(w.replicateAll([note(1), { kind: 'note', key: 'b', body: { v: 'x' } }])).rejects.toThrow(/bad body/);
+    await expect(w.replicateAll([note(1), { kind: 'note', key: 'b', body: { v: 'x' } }])).rejects.toThrow(/bad_body/);
     await expect(w.replicate({ kind: 'nope', key: 'k', body: null })).rejects.toThrow(/unknown record kind/);
     expect(enqueued).toEqual([]);
   });
