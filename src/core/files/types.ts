@@ -166,4 +166,20 @@ export interface FileJobMetrics {
   bytes: { inc(labels: { direction: 'upload' | 'result' }, value: number): void };
   /** Job duration in seconds, from accepted to its final state. */
   duration: { observe(labels: { type: JobType; outcome: 'completed' | 'failed' }, seconds: number): void };
+  /** Uploads whose file part began, by whether their signed fields came before it or will come after. */
+  uploads: { inc(labels: { order: UploadOrder }): void };
+  /** Bytes now held by uploads whose sender is not verified yet (the unverified budget in use). */
+  unverifiedBytes: { set(value: number): void };
+  /** Uploads the unverified budget refused, by the allowance that refused them. */
+  unverifiedRefusals: { inc(labels: { limit: UnverifiedLimit }): void };
 }
+
+/** Whether an upload's signed fields came before its file part (`fields_first`) or after (`file_first`). */
+export type UploadOrder = 'fields_first' | 'file_first';
+
+/**
+ * The allowance of the unverified budget that refused an upload: `upload` (its file alone is over
+ * the per-address allowance), `address` (its sender's other unverified uploads leave no room),
+ * `total` (every sender's together leave none).
+ */
+export type UnverifiedLimit = 'upload' | 'address' | 'total';

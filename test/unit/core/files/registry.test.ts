@@ -36,6 +36,9 @@ function recordingMetrics() {
     jobs: { inc: (l) => calls.push(`+${l.type}:${l.state}`), dec: (l) => calls.push(`-${l.type}:${l.state}`) },
     bytes: { inc: (l, value) => calls.push(`${l.direction}=${value}`) },
     duration: { observe: (l) => durations.push(l) },
+    uploads: { inc: (l) => calls.push(`upload:${l.order}`) },
+    unverifiedBytes: { set: (value) => calls.push(`unverified=${value}`) },
+    unverifiedRefusals: { inc: (l) => calls.push(`refused:${l.limit}`) },
   };
   return { metrics, calls, durations };
 }
