@@ -471,6 +471,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           maxConcurrentJobs: config.files.maxConcurrentJobs,
           maxJobsPerPrincipal: config.files.maxJobsPerPrincipal,
           maxDiskBytes: config.files.maxDiskBytes,
+          maxUnverifiedBytesPerAddress: config.files.maxUnverifiedBytesPerAddress,
+          maxUnverifiedBytes: config.files.maxUnverifiedBytes,
           sweepIntervalMs: config.files.sweepIntervalMs,
         },
         { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage), jobs: store.jobs, usage: admission, clock, logger, metrics: fileMetrics, signal },
