@@ -285,10 +285,23 @@ export const filesSchema = z.strictObject({
    */
   maxJobsPerPrincipal: z.number().int().positive().default(2),
   /**
-   * Disk budget of this coordinator's spools and job results, bytes; while it is used up new uploads
-   * are refused (503 OVERLOADED) before their body is read. @default 10737418240 (10 GiB)
+   * Disk budget of this coordinator's verified uploads' spools and job results, bytes; while it is
+   * used up new uploads are refused (503 OVERLOADED) before their body is read. @default 10737418240 (10 GiB)
    */
   maxDiskBytes: z.number().int().positive().default(10 * 1024 * 1024 * 1024),
+  /**
+   * Bytes the uploads of one client address (`ctx.ip`, an IPv6 client by its /64) may hold on disk
+   * while their signature is not verified yet — the file comes before `data` and `signature` — apart
+   * from `maxDiskBytes`. A file over it, sent before its signed fields, is refused (413); beyond it
+   * with the address's other uploads, 429. 0 = the largest upload (a `.cifer` of a `maxFileBytes`
+   * file). @default 0
+   */
+  maxUnverifiedBytesPerAddress: z.number().int().nonnegative().default(0),
+  /**
+   * Bytes every address's unverified uploads may hold together, apart from `maxDiskBytes`; beyond it
+   * an upload is refused (503 OVERLOADED). 0 = four per-address allowances. @default 0
+   */
+  maxUnverifiedBytes: z.number().int().nonnegative().default(0),
   /** How often finished jobs are checked against their TTL (expired, files removed), ms. @default 60000 */
   sweepIntervalMs: z.number().int().positive().default(60_000),
 });

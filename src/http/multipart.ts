@@ -2,7 +2,9 @@
  * Streaming multipart intake (docs/http.md, "Files and jobs (any coordinator)"): the only importer of @fastify/busboy.
  *
  * The deployed client sends `file` first, then `secretId`, `data`, `signature`, so the file is
- * streamed into a consumer (the sealed spool) as it arrives, and the text fields are collected after.
+ * streamed into a consumer (the sealed spool) as it arrives, and the text fields are collected after;
+ * fields a client sends before the file are handed to the consumer with it (the upload's sender can
+ * then be verified before its bytes are written).
  * Every failure is an AppError; on one, the rest of the body is drained (never a reset connection:
  * the client gets its JSON answer) and the file stream is destroyed so the consumer cleans up.
  */
@@ -39,9 +41,9 @@ export interface MultipartOptions {
   /**
    * Consume the file part; must read `stream` to its end (e.g. `pipeline(stream, spool)`) and reject
    * if it fails — `stream` errors when the upload is cut or too large, and the consumer must then
-   * remove what it wrote.
+   * remove what it wrote. `fieldsBefore`: the text fields that came before the file part (a copy).
    */
-  onFile: (info: MultipartFileInfo, stream: Readable) => Promise<void>;
+  onFile: (info: MultipartFileInfo, stream: Readable, fieldsBefore: Readonly<Record<string, string>>) => Promise<void>;
 }
 
 /** The parsed form. */
@@ -123,7 +125,8 @@ export function readMultipart(req: IncomingMessage, options: MultipartOptions): 
       stream.on('error', () => undefined);
       const info: MultipartFileInfo = { fieldName, filename: decodeClientFilename(rawFilename), mimeType };
       stream.once('limit', () => fail(new AppError('PAYLOAD_TOO_LARGE', `File exceeds ${limits.fileBytes} bytes`, { limitBytes: limits.fileBytes })));
-      const done = Promise.resolve().then(() => onFile(info, stream));
+      const fieldsBefore = { ...fields };
+      const done = Promise.resolve().then(() => onFile(info, stream, fieldsBefore));
       file = { ...info, stream, done };
       done.catch((err: unknown) => {
         // The consumer's own refusal (e.g. its size limit) passes through as is.

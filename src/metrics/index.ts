@@ -41,6 +41,12 @@ export interface NodeMetrics {
   fileBytes: Counter<'direction'>;
   /** Duration of file jobs from start to their final state, by type and outcome (`completed` | `failed`). */
   fileJobDuration: Histogram<'type' | 'outcome'>;
+  /** Uploads whose file part began, by `order`: `fields_first` (signed fields before the file, verified at once) or `file_first`. */
+  fileUploads: Counter<'order'>;
+  /** Bytes now held by uploads whose sender is not verified yet (the unverified budget in use, docs/http.md, Files and jobs). */
+  fileUnverifiedBytes: Gauge;
+  /** Uploads the unverified budget refused, by `limit`: `upload` (413), `address` (429) or `total` (503). */
+  fileUnverifiedRefusals: Counter<'limit'>;
   /**
    * File-job requests this coordinator did not hold and sent to another coordinator (src/http/job-forward.ts),
    * by route (`status` | `download` | `delete` | `decrypt_existing` | `list`) and outcome (`forwarded`,
@@ -184,6 +190,23 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [registry],
   });
+  const fileUploads = new Counter({
+    name: 'quorumkeep_file_uploads_total',
+    help: 'File uploads whose file part began, by order: fields_first (signed fields before the file, verified at once) or file_first',
+    labelNames: ['order'] as const,
+    registers: [registry],
+  });
+  const fileUnverifiedBytes = new Gauge({
+    name: 'quorumkeep_file_unverified_bytes',
+    help: 'Bytes now held by file uploads whose sender is not verified yet (the unverified budget in use)',
+    registers: [registry],
+  });
+  const fileUnverifiedRefusals = new Counter({
+    name: 'quorumkeep_file_unverified_refusals_total',
+    help: 'File uploads the unverified budget refused, by limit: upload (413), address (429), total (503)',
+    labelNames: ['limit'] as const,
+    registers: [registry],
+  });
   const jobForwards = new Counter({
     name: 'quorumkeep_job_forwards_total',
     help: 'File-job requests for jobs another coordinator holds, sent on to it, by route and outcome',
@@ -260,6 +283,9 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     fileJobs,
     fileBytes,
     fileJobDuration,
+    fileUploads,
+    fileUnverifiedBytes,
+    fileUnverifiedRefusals,
     hashJobsShed,
     rateLimited,
     permitsApplied,

@@ -473,6 +473,14 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // off: nothing admitted, nothing counted). The report and plan assignment keep the service.
       const admission = config.usage.enabled ? usage : undefined;
       const payloads = createPayloadsService({ verifier, secrets, usage: admission, seal: requestCrypto.seal, recoverAndSeal: requestCrypto.recoverAndSeal, logger });
+      const fileMetrics = {
+        jobs: metrics.fileJobs,
+        bytes: metrics.fileBytes,
+        duration: metrics.fileJobDuration,
+        uploads: metrics.fileUploads,
+        unverifiedBytes: metrics.fileUnverifiedBytes,
+        unverifiedRefusals: metrics.fileUnverifiedRefusals,
+      };
       const files = createFilesService(
         {
           dir: config.files.dir || join(config.dataDir, 'files'),
@@ -481,9 +489,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           maxConcurrentJobs: config.files.maxConcurrentJobs,
           maxJobsPerPrincipal: config.files.maxJobsPerPrincipal,
           maxDiskBytes: config.files.maxDiskBytes,
+          maxUnverifiedBytesPerAddress: config.files.maxUnverifiedBytesPerAddress,
+          maxUnverifiedBytes: config.files.maxUnverifiedBytes,
           sweepIntervalMs: config.files.sweepIntervalMs,
         },
-        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage), jobs: store.jobs, usage: admission, clock, logger, metrics: { jobs: metrics.fileJobs, bytes: metrics.fileBytes, duration: metrics.fileJobDuration }, signal },
+        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage), jobs: store.jobs, usage: admission, clock, logger, metrics: fileMetrics, signal },
       );
       parts.files = files;
       const permits = createPermitsService(

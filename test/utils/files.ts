@@ -34,10 +34,20 @@ export function multipartStream(parts: readonly FormPart[]): Readable {
   return Readable.from(body());
 }
 
+/** Options of {@link postMultipart}. */
+export interface PostMultipartOptions {
+  /**
+   * The local address to send from, e.g. `127.0.0.2`: Linux routes all of 127.0.0.0/8 to loopback,
+   * so a test can be several clients by address. @default the system's choice (127.0.0.1)
+   */
+  localAddress?: string;
+}
+
 /** POST a multipart body (a stream) to `url`; the JSON answer. */
-export function postMultipart(url: string, body: Readable): Promise<JsonResponse> {
+export function postMultipart(url: string, body: Readable, options: PostMultipartOptions = {}): Promise<JsonResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` } }, (res) => {
+    const headers = { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` };
+    const req = request(url, { method: 'POST', headers, ...(options.localAddress ? { localAddress: options.localAddress } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

@@ -117,6 +117,8 @@ export function createDecryptJobs(options: DecryptJobsOptions, deps: DecryptJobs
       let archive: CiferArchive | undefined;
       try {
         const { caller, secret } = await decryptCaller(upload.request, upload.receivedAt);
+        // A verified sender's upload: out of the unverified budget, into the disk budget.
+        registry.claimSpool(spool);
         registry.assertJobSlot();
         if (!spool.writableFinished) throw new AppError('BAD_REQUEST', 'Upload incomplete');
         const source: RangeSource = { bytes: spool.bytes, readRange: (start, end) => spool.readRange(start, end), readInto: (start, target) => spool.readRangeInto(start, target) };

@@ -1,10 +1,11 @@
 /**
  * The encrypt flow (docs/http.md, Files and jobs: POST /encrypt-file). The upload was spooled sealed
- * (./spool.ts) before anything was known of the caller; {@link EncryptJobs.start} verifies the signed
- * data (freshness against the request's start), records a `pending` job durably, answers, and runs
- * the job in the background: the spool is read chunk by chunk, each chunk sealed like a payload (its
- * own ML-KEM encapsulation to the secret's public key) and written straight into the `.cifer` ZIP
- * (./archive.ts).
+ * (./spool.ts), usually before anything was known of the caller; {@link EncryptJobs.start} verifies
+ * the signed data (freshness against the request's start), moves the spool from the unverified
+ * budget to the disk budget (./registry.ts, claimSpool), records a `pending` job durably, answers,
+ * and runs the job in the background: the spool is read chunk by chunk, each chunk sealed like a
+ * payload (its own ML-KEM encapsulation to the secret's public key) and written straight into the
+ * `.cifer` ZIP (./archive.ts).
  */
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
@@ -160,11 +161,13 @@ export function createEncryptJobs(options: EncryptJobsOptions, deps: EncryptJobs
       let usage: UsageReservation | undefined;
       try {
         const caller = await deps.verifier.verify(upload.request, { parts: 4, at: upload.receivedAt, web3: true });
+        // A verified sender's upload: out of the unverified budget, into the disk budget.
+        registry.claimSpool(spool);
         if (upload.secretId !== caller.subject) throw new AppError('BAD_REQUEST', 'secretId does not match the secretId in data');
         const secret = await deps.secrets.resolveSecret(caller.chainId, parseSecretId(caller.subject));
         assertUsable(secret);
         registry.assertPrincipalLimit(caller.principalId);
-        // The disk budget was judged before the upload was read; its own spool is in it now.
+        // The disk budget was judged before the upload was read and again as its spool joined it.
         registry.assertJobSlot();
         const sha256 = spool.sha256;
         if (!spool.writableFinished || sha256 === undefined) throw new AppError('BAD_REQUEST', 'Upload incomplete');

@@ -1,9 +1,11 @@
 /**
  * The jobs of one coordinator (docs/http.md, Files and jobs): the running ones with their live
  * progress, the limits a new job is admitted against (job slots, per-principal jobs, the disk budget
- * of spools and results), a job's way from `pending` to its final state with its metrics, and the
- * result files on disk. The encrypt and decrypt flows (./encrypt.ts, ./decrypt.ts) run their jobs
- * through it; the sweep (./expiry.ts) and the callers' access (./access.ts) read it.
+ * of verified uploads' spools and results — an upload whose sender is not verified yet is held by
+ * the unverified budget instead, ./upload-budget.ts), a job's way from `pending` to its final state
+ * with its metrics, and the result files on disk. The encrypt and decrypt flows (./encrypt.ts,
+ * ./decrypt.ts) run their jobs through it; the sweep (./expiry.ts) and the callers' access
+ * (./access.ts) read it.
  */
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
@@ -13,6 +15,7 @@ import { fileSizes, removeFile } from './archive.ts';
 import { FAILED_JOB_TTL_MS, assertDiskRoom, assertJobSlot, assertPrincipalRoom, failureReason, isJobId, jobPaths, newJob, resultFileJobId, type JobPaths } from './rules.ts';
 import type { SealedSpool } from './spool.ts';
 import type { FileJobMetrics, JobRecord, JobRepo, JobType } from './types.ts';
+import type { UnverifiedHold } from './upload-budget.ts';
 
 /** Options of {@link createJobRegistry} (`files.*` of the config). */
 export interface JobRegistryOptions {
@@ -73,8 +76,18 @@ export interface JobRegistry {
   assertCapacity(incomingBytes?: number): void;
   /** 429 RATE_LIMITED when `principalId` already runs its maximum of jobs. */
   assertPrincipalLimit(principalId: string): void;
-  /** Count an upload's spool in the disk budget until it closes, and its bytes in the metrics once. */
-  trackSpool(spool: SealedSpool): void;
+  /**
+   * Count an upload's spool in the disk budget until it closes, and its bytes in the metrics once.
+   * With `hold` (its sender is not verified yet) the spool's bytes are that hold's until
+   * {@link claimSpool}, and the hold is released when the spool closes.
+   */
+  trackSpool(spool: SealedSpool, hold?: UnverifiedHold): void;
+  /**
+   * The upload's sender is verified: its spool leaves the unverified budget and counts in the disk
+   * budget from now on — 503 OVERLOADED (nothing moved) when that cannot take it. Nothing to do for
+   * a spool already counted there.
+   */
+  claimSpool(spool: SealedSpool): void;
   /** Learn the result files already on disk (their sizes count in the disk budget). */
   loadResults(): Promise<void>;
   /** Job `id`'s result is on disk: `diskBytes` in the budget, `resultBytes` counted in the metrics. */
@@ -91,6 +104,15 @@ export interface JobRegistry {
   abandon(job: JobRecord, err: unknown): Promise<void>;
 }
 
+/**
+ * The hold of an upload whose sender is not verified yet, on its spool until
+ * {@link JobRegistry.claimSpool}: a slot on the object, not a table that gains and loses an entry
+ * with every upload (CONTRIBUTING.md, Anti-patterns).
+ */
+const UNVERIFIED_HOLD = Symbol('unverifiedHold');
+
+type UploadSpool = SealedSpool & { [UNVERIFIED_HOLD]?: UnverifiedHold | undefined };
+
 /** The log line of a job that failed on something unexpected, by type (constant messages, CONTRIBUTING.md rule 9). */
 const FAILED_JOB_MESSAGE: Record<JobType, string> = { encrypt: 'encrypt job failed', decrypt: 'decrypt job failed' };
 
@@ -102,12 +124,13 @@ export function createJobRegistry(options: JobRegistryOptions, deps: JobRegistry
   const live = new Map<string, { job: JobRecord; done: Promise<void> }>();
   /** Bytes of each result file on disk, by job id (the disk budget; filled at start, kept up to date). */
   const resultBytes = new Map<string, number>();
-  /** Spools not yet removed (an upload being read, or waiting for its job). */
+  /** Spools of verified uploads not yet removed (being read, or waiting for their job). */
   const openSpools = new Set<SealedSpool>();
 
   /**
-   * Bytes of the disk budget in use: results on disk, spools (their plaintext length; the seal adds
-   * 16 bytes a chunk), and for each running job its result to come (about its original size).
+   * Bytes of the disk budget in use: results on disk, verified uploads' spools (their plaintext
+   * length; the seal adds 16 bytes a chunk), and for each running job its result to come (about its
+   * original size).
    */
   function diskBytesUsed(): number {
     let used = 0;
@@ -178,8 +201,10 @@ export function createJobRegistry(options: JobRegistryOptions, deps: JobRegistry
       assertPrincipalRoom(running, options.maxJobsPerPrincipal);
     },
 
-    trackSpool(spool) {
-      openSpools.add(spool);
+    trackSpool(spool, hold) {
+      const upload = spool as UploadSpool;
+      if (hold) upload[UNVERIFIED_HOLD] = hold;
+      else openSpools.add(spool);
       // Counted once: when the upload has been read, or when it was cut short.
       let counted = false;
       const count = (): void => {
@@ -191,7 +216,19 @@ export function createJobRegistry(options: JobRegistryOptions, deps: JobRegistry
       spool.once('close', () => {
         count();
         openSpools.delete(spool);
+        upload[UNVERIFIED_HOLD]?.release();
+        upload[UNVERIFIED_HOLD] = undefined;
       });
+    },
+
+    claimSpool(spool) {
+      const upload = spool as UploadSpool;
+      const hold = upload[UNVERIFIED_HOLD];
+      if (hold === undefined) return;
+      assertDiskRoom(diskBytesUsed(), spool.bytes, options.maxDiskBytes);
+      upload[UNVERIFIED_HOLD] = undefined;
+      hold.release();
+      openSpools.add(spool);
     },
 
     async loadResults() {

@@ -10,7 +10,7 @@ import { AppError } from '../../errors/index.ts';
 import type { ResolvedSecret } from '../secrets/types.ts';
 import type { VerifiedCaller } from '../sessions/types.ts';
 import type { CiferArchiveLimits, CiferMetadata } from './cifer-archive.ts';
-import type { JobRecord, JobType, JobView, ListedJob } from './types.ts';
+import type { JobRecord, JobType, JobView, ListedJob, UnverifiedLimit } from './types.ts';
 
 /** How long an encrypt result is kept after it completes (docs/http.md, Files and jobs: 2 days). */
 export const ENCRYPT_RESULT_TTL_MS = 2 * 24 * 60 * 60 * 1000;
@@ -27,6 +27,12 @@ export const FAILED_JOB_TTL_MS = 5 * 60 * 1000;
 const BUSY_RETRY_AFTER_S = 5;
 /** What a coordinator out of disk budget tells the client: space comes back as jobs finish or expire. */
 const DISK_FULL_RETRY_AFTER_S = 60;
+/**
+ * The default unverified budget in all, in per-address allowances: a sender's upload still fits
+ * while three other addresses each hold all of theirs (docs/http.md, Files and jobs, "Unverified
+ * uploads").
+ */
+const UNVERIFIED_DEFAULT_ADDRESSES = 4;
 /** File extension of an encrypt result (docs/http.md, Files and jobs). */
 const RESULT_SUFFIX = '.cifer';
 /** Longest original name kept (characters); longer names are cut. */
@@ -185,6 +191,46 @@ export function assertJobSlot(running: number, max: number): void {
 export function assertDiskRoom(used: number, incoming: number, max: number): void {
   if (used >= max || used + incoming > max) {
     throw new AppError('OVERLOADED', 'This coordinator has no disk space left for file jobs; try again later', { retryAfterSeconds: DISK_FULL_RETRY_AFTER_S });
+  }
+}
+
+/** The allowances of the unverified budget, in bytes, after their defaults (`0` in the config). */
+export interface UnverifiedAllowances {
+  /** What one address's unverified uploads may hold at once. */
+  perAddressBytes: number;
+  /** What every address's together may hold at once. */
+  totalBytes: number;
+}
+
+/**
+ * The unverified budget of a coordinator with these `files.*` options: `0` per address is the
+ * largest upload (a `.cifer` of the largest file, so one client that sends its file first is never
+ * refused for its size), `0` in all is {@link UNVERIFIED_DEFAULT_ADDRESSES} per-address allowances.
+ */
+export function unverifiedAllowancesOf(options: {
+  maxFileBytes: number;
+  chunkBytes: number;
+  maxUnverifiedBytesPerAddress: number;
+  maxUnverifiedBytes: number;
+}): UnverifiedAllowances {
+  const perAddressBytes = options.maxUnverifiedBytesPerAddress || maxDecryptUploadBytes(options.maxFileBytes, options.chunkBytes);
+  return { perAddressBytes, totalBytes: options.maxUnverifiedBytes || UNVERIFIED_DEFAULT_ADDRESSES * perAddressBytes };
+}
+
+/**
+ * The answer to an upload the unverified budget cannot hold: 413 `PAYLOAD_TOO_LARGE` when its file
+ * alone is over the per-address allowance (only sending the signed fields first helps), 429
+ * `RATE_LIMITED` when its address's other uploads fill that allowance, 503 `OVERLOADED` when every
+ * address's fill the budget in all; the last two free up as those uploads end.
+ */
+export function unverifiedRefusal(limit: UnverifiedLimit, limitBytes: number): AppError {
+  switch (limit) {
+    case 'upload':
+      return new AppError('PAYLOAD_TOO_LARGE', `A file sent before data and signature may be at most ${limitBytes} bytes; send them before the file`, { limitBytes });
+    case 'address':
+      return new AppError('RATE_LIMITED', 'Too many unverified uploads from this address; try again shortly', { retryAfterSeconds: BUSY_RETRY_AFTER_S });
+    case 'total':
+      return new AppError('OVERLOADED', 'This coordinator takes no more unverified uploads now; try again shortly', { retryAfterSeconds: BUSY_RETRY_AFTER_S });
   }
 }
 

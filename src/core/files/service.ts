@@ -9,6 +9,8 @@
  *   result sealed on disk under a key kept sealed by the node's storage key.
  * - ./access.ts: download, delete and list.
  * - ./registry.ts: the running jobs, the job and disk limits, a job's way to its final state.
+ * - ./upload-budget.ts: the bytes of uploads whose sender is not verified yet, per address and in
+ *   all, apart from the disk budget.
  * - ./expiry.ts: the TTL sweep, and interrupted jobs failed at start.
  * - ./rules.ts: the plain rules all of these apply.
  *
@@ -30,8 +32,9 @@ import { createDecryptRunner } from './decrypt-run.ts';
 import { createEncryptJobs } from './encrypt.ts';
 import { createJobSweeper } from './expiry.ts';
 import { createJobRegistry } from './registry.ts';
-import { archiveLimitsOf, maxDecryptUploadBytes, viewOf } from './rules.ts';
-import { createSealedSpool, sweepSpools } from './spool.ts';
+import { archiveLimitsOf, maxDecryptUploadBytes, unverifiedAllowancesOf, viewOf } from './rules.ts';
+import { createSealedSpool, sweepSpools, type SealedSpool } from './spool.ts';
+import { createUploadBudget } from './upload-budget.ts';
 import type { FileJobMetrics, FilesService, JobRepo } from './types.ts';
 
 export { DECRYPT_RESULT_TTL_MS, ENCRYPT_RESULT_TTL_MS, EXPIRED_JOB_RETENTION_MS, FAILED_JOB_TTL_MS } from './rules.ts';
@@ -50,8 +53,15 @@ export interface FilesOptions {
   maxConcurrentJobs: number;
   /** Encrypt jobs pending or processing at once per signing principal (429 beyond). */
   maxJobsPerPrincipal: number;
-  /** Bytes of spools and results this coordinator may hold; uploads are refused (503) once it is used up. */
+  /** Bytes of verified uploads' spools and results this coordinator may hold; uploads are refused (503) once it is used up. */
   maxDiskBytes: number;
+  /**
+   * Bytes the uploads of one source address may hold while their sender is not verified yet;
+   * 0 = the largest upload (a `.cifer` of a `maxFileBytes` file).
+   */
+  maxUnverifiedBytesPerAddress: number;
+  /** Bytes every address's unverified uploads may hold together; 0 = four per-address allowances. */
+  maxUnverifiedBytes: number;
   /** Interval of the TTL sweep, ms. */
   sweepIntervalMs: number;
 }
@@ -102,6 +112,7 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
   const engine = deps.chunkCrypto ?? createChunkCrypto();
   const stopping = new AbortController();
   const registry = createJobRegistry(options, { jobs: deps.jobs, clock, logger: log, newId: deps.newId ?? (() => crypto.randomUUID()), metrics, stopping: stopping.signal });
+  const unverified = createUploadBudget(unverifiedAllowancesOf(options), { logger: log, metrics });
   const { spoolDir, resultDir } = registry.paths;
   const encrypt = createEncryptJobs(options, { verifier: deps.verifier, secrets: deps.secrets, usage: deps.usage, registry, engine, logger: log, stopping: stopping.signal });
   const decrypt = createDecryptJobs(
@@ -128,10 +139,23 @@ export function createFilesService(options: FilesOptions, deps: FilesDeps): File
       return kind === 'decrypt' ? decryptUploadBytes : options.maxFileBytes;
     },
 
-    async createSpool(kind) {
-      // Only an encrypt job reads the upload's SHA-256 (its originalHash).
-      const spool = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: service.maxUploadBytes(kind), sha256: kind === 'encrypt' }, { engine });
-      registry.trackSpool(spool);
+    async createSpool(kind, origin) {
+      const { signed } = origin;
+      metrics?.uploads.inc({ order: signed ? 'fields_first' : 'file_first' });
+      // The fields came first: the sender is known before a byte is written (the same check as the
+      // job's start makes), so a forged upload ends here and a genuine one is counted as verified.
+      if (signed) await deps.verifier.verify(signed.request, { parts: 4, at: signed.receivedAt, web3: true });
+      const hold = signed ? undefined : unverified.hold(origin.address, origin.declaredBytes);
+      let spool: SealedSpool;
+      try {
+        const admit = hold ? (bytes: number) => hold.take(bytes) : undefined;
+        // Only an encrypt job reads the upload's SHA-256 (its originalHash).
+        spool = await createSealedSpool(spoolDir, { chunkBytes: options.chunkBytes, maxBytes: service.maxUploadBytes(kind), sha256: kind === 'encrypt' }, { engine, admit });
+      } catch (err) {
+        hold?.release();
+        throw err;
+      }
+      registry.trackSpool(spool, hold);
       return spool;
     },
 

@@ -85,6 +85,12 @@ export interface SealedSpoolDeps {
    * @default an inline one (`createChunkCrypto({ thread: false })`)
    */
   engine?: ChunkCrypto;
+  /**
+   * Asked before each write is accepted, with its byte count (after `maxBytes`): a throw refuses the
+   * write, and the spool is destroyed with that error as over `maxBytes` — how an upload's bytes are
+   * charged to a budget before they reach disk (./upload-budget.ts). @default every write accepted
+   */
+  admit?: (bytes: number) => void;
 }
 
 /**
@@ -148,7 +154,7 @@ export async function createSealedSpool(dir: string, options: SealedSpoolOptions
     throw err;
   }
   const writebackBytes = options.fsync ? (options.writebackBytes ?? DEFAULT_WRITEBACK_BYTES) : 0;
-  return new SealedSpoolWriter(path, handle, cipher, engine, chunkBytes, maxBytes, options.fsync ?? false, writebackBytes, options.sha256 ?? true);
+  return new SealedSpoolWriter(path, handle, cipher, engine, chunkBytes, maxBytes, options.fsync ?? false, writebackBytes, options.sha256 ?? true, deps.admit);
 }
 
 /**
@@ -337,6 +343,7 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
   private readonly engine: ChunkCrypto;
   private readonly chunkBytes: number;
   private readonly maxBytes: number;
+  private readonly admit: ((bytes: number) => void) | undefined;
   /** The upload's SHA-256, fed as each chunk is sealed (in order, where the AES runs). */
   private hash: ChunkHash | undefined;
   /**
@@ -373,6 +380,7 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     fsync: boolean,
     writebackBytes: number,
     sha256: boolean,
+    admit: ((bytes: number) => void) | undefined,
   ) {
     // autoDestroy off: a finished spool stays on disk to be read; errors destroy it explicitly.
     super({ autoDestroy: false, emitClose: true });
@@ -382,6 +390,7 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     this.engine = engine;
     this.chunkBytes = chunkBytes;
     this.maxBytes = maxBytes;
+    this.admit = admit;
     this.fsync = fsync;
     // A file to be fsync'd is written back as it grows, so the final fsync has little left to do.
     this.writeback = writebackBytes > 0 ? new Writeback(handle, writebackBytes) : undefined;
@@ -535,6 +544,7 @@ class SealedSpoolWriter extends Writable implements SealedSpool {
     if (this.total + data.length > this.maxBytes) {
       throw new AppError('PAYLOAD_TOO_LARGE', `File exceeds ${this.maxBytes} bytes`, { limitBytes: this.maxBytes });
     }
+    this.admit?.(data.length);
     this.total += data.length;
     let offset = 0;
     while (offset < data.length) {

@@ -63,6 +63,25 @@ export interface JobRepo {
   delete(id: string): Promise<void>;
 }
 
+/**
+ * Where an upload comes from, as the HTTP layer knows it when the file part begins
+ * (docs/http.md, Files and jobs, "Unverified uploads").
+ */
+export interface UploadOrigin {
+  /**
+   * The sender's address as the per-address allowance keys it: `ctx.ip` (behind `http.trustProxy`,
+   * the proxy's X-Forwarded-For entry), an IPv6 sender by its /64.
+   */
+  address: string;
+  /** The request's `Content-Length`, when it sent one: an upper bound of the file's bytes. */
+  declaredBytes?: number | undefined;
+  /**
+   * The signed `data` and `signature` when they came before the file: verified before a byte is
+   * written, and the upload counts in the disk budget at once instead of the unverified budget.
+   */
+  signed?: { request: SignedRequest; receivedAt: number } | undefined;
+}
+
 /** What POST /encrypt-file hands the service once the form has been read. */
 export interface EncryptUpload {
   /** The finished spool holding the file; the service owns it from here and disposes of it. */
@@ -122,8 +141,15 @@ export interface FilesService {
   assertCapacity(incomingBytes?: number): void;
   /** Largest upload of each kind, bytes: a `.cifer` archive may exceed the largest file by its envelope. */
   maxUploadBytes(kind: JobType): number;
-  /** A new sealed spool for an upload (the caller disposes of it unless it reaches a `start…`). */
-  createSpool(kind: JobType): Promise<SealedSpool>;
+  /**
+   * A new sealed spool for an upload (the caller disposes of it unless it reaches a `start…`). An
+   * upload whose signed fields came first is verified now (403 and the like before any byte is
+   * written); any other holds the unverified budget, per address and in all, until its `start…`
+   * verifies the sender: 413 `PAYLOAD_TOO_LARGE` when the file alone is over the per-address
+   * allowance, 429 `RATE_LIMITED` when the address's other unverified uploads leave no room, 503
+   * `OVERLOADED` when all of them leave none — now, or from the write that would pass the limit.
+   */
+  createSpool(kind: JobType, origin: UploadOrigin): Promise<SealedSpool>;
   /** Verify the caller and the secret, record the job and start it in the background. */
   startEncrypt(upload: EncryptUpload): Promise<JobView>;
   /**
@@ -166,4 +192,20 @@ export interface FileJobMetrics {
   bytes: { inc(labels: { direction: 'upload' | 'result' }, value: number): void };
   /** Job duration in seconds, from accepted to its final state. */
   duration: { observe(labels: { type: JobType; outcome: 'completed' | 'failed' }, seconds: number): void };
+  /** Uploads whose file part began, by whether their signed fields came before it or will come after. */
+  uploads: { inc(labels: { order: UploadOrder }): void };
+  /** Bytes now held by uploads whose sender is not verified yet (the unverified budget in use). */
+  unverifiedBytes: { set(value: number): void };
+  /** Uploads the unverified budget refused, by the allowance that refused them. */
+  unverifiedRefusals: { inc(labels: { limit: UnverifiedLimit }): void };
 }
+
+/** Whether an upload's signed fields came before its file part (`fields_first`) or after (`file_first`). */
+export type UploadOrder = 'fields_first' | 'file_first';
+
+/**
+ * The allowance of the unverified budget that refused an upload: `upload` (its file alone is over
+ * the per-address allowance), `address` (its sender's other unverified uploads leave no room),
+ * `total` (every sender's together leave none).
+ */
+export type UnverifiedLimit = 'upload' | 'address' | 'total';

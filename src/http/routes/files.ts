@@ -4,7 +4,10 @@
  * `POST /jobs/:jobId/download`, `POST /jobs/:jobId/delete` and `POST /jobs` (list).
  *
  * Shapes only here: the multipart form is read by ./../multipart.ts into the service's spool, the
- * text fields are shape-checked, and the service verifies, records and runs the job.
+ * text fields are shape-checked, and the service verifies, records and runs the job. The spool is
+ * opened with what is known of the upload when its file part begins: the sender's address, the
+ * request's length, and `data` and `signature` when they came first (docs/http.md, Files and jobs,
+ * "Unverified uploads").
  */
 import { pipeline } from 'node:stream/promises';
 import { Router } from '@koa/router';
@@ -17,6 +20,7 @@ import { sendViews } from '../send-views.ts';
 import { youngGarbage } from '../../crypto/young-garbage.ts';
 import { rawBodyRoute } from '../body.ts';
 import { readMultipart } from '../multipart.ts';
+import { addressKey } from '../rate-limit.ts';
 import { parseBody, parseInput, parseQuery } from '../validate.ts';
 import { ID_MAX_CHARS, JOB_ID_MAX_CHARS, SIGNATURE_MAX_CHARS, SIGNED_DATA_MAX_CHARS, text } from '../fields.ts';
 
@@ -46,7 +50,7 @@ const downloadSchema = z.object({
   signature: text(SIGNATURE_MAX_CHARS).optional(),
 });
 
-/** A signed body: `{ data, signature }` (delete, list). */
+/** A signed body: `{ data, signature }` (delete, list; an upload's fields sent before its file). */
 const signedSchema = z.object({
   data: text(SIGNED_DATA_MAX_CHARS),
   signature: text(SIGNATURE_MAX_CHARS),
@@ -87,12 +91,15 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
   async function readUpload<T>(
     ctx: Parameters<HttpMiddleware>[0],
     kind: JobType,
+    receivedAt: number,
     start: (spool: SealedSpool, fields: Record<string, string>, filename: string) => Promise<T>,
   ): Promise<T> {
+    // The body's length is an upper bound of the file's.
+    const length = Number(ctx.get('Content-Length'));
+    const declaredBytes = Number.isSafeInteger(length) && length > 0 ? length : undefined;
     try {
-      // The body's length is an upper bound of the file's: refused at once when it cannot fit.
-      const length = Number(ctx.get('Content-Length'));
-      files.assertCapacity(Number.isSafeInteger(length) && length > 0 ? length : 0);
+      // Refused at once when it cannot fit.
+      files.assertCapacity(declaredBytes ?? 0);
     } catch (err) {
       // The upload is not read: close the connection after the answer.
       ctx.set('Connection', 'close');
@@ -102,8 +109,10 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
     try {
       const form = await readMultipart(ctx.req, {
         limits: { fileBytes: files.maxUploadBytes(kind), fieldBytes: SIGNED_DATA_MAX_CHARS, fields: FORM_FIELDS_MAX, files: 1 },
-        onFile: async (_info, stream) => {
-          spool = await files.createSpool(kind);
+        onFile: async (_info, stream, fieldsBefore) => {
+          const early = signedSchema.safeParse(fieldsBefore);
+          const signed = early.success ? { request: early.data, receivedAt } : undefined;
+          spool = await files.createSpool(kind, { address: addressKey(ctx.ip), declaredBytes, signed });
           // Each piece is a socket read, dead once the spool copied it: collected as it goes.
           stream.on('data', (piece: Buffer) => youngGarbage.add(piece.length));
           await pipeline(stream, spool);
@@ -121,7 +130,7 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
 
   router.post('/encrypt-file', rawBodyRoute, async (ctx) => {
     const receivedAt = clock();
-    const job = await readUpload(ctx, 'encrypt', async (spool, formFields, filename) => {
+    const job = await readUpload(ctx, 'encrypt', receivedAt, async (spool, formFields, filename) => {
       let fields: z.infer<typeof encryptFormSchema>;
       try {
         fields = parseInput(formFields, encryptFormSchema);
@@ -136,7 +145,7 @@ export function createFilesRouter(deps: FilesRouteDeps): ApiRouter {
 
   router.post('/decrypt-file', rawBodyRoute, async (ctx) => {
     const receivedAt = clock();
-    const job = await readUpload(ctx, 'decrypt', async (spool, formFields) => {
+    const job = await readUpload(ctx, 'decrypt', receivedAt, async (spool, formFields) => {
       let fields: z.infer<typeof decryptFormSchema>;
       try {
         fields = parseInput(formFields, decryptFormSchema);

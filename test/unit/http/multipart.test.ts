@@ -34,10 +34,12 @@ async function startServer(): Promise<Harness> {
   app.use(async (ctx) => {
     try {
       let spool: SealedSpool | undefined;
+      let before: Readonly<Record<string, string>> | undefined;
       try {
         const form = await readMultipart(ctx.req, {
           limits: LIMITS,
-          onFile: async (_info, stream) => {
+          onFile: async (_info, stream, fieldsBefore) => {
+            before = fieldsBefore;
             spool = await createSealedSpool(dir, { chunkBytes: 1024, maxBytes: LIMITS.fileBytes });
             spools.push(spool);
             await pipeline(stream, spool);
@@ -45,7 +47,7 @@ async function startServer(): Promise<Harness> {
         });
         const parts: Buffer[] = [];
         for await (const p of spool!.read()) parts.push(p);
-        ctx.body = { ...form, content: Buffer.concat(parts).toString('latin1') };
+        ctx.body = { ...form, fieldsBefore: before, content: Buffer.concat(parts).toString('latin1') };
       } finally {
         await spool?.dispose();
       }
@@ -108,9 +110,26 @@ describe('readMultipart', () => {
     expect(status).toBe(200);
     expect(json.fieldOrder).toEqual(['file', 'secretId', 'data', 'signature']);
     expect(json.fields).toEqual({ secretId: '42', data: '1_42_0xabc_1700000000000', signature: '0xsig' });
+    expect(json.fieldsBefore).toEqual({});
     expect(json.file).toEqual({ fieldName: 'file', filename: name, mimeType: 'application/octet-stream', bytes: 10_000 });
     expect(json.content).toBe(content.toString('latin1'));
     expect(await readdir(h.dir)).toEqual([]);
+  });
+
+  it('hands the consumer the fields that came before the file (a client that signs first)', async () => {
+    const h = await startServer();
+    const body = Readable.from([
+      fieldPart('data', '1_42_0xabc_1700000000000'),
+      fieldPart('signature', '0xsig'),
+      ...filePart('blob', Buffer.alloc(2000, 'f')),
+      fieldPart('secretId', '42'),
+      Buffer.from(`--${BOUNDARY}--\r\n`),
+    ]);
+    const { status, json } = await post(h.url, body);
+    expect(status).toBe(200);
+    expect(json.fieldOrder).toEqual(['data', 'signature', 'file', 'secretId']);
+    expect(json.fieldsBefore).toEqual({ data: '1_42_0xabc_1700000000000', signature: '0xsig' });
+    expect(json.fields).toEqual({ secretId: '42', data: '1_42_0xabc_1700000000000', signature: '0xsig' });
   });
 
   it('decodes only %22, %0D and %0A in filenames', () => {

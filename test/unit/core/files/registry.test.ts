@@ -3,7 +3,8 @@
  * 12): a launched job takes its slot, its principal's share and its size of the disk budget at once;
  * its gauge moves pending → processing → gone with one duration; a job that stops is recorded
  * `failed` with the reason docs/http.md shows and logged only when the cause was unexpected; result
- * files count in the budget until removed.
+ * files count in the budget until removed; an upload whose sender is not verified yet counts only
+ * once its spool is claimed.
  */
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createJobRegistry, type JobRegistry, type JobRun } from '../../../../src/core/files/registry.ts';
 import { FAILED_JOB_TTL_MS } from '../../../../src/core/files/rules.ts';
 import { createSealedSpool } from '../../../../src/core/files/spool.ts';
+import { createUploadBudget } from '../../../../src/core/files/upload-budget.ts';
 import type { FileJobMetrics } from '../../../../src/core/files/types.ts';
 import type { ResolvedSecret } from '../../../../src/core/secrets/types.ts';
 import type { VerifiedCaller } from '../../../../src/core/sessions/types.ts';
@@ -36,6 +38,9 @@ function recordingMetrics() {
     jobs: { inc: (l) => calls.push(`+${l.type}:${l.state}`), dec: (l) => calls.push(`-${l.type}:${l.state}`) },
     bytes: { inc: (l, value) => calls.push(`${l.direction}=${value}`) },
     duration: { observe: (l) => durations.push(l) },
+    uploads: { inc: (l) => calls.push(`upload:${l.order}`) },
+    unverifiedBytes: { set: (value) => calls.push(`unverified=${value}`) },
+    unverifiedRefusals: { inc: (l) => calls.push(`refused:${l.limit}`) },
   };
   return { metrics, calls, durations };
 }
@@ -212,5 +217,43 @@ describe('job registry', () => {
     await spool.dispose();
     expect(calls).toEqual(['upload=70']);
     expect(() => registry.assertCapacity(100)).not.toThrow();
+  });
+
+  /** A spool of `bytes` written by an upload whose sender is not verified yet, tracked with its hold on a budget of its own. */
+  async function unverifiedSpool(registry: JobRegistry, bytes: number) {
+    const budget = createUploadBudget({ perAddressBytes: 1000, totalBytes: 1000 }, { logger: recordingLogger().logger });
+    await mkdir(registry.paths.spoolDir, { recursive: true });
+    const hold = budget.hold('10.0.0.1');
+    const spool = await createSealedSpool(registry.paths.spoolDir, { chunkBytes: 16 }, { admit: (n) => hold.take(n) });
+    stack.push(() => spool.dispose());
+    registry.trackSpool(spool, hold);
+    await pipeline(Readable.from([Buffer.alloc(bytes, 'x')]), spool);
+    return { budget, spool };
+  }
+
+  it("leaves an unverified upload's spool out of the disk budget until it is claimed, then counts it there", async () => {
+    const { registry } = await setup({ maxDiskBytes: 100 });
+    const { budget, spool } = await unverifiedSpool(registry, 70);
+    // 70 unverified bytes: the budget holds them, the disk budget does not.
+    expect(budget.heldBytes()).toBe(70);
+    expect(() => registry.assertCapacity(100)).not.toThrow();
+    registry.claimSpool(spool);
+    expect(budget.heldBytes()).toBe(0);
+    expect(() => registry.assertCapacity(31)).toThrow(expect.objectContaining({ code: 'OVERLOADED' }));
+    // Claimed once: a second claim changes nothing.
+    registry.claimSpool(spool);
+    await spool.dispose();
+    expect(() => registry.assertCapacity(100)).not.toThrow();
+  });
+
+  it('refuses to claim a spool the disk budget cannot take (503, nothing moved), and releases its hold when it closes', async () => {
+    const { registry } = await setup({ maxDiskBytes: 100 });
+    registry.resultWritten('00000000-0000-4000-8000-0000000000cc', 50, 50);
+    const { budget, spool } = await unverifiedSpool(registry, 60);
+    expect(() => registry.claimSpool(spool)).toThrow(expect.objectContaining({ code: 'OVERLOADED' }));
+    expect(budget.heldBytes()).toBe(60);
+    await spool.dispose();
+    expect(budget.heldBytes()).toBe(0);
+    expect(() => registry.assertCapacity(50)).not.toThrow();
   });
 });

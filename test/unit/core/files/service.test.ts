@@ -1,7 +1,8 @@
 /**
  * The files service with stubbed deps (CONTRIBUTING.md rule 12): job lifecycle rules that the integration
  * test cannot stage through HTTP — interrupted jobs failed at start, the TTL sweep on an injected
- * clock, the per-coordinator job limit, and the spool removed on every refusal.
+ * clock, the per-coordinator job limit, the spool removed on every refusal, and uploads held by the
+ * unverified budget until their sender is verified (or verified at once when the fields came first).
  */
 import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFilesService, ENCRYPT_RESULT_TTL_MS, EXPIRED_JOB_RETENTION_MS, FAILED_JOB_TTL_MS, type FilesCapability } from '../../../../src/core/files/service.ts';
-import type { JobRecord } from '../../../../src/core/files/types.ts';
+import type { JobRecord, UploadOrigin } from '../../../../src/core/files/types.ts';
 import type { SignedDataVerifier, VerifiedCaller } from '../../../../src/core/sessions/types.ts';
 import type { ResolvedSecret } from '../../../../src/core/secrets/types.ts';
 import { AppError, isAppError } from '../../../../src/errors/index.ts';
@@ -34,7 +35,16 @@ function job(id: string, status: JobRecord['status'], completedAt: number | null
   };
 }
 
-async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcurrentJobs?: number; maxJobsPerPrincipal?: number; maxDiskBytes?: number } = {}) {
+interface SetupOptions {
+  verify?: () => Promise<VerifiedCaller>;
+  maxConcurrentJobs?: number;
+  maxJobsPerPrincipal?: number;
+  maxDiskBytes?: number;
+  maxUnverifiedBytesPerAddress?: number;
+  maxUnverifiedBytes?: number;
+}
+
+async function setup(options: SetupOptions = {}) {
   const dir = await tempDir(stack);
   const repo = memoryRepo();
   let now = 1_000_000;
@@ -48,6 +58,8 @@ async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcu
       maxConcurrentJobs: options.maxConcurrentJobs ?? 4,
       maxJobsPerPrincipal: options.maxJobsPerPrincipal ?? 4,
       maxDiskBytes: options.maxDiskBytes ?? 1_000_000,
+      maxUnverifiedBytesPerAddress: options.maxUnverifiedBytesPerAddress ?? 0,
+      maxUnverifiedBytes: options.maxUnverifiedBytes ?? 0,
       sweepIntervalMs: 60_000,
     },
     {
@@ -64,10 +76,18 @@ async function setup(options: { verify?: () => Promise<VerifiedCaller>; maxConcu
   return { dir, repo, files, advance: (ms: number) => (now += ms), now: () => now };
 }
 
-async function upload(files: FilesCapability, bytes: number) {
-  const spool = await files.createSpool('encrypt');
+const REQUEST = { data: 'd', signature: 's' };
+
+/** A spool of `bytes` written as an upload from `origin` sends it (its file first, by default). */
+async function spooled(files: FilesCapability, bytes: number, origin: UploadOrigin = { address: '10.0.0.1' }) {
+  const spool = await files.createSpool('encrypt', origin);
   await pipeline(Readable.from([Buffer.alloc(bytes, 'x')]), spool);
-  return files.startEncrypt({ spool, originalName: 'a', secretId: '7', request: { data: 'd', signature: 's' }, receivedAt: 0 });
+  return spool;
+}
+
+async function upload(files: FilesCapability, bytes: number, origin?: UploadOrigin) {
+  const spool = await spooled(files, bytes, origin);
+  return files.startEncrypt({ spool, originalName: 'a', secretId: '7', request: REQUEST, receivedAt: 0 });
 }
 
 async function spoolFiles(dir: string): Promise<string[]> {
@@ -190,10 +210,69 @@ describe('files service', () => {
   it('refuses a secretId that differs from the one in data', async () => {
     const { dir, files } = await setup();
     await files.start();
-    const spool = await files.createSpool('encrypt');
-    await pipeline(Readable.from([Buffer.from('x')]), spool);
-    await expect(files.startEncrypt({ spool, originalName: 'a', secretId: '8', request: { data: 'd', signature: 's' }, receivedAt: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    const spool = await spooled(files, 1);
+    await expect(files.startEncrypt({ spool, originalName: 'a', secretId: '8', request: REQUEST, receivedAt: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     expect(await spoolFiles(dir)).toEqual([]);
+  });
+});
+
+describe('unverified uploads', () => {
+  it('hold the unverified budget, not the disk budget, until their start verifies the sender', async () => {
+    const { files } = await setup({ maxDiskBytes: 600, maxUnverifiedBytesPerAddress: 300, maxUnverifiedBytes: 500 });
+    await files.start();
+    const first = await spooled(files, 300);
+    // The disk budget of verified uploads has all its room.
+    expect(() => files.assertCapacity(600)).not.toThrow();
+    // The address's allowance is used up, so is most of the budget in all.
+    await expect(spooled(files, 1)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    await expect(spooled(files, 201, { address: '10.0.0.2' })).rejects.toMatchObject({ code: 'OVERLOADED' });
+    await expect(spooled(files, 301, { address: '10.0.0.3' })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    // Verified: the spool moves to the disk budget and the address's allowance is free again.
+    const job = await files.startEncrypt({ spool: first, originalName: 'a', secretId: '7', request: REQUEST, receivedAt: 0 });
+    expect(() => files.assertCapacity(301)).toThrow(expect.objectContaining({ code: 'OVERLOADED' }));
+    const second = await spooled(files, 300);
+    await waitStatus(files, job.id, 'completed');
+    await second.dispose();
+  });
+
+  it('give their bytes back when the sender is refused or the upload is cut', async () => {
+    let verify: () => Promise<VerifiedCaller> = () => Promise.reject(new AppError('FORBIDDEN', 'Invalid signature'));
+    const { dir, files } = await setup({ verify: () => verify(), maxUnverifiedBytesPerAddress: 300, maxUnverifiedBytes: 300 });
+    await files.start();
+    await expect(upload(files, 300)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    const cut = await files.createSpool('encrypt', { address: '10.0.0.2' });
+    await new Promise<void>((resolve, reject) => cut.write(Buffer.alloc(200), (err) => (err ? reject(err) : resolve())));
+    await cut.dispose();
+    // All 300 bytes are free again, for any address.
+    verify = async () => CALLER;
+    await waitStatus(files, (await upload(files, 300, { address: '10.0.0.3' })).id, 'completed');
+    expect(await spoolFiles(dir)).toEqual([]);
+  });
+
+  it('reserve a declared length up front: an upload that cannot fit is refused before its first byte', async () => {
+    const { dir, files } = await setup({ maxUnverifiedBytesPerAddress: 300, maxUnverifiedBytes: 400 });
+    await files.start();
+    const started = await files.createSpool('encrypt', { address: '10.0.0.1', declaredBytes: 300 });
+    stack.push(() => started.dispose());
+    await expect(files.createSpool('encrypt', { address: '10.0.0.2', declaredBytes: 200 })).rejects.toMatchObject({ code: 'OVERLOADED' });
+    expect(await spoolFiles(dir)).toHaveLength(1);
+  });
+
+  it('whose signed fields came first are verified before a byte is written, and count in the disk budget at once', async () => {
+    let verify: () => Promise<VerifiedCaller> = () => Promise.reject(new AppError('FORBIDDEN', 'Invalid signature'));
+    const { dir, files } = await setup({ verify: () => verify(), maxDiskBytes: 1000, maxUnverifiedBytesPerAddress: 100, maxUnverifiedBytes: 100 });
+    await files.start();
+    const signed = { address: '10.0.0.1', signed: { request: REQUEST, receivedAt: 0 } };
+    await expect(files.createSpool('encrypt', signed)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    expect(await spoolFiles(dir)).toEqual([]);
+    verify = async () => CALLER;
+    // The address's unverified allowance is full; a verified sender does not need it, even for a file over it.
+    const held = await spooled(files, 100);
+    const spool = await spooled(files, 500, signed);
+    expect(() => files.assertCapacity(501)).toThrow(expect.objectContaining({ code: 'OVERLOADED' }));
+    const job = await files.startEncrypt({ spool, originalName: 'a', secretId: '7', request: REQUEST, receivedAt: 0 });
+    await waitStatus(files, job.id, 'completed');
+    await held.dispose();
   });
 });
 
