@@ -89,7 +89,10 @@ export interface SecretsDeps {
    * and delegate. Undefined on a node without chains: Web3 strings then answer 400 as before.
    */
   web3?: () => Web3Secrets | undefined;
-  /** The enabled chains (which chain ids a Web3 public-key request may name). */
+  /**
+   * The enabled chains: which chain ids a Web3 public-key request may name, and the heads by which a
+   * member forgets the Web3 decrypt strings it used (./used-strings.ts).
+   */
   chains?: ChainHeads;
   /** The node's lifetime: ends the background loops (share delivery, used-string pruning) when aborted. @default only {@link SecretsCapability.stop} ends them */
   signal?: AbortSignal;
@@ -152,7 +155,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     clock,
     logger: log,
   });
-  const shard = createShardHandler({ ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, keyring: deps.keyring, signal });
+  const shard = createShardHandler({ ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, chains: deps.chains, keyring: deps.keyring, signal });
   const recoverSeed = createSeedRecovery(options, { membership, members: deps.members, keyring: deps.keyring, versionVector: deps.versionVector, logger: log });
 
   const service: SecretsCapability = {
