@@ -51,6 +51,8 @@ export interface SecretsOptions {
   shardTimeoutMs: number;
   /** Interval of the background delivery of missing shares, ms. */
   retryIntervalMs: number;
+  /** How often a member forgets the decrypt strings that can no longer be used (./used-strings.ts), ms. */
+  usedStringPruneIntervalMs: number;
 }
 
 /** Dependencies of {@link createSecretsService}. */
@@ -155,7 +157,10 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     clock,
     logger: log,
   });
-  const shard = createShardHandler({ ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, chains: deps.chains, keyring: deps.keyring, signal });
+  const shard = createShardHandler(
+    { usedStringPruneIntervalMs: options.usedStringPruneIntervalMs },
+    { ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, chains: deps.chains, keyring: deps.keyring, signal },
+  );
   const recoverSeed = createSeedRecovery(options, { membership, members: deps.members, keyring: deps.keyring, versionVector: deps.versionVector, logger: log });
 
   const service: SecretsCapability = {

@@ -22,9 +22,6 @@ import { assertDecryptRight, resolvedOf, shareLabel } from './rules.ts';
 import { parseShareRelease, parseShareStore, type DecryptEnvelope } from './shard-messages.ts';
 import { pruneUsedStrings, usedStringExpiry } from './used-strings.ts';
 
-/** How often a member forgets decrypt strings that can no longer be used, ms. */
-const USED_STRING_PRUNE_INTERVAL_MS = 10 * 60_000;
-
 /**
  * The single-use key of a release's signed string. A file decrypt: the client's 4-part string, which
  * the deployed client also signs for /encrypt-file (docs/security.md, Known limits). A payload decrypt:
@@ -36,6 +33,12 @@ export function releaseUseKey(caller: Pick<VerifiedCaller, 'parts' | 'extra'>, e
   const message = decodeBinary(caller.extra[0] ?? '', envelope.inputFormat, 'encryptedMessage');
   if (decodeBinary(envelope.cifer, envelope.inputFormat, 'cifer').length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
   return signedStringKey('decrypt', [...caller.parts.slice(0, 4), toHex(message)]);
+}
+
+/** Options of {@link createShardHandler}. */
+export interface ShardHandlerOptions {
+  /** How often the member forgets decrypt strings that can no longer be used (./used-strings.ts), ms. */
+  usedStringPruneIntervalMs: number;
 }
 
 /** Dependencies of {@link createShardHandler}. */
@@ -71,7 +74,7 @@ export interface ShardHandler extends Startable {
 }
 
 /** Create the handler. */
-export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
+export function createShardHandler(options: ShardHandlerOptions, deps: ShardHandlerDeps): ShardHandler {
   const { keyring, clock, logger: log } = deps;
   const { self } = deps.membership;
   const clusterId = deps.membership.descriptor.clusterId;
@@ -145,7 +148,7 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
       const prune = async () => {
         await pruneUsedStrings({ usedStrings: deps.usedStrings, chains: deps.chains, clock, logger: log });
       };
-      pruning ??= runPeriodic(prune, { intervalMs: USED_STRING_PRUNE_INTERVAL_MS, signal: deps.signal, logger: log, name: 'used-string prune' });
+      pruning ??= runPeriodic(prune, { intervalMs: options.usedStringPruneIntervalMs, signal: deps.signal, logger: log, name: 'used-string prune' });
     },
     async stop() {
       await pruning?.stop();
