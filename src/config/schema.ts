@@ -245,6 +245,11 @@ export const secretsSchema = z.strictObject({
   shardTimeoutMs: z.number().int().positive().default(2000),
   /** Interval of the background delivery of shares members missed, ms. @default 5000 */
   retryIntervalMs: z.number().int().positive().default(5000),
+  /**
+   * How often a member forgets the decrypt strings it used that can no longer pass the freshness
+   * check (docs/security.md, Share release), ms. @default 600000
+   */
+  usedStringPruneIntervalMs: z.number().int().positive().default(600_000),
 });
 
 export const sessionsSchema = z.strictObject({

@@ -426,7 +426,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
             });
       parts.web3 = web3;
       const secrets = createSecretsService(
-        { shardTimeoutMs: config.secrets.shardTimeoutMs, retryIntervalMs: config.secrets.retryIntervalMs },
+        { shardTimeoutMs: config.secrets.shardTimeoutMs, retryIntervalMs: config.secrets.retryIntervalMs, usedStringPruneIntervalMs: config.secrets.usedStringPruneIntervalMs },
         {
           replicator: engine,
           state: engine,

@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
 import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
-import type { PendingShares, PendingShareStore, ShareStore, UsedStringStore } from '../core/secrets/ports.ts';
+import type { PendingShares, PendingShareStore, ShareStore, UsedStringExpiry, UsedStringStore } from '../core/secrets/ports.ts';
 import type { JobRecord, JobRepo } from '../core/files/types.ts';
 
 /** The sublevels, by role. Adding one is fine; renaming or reusing one is not. */
@@ -28,12 +28,18 @@ export const SUBLEVELS = {
   shares: 'shares',
   /** A coordinator's undelivered shares, sealed to their members: secretId (12 digits) → entry. */
   pendingShares: 'pendingShares',
-  /** Signed strings a member has acted on once (share releases): key → Unix ms it may be forgotten. */
+  /**
+   * Signed strings a member has acted on once (share releases): key → its expiry, `t!<Unix ms, 20
+   * digits>` (Web2) or `b!<chainId>!<block, 20 digits>` (Web3). Written before the expiry index:
+   * a bare number, Unix ms (read as `t!`).
+   */
   usedStrings: 'usedStrings',
   /** File jobs this coordinator ran (metadata; results are files): job id → job record. Not replicated. */
   jobs: 'jobs',
   /** Per origin, the XOR of the content ids of its stored records (hex): written with every log commit. */
   fp: 'fp',
+  /** The `usedStrings` entries in expiry order: `<expiry>!<key>` → empty, written in one batch with the entry. */
+  usedStringsByExpiry: 'usedStringsByExpiry',
 } as const;
 
 /** Encrypted share boxes kept in memory (about 120 bytes each). */
@@ -41,6 +47,9 @@ const SHARE_CACHE_ENTRIES = 10_000;
 
 /** Used signed strings kept in memory (~100 bytes each); a decrypt uses one per member. */
 const USED_STRINGS_IN_MEMORY = 200_000;
+
+/** Used-string changes per batch when many are made at once (a prune, the load of old entries). */
+const USED_STRINGS_BATCH_ENTRIES = 1000;
 
 /** Schema version of the on-disk layout. */
 export const STORE_SCHEMA_VERSION = 1;
@@ -58,6 +67,20 @@ function stateKey(kind: string, key: string): string {
 /** Lowest string greater than every string that starts with `prefix`. */
 function prefixEnd(prefix: string): string {
   return prefix + '\uffff';
+}
+
+/** A non-negative integer as 20 digits: keys in numeric order. */
+function orderedNumber(n: number): string {
+  return String(n).padStart(20, '0');
+}
+
+/**
+ * A used string's expiry as stored, which sorts in expiry order: Web2 entries by time under `t!`,
+ * Web3 entries by block under their chain's `b!<chainId>!` (a chain id ends at its `!`, so one
+ * chain's prefix never covers another's).
+ */
+function usedExpiryKey(expiry: UsedStringExpiry): string {
+  return 'at' in expiry ? `t!${orderedNumber(expiry.at)}` : `b!${expiry.chainId}!${orderedNumber(expiry.block)}`;
 }
 
 /** A durable named counter (slot 0's id allocation). */
@@ -159,7 +182,9 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const claims = db.sublevel<string, string>(SUBLEVELS.claims, { valueEncoding: 'json' });
   const shares = db.sublevel<string, string>(SUBLEVELS.shares, { valueEncoding: 'json' });
   const pendingShares = db.sublevel<string, PendingShares>(SUBLEVELS.pendingShares, { valueEncoding: 'json' });
-  const usedStrings = db.sublevel<string, number>(SUBLEVELS.usedStrings, { valueEncoding: 'json' });
+  // A number: an entry written before the expiry index (its forget time, Unix ms).
+  const usedStrings = db.sublevel<string, string | number>(SUBLEVELS.usedStrings, { valueEncoding: 'json' });
+  const usedByExpiry = db.sublevel<string, string>(SUBLEVELS.usedStringsByExpiry, { valueEncoding: 'json' });
   const jobs = db.sublevel<string, JobRecord>(SUBLEVELS.jobs, { valueEncoding: 'json' });
   const idKey = (secretId: number) => String(secretId).padStart(12, '0');
   // Web2 secrets by their 12-digit id; Web3 secrets as `w<chainId>:<id>` (a separate namespace).
@@ -251,27 +276,64 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
 
   let useChain: Promise<unknown> = Promise.resolve();
   /**
-   * The used strings in memory (key → when it may be forgotten), loaded on first use: a use is
-   * checked without a LevelDB read. `complete` while it holds every key on disk; beyond
-   * {@link USED_STRINGS_IN_MEMORY} the oldest are dropped from memory and a miss reads the disk.
+   * The used strings' keys in memory, loaded on first use (or prune): a use is checked without a
+   * LevelDB read. `complete` while it holds every key on disk; beyond {@link USED_STRINGS_IN_MEMORY}
+   * the oldest are dropped from memory and a miss reads the disk. The load also files entries written
+   * before the expiry index into it, as Web2 entries of their time (an old entry holds only that):
+   * each one's rewrite and index key in one batch.
    */
   interface UsedIndex {
-    keys: Map<string, number>;
+    keys: Set<string>;
     complete: boolean;
   }
   let usedLoad: Promise<UsedIndex> | undefined;
   const usedIndex = () =>
     (usedLoad ??= (async () => {
-      const index: UsedIndex = { keys: new Map(), complete: true };
-      for await (const [k, forgetAt] of usedStrings.iterator()) remember(index, k, forgetAt);
+      const index: UsedIndex = { keys: new Set(), complete: true };
+      const legacy = batches();
+      for await (const [k, v] of usedStrings.iterator()) {
+        remember(index, k);
+        if (typeof v === 'number') await legacy.add(k, (batch) => markUsed(batch, k, usedExpiryKey({ at: v })));
+      }
+      await legacy.end();
       return index;
     })());
-  const remember = (index: UsedIndex, key: string, forgetAt: number) => {
-    index.keys.set(key, forgetAt);
+  const remember = (index: UsedIndex, key: string) => {
+    index.keys.add(key);
     if (index.keys.size > (options.usedStringsInMemory ?? USED_STRINGS_IN_MEMORY)) {
-      index.keys.delete(index.keys.keys().next().value!);
+      index.keys.delete(index.keys.values().next().value!);
       index.complete = false;
     }
+  };
+  type Batch = ReturnType<typeof db.batch>;
+  /** An entry and its expiry index key, put in `batch`. */
+  const markUsed = (batch: Batch, key: string, expiry: string) => {
+    batch.put(key, expiry, { sublevel: usedStrings as unknown as typeof meta });
+    batch.put(`${expiry}!${key}`, '', { sublevel: usedByExpiry as unknown as typeof meta });
+  };
+  /**
+   * Changes to many used strings, written {@link USED_STRINGS_BATCH_ENTRIES} keys at a time (durably):
+   * bounded memory however many. `written` gets each batch's keys once it is on disk.
+   */
+  const batches = (written: (keys: readonly string[]) => void = () => undefined) => {
+    let batch = db.batch();
+    let keys: string[] = [];
+    const write = async () => {
+      if (keys.length === 0) return batch.close();
+      await batch.write({ sync });
+      written(keys);
+    };
+    return {
+      async add(key: string, change: (batch: Batch) => void) {
+        change(batch);
+        keys.push(key);
+        if (keys.length < USED_STRINGS_BATCH_ENTRIES) return;
+        await write();
+        batch = db.batch();
+        keys = [];
+      },
+      end: write,
+    };
   };
 
   // Allocations are read-modify-write: serialise them so two callers never get the same value.
@@ -340,7 +402,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       list: () => pendingShares.values(),
     },
     usedStrings: {
-      async use(key, forgetAt) {
+      async use(key, expiry) {
         // Check and mark in one synchronous step against the memory index, so two concurrent uses of
         // one string see each other. Written without an fsync: the mark survives a process crash
         // (LevelDB's log is in the OS's hands), and costing every decrypt a disk flush per member is
@@ -353,29 +415,52 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
           useChain = run.catch(() => undefined);
           if (!(await run) || index.keys.has(key)) return false;
         }
-        remember(index, key, forgetAt);
+        remember(index, key);
         try {
-          await usedStrings.put(key, forgetAt);
+          const batch = db.batch();
+          markUsed(batch, key, usedExpiryKey(expiry));
+          await batch.write();
         } catch (err) {
           index.keys.delete(key);
           throw err;
         }
         return true;
       },
-      async prune(now) {
-        const batch = db.batch();
+      async chains() {
+        const out: number[] = [];
+        // Skip from one chain to the next instead of walking its entries.
+        let gte = 'b!';
+        for (;;) {
+          const [k] = await usedByExpiry.keys({ gte, lt: prefixEnd('b!'), limit: 1 }).all();
+          if (k === undefined) return out.sort((x, y) => x - y);
+          const chainId = k.slice(2, k.indexOf('!', 2));
+          out.push(Number(chainId));
+          gte = prefixEnd(`b!${chainId}!`);
+        }
+      },
+      async prune({ now, blocksBelow }) {
+        // Entries written before the expiry index join it first.
+        const index = await usedIndex();
+        // Only the expired end of each range is read: Web2 entries up to `now`, each chain's below its block.
+        const range = (prefix: string, below: number) => ({ gte: prefix, lt: prefix + orderedNumber(below), keyAt: prefix.length + orderedNumber(0).length + 1 });
+        const ranges = [range('t!', Math.floor(now) + 1)];
+        for (const [chainId, below] of blocksBelow) if (below > 0) ranges.push(range(`b!${chainId}!`, below));
         let n = 0;
-        for await (const [k, forgetAt] of usedStrings.iterator()) {
-          if (forgetAt > now) continue;
-          batch.del(k, { sublevel: usedStrings as unknown as typeof meta });
-          n++;
+        // Out of memory once off the disk: a use in between finds the mark still there.
+        const forgotten = batches((keys) => {
+          for (const key of keys) index.keys.delete(key);
+          n += keys.length;
+        });
+        for (const { gte, lt, keyAt } of ranges) {
+          for await (const k of usedByExpiry.keys({ gte, lt })) {
+            const key = k.slice(keyAt);
+            await forgotten.add(key, (batch) => {
+              batch.del(k, { sublevel: usedByExpiry as unknown as typeof meta });
+              batch.del(key, { sublevel: usedStrings as unknown as typeof meta });
+            });
+          }
         }
-        if (usedLoad) {
-          const index = await usedLoad;
-          for (const [k, forgetAt] of index.keys) if (forgetAt <= now) index.keys.delete(k);
-        }
-        if (n > 0) await batch.write({ sync });
-        else await batch.close();
+        await forgotten.end();
         return n;
       },
     },

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { postJson } from '../utils/http.ts';
-import { mine, startAnvil, type AnvilChain } from '../utils/anvil.ts';
+import { headOf, mine, startAnvil, type AnvilChain } from '../utils/anvil.ts';
 import { addressOfPrivateKey, fromHex, signPersonalMessage } from '../../src/crypto/index.ts';
 
 const BLOCK_TIME_MS = 2000;
@@ -40,9 +40,7 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-async function head(): Promise<number> {
-  return Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
-}
+const head = () => headOf(chain);
 
 function signed(subject: string | number, block: number, address = wallet) {
   const data = `8453_${subject}_${address}_${block}`;

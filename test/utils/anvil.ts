@@ -319,6 +319,11 @@ export async function readSecretState(chain: AnvilChain, controller: Address, se
   return { owner, delegate, isSyncing, clusterId, secretType, publicKeyCid };
 }
 
+/** The chain's head block number, read now (viem's block-number cache skipped). */
+export async function headOf(chain: AnvilChain): Promise<number> {
+  return Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
+}
+
 /** Mine `blocks` empty blocks at once (`anvil_mine`), e.g. to reach a confirmation depth. */
 export async function mine(chain: AnvilChain, blocks = 1): Promise<void> {
   await chain.testClient.mine({ blocks });

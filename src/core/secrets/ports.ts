@@ -40,15 +40,35 @@ export interface PendingShareStore {
 }
 
 /**
+ * When a used string may be forgotten (docs/security.md, Share release): a Web2 string at a time, a
+ * Web3 string once its chain's head has left its block behind (./used-strings.ts says how far).
+ */
+export type UsedStringExpiry =
+  /** Unix ms from which the entry may be forgotten. */
+  | { at: number }
+  /** The chain and block number the string was signed at. */
+  | { chainId: number; block: number };
+
+/** What a prune forgets (`UsedStringStore.prune`). */
+export interface UsedStringHorizon {
+  /** Unix ms: Web2 entries whose time is at or before it go. */
+  now: number;
+  /** Chain id → block: that chain's entries whose block is below it go. A chain not listed keeps every entry. */
+  blocksBelow: ReadonlyMap<number, number>;
+}
+
+/**
  * Signed strings a node has acted on (docs/security.md, "Single use"): a member releases its share
  * at most once per decrypt string. Entries can be forgotten once the string is too old to pass the
  * freshness check anyway.
  */
 export interface UsedStringStore {
   /** Mark `key` used, durably; false when it already was. */
-  use(key: string, forgetAt: number): Promise<boolean>;
-  /** Forget entries whose time has passed; returns how many. */
-  prune(now: number): Promise<number>;
+  use(key: string, expiry: UsedStringExpiry): Promise<boolean>;
+  /** The chains some Web3 entry waits on, ascending. */
+  chains(): Promise<number[]>;
+  /** Forget the entries past `horizon`; returns how many. Reads only the entries it forgets. */
+  prune(horizon: UsedStringHorizon): Promise<number>;
 }
 
 /** Operations with this node's private keys (signing key for sealed shares, storage key at rest). */

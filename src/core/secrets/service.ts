@@ -50,6 +50,8 @@ export interface SecretsOptions {
   shardTimeoutMs: number;
   /** Interval of the background delivery of missing shares, ms. */
   retryIntervalMs: number;
+  /** How often a member forgets the decrypt strings that can no longer be used (./used-strings.ts), ms. */
+  usedStringPruneIntervalMs: number;
 }
 
 /** Dependencies of {@link createSecretsService}. */
@@ -92,7 +94,10 @@ export interface SecretsDeps {
    * and delegate. Undefined on a node without chains: Web3 strings then answer 400 as before.
    */
   web3?: () => Web3Secrets | undefined;
-  /** The enabled chains (which chain ids a Web3 public-key request may name). */
+  /**
+   * The enabled chains: which chain ids a Web3 public-key request may name, and the heads by which a
+   * member forgets the Web3 decrypt strings it used (./used-strings.ts).
+   */
   chains?: ChainHeads;
   /** The node's lifetime: ends the background loops (share delivery, used-string pruning) when aborted. @default only {@link SecretsCapability.stop} ends them */
   signal?: AbortSignal;
@@ -148,7 +153,10 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     pending: deps.pending,
   });
   const delegation = createDelegateSetter({ verifier: deps.verifier, findSecret: reads.findSecret, state, versions: deps.versions, clock, logger: log });
-  const shard = createShardHandler({ ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, keyring: deps.keyring, signal });
+  const shard = createShardHandler(
+    { usedStringPruneIntervalMs: options.usedStringPruneIntervalMs },
+    { ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, chains: deps.chains, keyring: deps.keyring, signal },
+  );
   const recoverSeed = createSeedRecovery(options, { membership, members: deps.members, keyring: deps.keyring, versionVector: deps.versionVector, logger: log });
 
   const service: SecretsCapability = {

@@ -12,16 +12,15 @@ import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { decodeBinary } from '../payloads/binary.ts';
 import { isCoordinatorEntry, parseVersionVector, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
-import { WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
+import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { SignedDataVerifier, VerifiedCaller } from '../sessions/types.ts';
+import type { ChainHeads } from '../web3/ports.ts';
 import type { NodeKeyring, ShareStore, UsedStringStore } from './ports.ts';
 import { secretRecordOf, type SecretReads } from './reads.ts';
 import { shareAtRestAad, shareReleaseAad, shareStoreAad } from './records.ts';
 import { assertDecryptRight, resolvedOf, shareLabel } from './rules.ts';
 import { parseShareRelease, parseShareStore, type DecryptEnvelope } from './shard-messages.ts';
-
-/** How often a member forgets decrypt strings too old to be used again, ms. */
-const USED_STRING_PRUNE_INTERVAL_MS = 10 * 60_000;
+import { pruneUsedStrings, usedStringExpiry } from './used-strings.ts';
 
 /**
  * The single-use key of a release's signed string. A file decrypt: the client's 4-part string, which
@@ -36,12 +35,10 @@ export function releaseUseKey(caller: Pick<VerifiedCaller, 'parts' | 'extra'>, e
   return signedStringKey('decrypt', [...caller.parts.slice(0, 4), toHex(message)]);
 }
 
-/**
- * When a member may forget a release string: once it can no longer pass the freshness check — a Web2
- * timestamp's window twice over; a Web3 block's window is the same 10 minutes of blocks, counted from now.
- */
-export function usedStringForgetAt(caller: Pick<VerifiedCaller, 'chainId' | 'fresh'>, now: number): number {
-  return (caller.chainId === WEB2_CHAIN_ID ? caller.fresh : now) + 2 * WEB2_FRESHNESS_MS;
+/** Options of {@link createShardHandler}. */
+export interface ShardHandlerOptions {
+  /** How often the member forgets decrypt strings that can no longer be used (./used-strings.ts), ms. */
+  usedStringPruneIntervalMs: number;
 }
 
 /** Dependencies of {@link createShardHandler}. */
@@ -56,6 +53,8 @@ export interface ShardHandlerDeps {
   shares: ShareStore;
   /** Decrypt strings this member has released its share for. */
   usedStrings: UsedStringStore;
+  /** The enabled chains: the heads that decide when a Web3 string is forgotten. @default none */
+  chains?: ChainHeads;
   keyring: NodeKeyring;
   clock: () => number;
   /** The secrets module's logger. */
@@ -75,7 +74,7 @@ export interface ShardHandler extends Startable {
 }
 
 /** Create the handler. */
-export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
+export function createShardHandler(options: ShardHandlerOptions, deps: ShardHandlerDeps): ShardHandler {
   const { keyring, clock, logger: log } = deps;
   const { self } = deps.membership;
   const clusterId = deps.membership.descriptor.clusterId;
@@ -119,7 +118,7 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
     // Web3: the owner and delegate this member reads from the chain itself, never the coordinator's word.
     const secret = caller.chainId === WEB2_CHAIN_ID ? resolvedOf(await deps.reads.requireSecret(secretId)) : await deps.reads.requireWeb3().resolveOwn(caller.chainId, secretId);
     assertDecryptRight(secret, caller.principalId);
-    if (!(await deps.usedStrings.use(useKey, usedStringForgetAt(caller, clock())))) throw new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
+    if (!(await deps.usedStrings.use(useKey, usedStringExpiry(caller)))) throw new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
     const label = shareLabel(caller.chainId, secretId);
     const box = await deps.shares.get(label);
     if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
@@ -145,11 +144,11 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
       throw new AppError('BAD_REQUEST', 'unknown shard operation');
     },
     start() {
-      // Forget used decrypt strings once they are too old to pass the freshness check anywhere.
+      // Forget used decrypt strings once they can no longer pass this member's freshness check.
       const prune = async () => {
-        await deps.usedStrings.prune(clock());
+        await pruneUsedStrings({ usedStrings: deps.usedStrings, chains: deps.chains, clock, logger: log });
       };
-      pruning ??= runPeriodic(prune, { intervalMs: USED_STRING_PRUNE_INTERVAL_MS, signal: deps.signal, logger: log, name: 'used-string prune' });
+      pruning ??= runPeriodic(prune, { intervalMs: options.usedStringPruneIntervalMs, signal: deps.signal, logger: log, name: 'used-string prune' });
     },
     async stop() {
       await pruning?.stop();

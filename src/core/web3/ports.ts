@@ -12,8 +12,10 @@ export interface ChainHead {
   /** Blocks a signed block number may lag the head: `ceil(600000 / blockTimeMs)` (docs/http.md). */
   readonly freshnessWindow: number;
   /**
-   * The head block number: cached for at most one block time; `fresh` reads the chain again.
-   * Rejects with 503 `CHAIN_UNAVAILABLE` (naming the chain) when the RPC cannot answer.
+   * The head block number: cached for at most one block time; `fresh` reads the chain again. Never
+   * lower than a value it returned before (a member forgets a used Web3 string by it:
+   * src/core/secrets/used-strings.ts). Rejects with 503 `CHAIN_UNAVAILABLE` (naming the chain) when
+   * the RPC cannot answer.
    */
   blockNumber(options?: { fresh?: boolean }): Promise<number>;
 }

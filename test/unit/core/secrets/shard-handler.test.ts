@@ -1,13 +1,12 @@
 /**
  * A member's single-use rules for share releases (src/core/secrets/shard-handler.ts; docs/security.md,
- * "Single use" and Share release): one key per decrypt string whatever its spelling, and how long it
- * is remembered.
+ * "Single use" and Share release): one key per decrypt string whatever its spelling. How long it is
+ * remembered: ./used-strings.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../../src/errors/index.ts';
-import { releaseUseKey, usedStringForgetAt } from '../../../../src/core/secrets/shard-handler.ts';
+import { releaseUseKey } from '../../../../src/core/secrets/shard-handler.ts';
 import { signedStringKey } from '../../../../src/core/sessions/evidence.ts';
-import { WEB2_FRESHNESS_MS } from '../../../../src/core/sessions/signed-data.ts';
 import { CIFER_BYTES, toBase64, toHex } from '../../../../src/crypto/index.ts';
 
 const address = '0xAbCdEf0123456789aBcDeF0123456789AbCdEf01';
@@ -46,11 +45,5 @@ describe('release single use', () => {
     expect(key).toBe(signedStringKey('decrypt-file', parts));
     expect(releaseUseKey({ parts: [...parts.slice(0, 2), address.toLowerCase(), parts[3]!], extra: [] }, { file: true })).toBe(key);
     expect(key).not.toBe(releaseUseKey(caller('deadbeef'), { cifer: toHex(cifer), inputFormat: 'hex' }));
-  });
-
-  it('a used string is remembered for twice the freshness window: from its timestamp (Web2) or from now (Web3)', () => {
-    expect(usedStringForgetAt({ chainId: -1, fresh: 1_000 }, 50_000)).toBe(1_000 + 2 * WEB2_FRESHNESS_MS);
-    // A Web3 string's freshness part is a block number, not a time.
-    expect(usedStringForgetAt({ chainId: 31337, fresh: 1_000 }, 50_000)).toBe(50_000 + 2 * WEB2_FRESHNESS_MS);
   });
 });
