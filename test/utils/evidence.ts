@@ -153,9 +153,9 @@ export class Slot0Writer {
     }
     return out;
   }
-  /** The record of `body` as slot 0's next record (not stored). */
-  record(kind: string, key: string, body: Json, atMs = (this.clock += 10)): ReplicatedRecord {
-    return { kind, key, body, origin: this.origin, seq: ++this.seq, hlc: [atMs, 0], sig: '0x' };
+  /** The record of `body` as slot 0's next record (not stored); `peek` leaves the next seq to the next record. */
+  record(kind: string, key: string, body: Json, atMs = (this.clock += 10), peek = false): ReplicatedRecord {
+    return { kind, key, body, origin: this.origin, seq: peek ? this.seq + 1 : ++this.seq, hlc: [atMs, 0], sig: '0x' };
   }
   /** Store a record in the log. */
   put(r: ReplicatedRecord): ReplicatedRecord {

@@ -1,126 +1,155 @@
 /**
- * The record rules every member applies to permits and to the key changes they make (docs/permits.md;
- * docs/security.md, "Who may write what"): what a member refuses to store, whoever sent it.
+ * What every member checks before storing a version of a permit (docs/permits.md; docs/security.md,
+ * "Transitions"): requested by a coordinator that vouched for it (and, for a transfer or delegate,
+ * with the owner's signed string naming exactly this request), its token reissued only while
+ * pending, consumed only with the emailed token into the result the owner's payload fixed — and
+ * never changed again.
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { PrincipalBody } from '../../../../src/core/accounts/records.ts';
 import { permitKind, permitRequestDigest, type PermitBody } from '../../../../src/core/permits/records.ts';
-import { principalKind, keyRegistrationMessage, type PrincipalBody } from '../../../../src/core/accounts/records.ts';
-import { ed25519PublicKeyOf, sha256Hex, signDigest, signEd25519, toHex } from '../../../../src/crypto/index.ts';
-import { contextFor, evidence, grantedSession, unitCluster } from '../../../utils/evidence.ts';
+import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { sha256Hex, signDigest, toHex } from '../../../../src/crypto/index.ts';
+import { evidence, grantedSession, Slot0Writer, unitCluster } from '../../../utils/evidence.ts';
 
 const c = unitCluster();
 const kind = permitKind(c.descriptor);
+const legacyKind = permitKind(c.descriptor, undefined, { acceptLegacy: true });
 const NOW = Date.now();
 const owner = randomUUID();
-const permitId = randomUUID();
-const requestId = randomUUID();
+const bob = randomUUID();
 const token = 'T'.repeat(43);
-const payload = '{"delegatePrincipalId":null}';
 const session = grantedSession(c, owner, NOW);
-const data = ['-1', 7, session.wallet.address, NOW, 'permit', requestId, 'delegate', sha256Hex(payload)].join('_');
 
-function requested(b: Omit<PermitBody, 'requestedBy'>, by = 1): PermitBody {
-  const signature = '0x' + toHex(signDigest(permitRequestDigest(c.descriptor.clusterId, b), c.keys[by]!));
-  return { ...b, requestedBy: { nodeAddress: c.descriptor.nodes[by]!.nodeAddress, signature } };
+/** A member's log with the owner's principal; slot 0 writing permits into it. */
+function scene(action: 'delegate' | 'transfer' | 'rotate' = 'delegate', value: string | null = bob) {
+  const w = new Slot0Writer(c, NOW);
+  const principal = w.put(
+    w.record(
+      'principal',
+      owner,
+      w.version<PrincipalBody>('principal', owner, 'register', { email: 'o@x.test', emailVerified: true, passwordHash: '$argon2id$x', ed25519PublicKey: 'ab'.repeat(32), keyProof: null, status: 'active', createdAt: NOW, updatedAt: NOW, registration: 1 }) as never,
+    ),
+  );
+  const permitId = randomUUID();
+  const requestId = randomUUID();
+  const payload = JSON.stringify(action === 'rotate' ? { newPublicKey: value } : action === 'transfer' ? { newOwnerPrincipalId: value } : { delegatePrincipalId: value });
+  const data = ['-1', 7, session.wallet.address, NOW, 'permit', requestId, action, sha256Hex(payload)].join('_');
+  const vouched = (b: Omit<PermitBody, 'requestedBy' | 'v'>, by = 1): Omit<PermitBody, 'v'> => ({
+    ...b,
+    requestedBy: { nodeAddress: c.descriptor.nodes[by]!.nodeAddress, signature: '0x' + toHex(signDigest(permitRequestDigest(c.descriptor.clusterId, b), c.keys[by]!)) },
+  });
+  const pending = vouched({
+    permitId,
+    requestId,
+    action,
+    principalId: owner,
+    secretId: action === 'rotate' ? 0 : 7,
+    payload,
+    payloadDigest: sha256Hex(payload),
+    tokenHash: sha256Hex(token),
+    createdAt: NOW,
+    expiresAt: NOW + 900_000,
+    status: 'pending',
+    consumedAt: null,
+    result: null,
+    auth: action === 'rotate' ? null : evidence(session, data),
+    authPrincipal: action === 'rotate' ? null : { origin: principal.origin, seq: principal.seq },
+    token: null,
+  });
+  const version = (change: string, body: Omit<PermitBody, 'v'>, prev?: ReplicatedRecord | null) => w.version<PermitBody>('permit', permitId, change, body, prev === undefined ? {} : { prev });
+  const check = (body: PermitBody, options: { atMs?: number; k?: typeof kind } = {}) => {
+    const r = w.record('permit', permitId, body as never, options.atMs, true);
+    return (options.k ?? kind).validate!(body, w.contextOf(r));
+  };
+  const accept = async (body: PermitBody) => {
+    const r = w.record('permit', permitId, body as never);
+    expect(await kind.validate!(body, w.contextOf(r))).toBeUndefined();
+    return w.put(r);
+  };
+  const result = action === 'rotate' ? { principalId: owner, newPublicKey: value } : action === 'transfer' ? { secretId: 7, newOwnerPrincipalId: value, delegatePrincipalId: null } : { secretId: 7, delegatePrincipalId: value };
+  const consumedBody = (over: Partial<PermitBody> = {}): Omit<PermitBody, 'v'> => ({ ...pending, status: 'consumed', consumedAt: NOW + 1000, result, token, ...over });
+  return { w, principal, permitId, requestId, payload, data, pending, vouched, version, check, accept, consumedBody };
 }
 
-const pending: PermitBody = requested({
-  permitId,
-  requestId,
-  action: 'delegate',
-  principalId: owner,
-  secretId: 7,
-  payload,
-  payloadDigest: sha256Hex(payload),
-  tokenHash: sha256Hex(token),
-  createdAt: NOW,
-  expiresAt: NOW + 900_000,
-  status: 'pending',
-  consumedAt: null,
-  result: null,
-  auth: evidence(session, data),
-});
-const consumed: PermitBody = { ...pending, status: 'consumed', consumedAt: NOW + 1000, result: { secretId: 7, delegatePrincipalId: null }, token };
+const code = async (p: ReturnType<ReturnType<typeof scene>['check']>) => (await p)?.code;
 
-const check = (b: PermitBody, origin = 0, held = new Map<string, unknown>()) => kind.validate!(b, contextFor(c, { key: permitId, origin, atMs: NOW + 1000, held: held as never }));
-const holding = (b: PermitBody) => new Map([[`permit!${permitId}`, b as unknown]]);
-
-describe('permit records', () => {
-  it('a pending permit: from slot 0, vouched for by a coordinator, with the owner’s signed 8-part string', async () => {
-    expect(await check(pending, 0)).toBeUndefined();
-    expect(await check(pending, 2)).toMatch(/slot 0/);
-    // Vouched for by a member that is not a coordinator, or not at all.
-    expect(await check(requested(pending, 3))).toMatch(/not requested by a coordinator/);
-    expect(await check({ ...pending, requestedBy: undefined })).toMatch(/not requested by a coordinator/);
+describe('permit: request', () => {
+  it('vouched for by a coordinator over exactly this request', async () => {
+    const s = scene();
+    expect(await s.check(s.version('request', s.pending))).toBeUndefined();
+    const { requestedBy: _r, ...bare } = s.pending;
+    expect(await code(s.check(s.version('request', s.vouched(bare, 3))))).toBe('bad_request_signature');
     // The vouch covers the token hash: another token hash is another request.
-    expect(await check({ ...pending, tokenHash: 'c'.repeat(64) })).toMatch(/bad request signature/);
+    expect(await code(s.check(s.version('request', { ...s.pending, tokenHash: 'c'.repeat(64) })))).toBe('bad_request_signature');
+    // A requested permit is pending, with no result.
+    expect(await code(s.check(s.version('request', { ...s.pending, status: 'consumed', consumedAt: NOW, result: { secretId: 7 }, token })))).toBe('fields_changed');
+    expect(await code(s.check(s.version('request', { ...s.pending, payload: '{"delegatePrincipalId":"x"}' })))).toBe('payload_mismatch');
   });
 
-  it('the owner’s string must name this request, this secret, and be signed by the principal it names', async () => {
-    const other = grantedSession(c, randomUUID(), NOW);
-    expect(await check(requested({ ...pending, auth: evidence(other, data.replace(session.wallet.address, other.wallet.address)) }))).toMatch(/not the requesting principal/);
-    expect(await check(requested({ ...pending, auth: evidence(session, data.replace(requestId, randomUUID())) }))).toMatch(/another request/);
-    expect(await check(requested({ ...pending, auth: evidence(session, data.replace('-1_7_', '-1_8_')) }))).toMatch(/another secret/);
-    expect(await check(requested({ ...pending, auth: null }))).toMatch(/signed string/);
-    // A session granted by fewer than threshold members backs nothing.
-    const thin = grantedSession(c, owner, NOW, [0, 1]);
-    expect(await check(requested({ ...pending, auth: evidence(thin, data.replace(session.wallet.address, thin.wallet.address)) }))).toMatch(/quorum proof/);
+  it('a transfer or delegate carries the owner’s 8-part string naming this request, and its session is live', async () => {
+    const s = scene();
+    const other = ['-1', 7, session.wallet.address, NOW, 'permit', randomUUID(), 'delegate', sha256Hex(s.payload)].join('_');
+    expect(await code(s.check(s.version('request', { ...s.pending, auth: evidence(session, other) })))).toBe('names_another_value');
+    const otherSecret = ['-1', 8, session.wallet.address, NOW, 'permit', s.requestId, 'delegate', sha256Hex(s.payload)].join('_');
+    expect(await code(s.check(s.version('request', { ...s.pending, auth: evidence(session, otherSecret) })))).toBe('names_another_secret');
+    const bobSession = grantedSession(c, bob, NOW);
+    expect(await code(s.check(s.version('request', { ...s.pending, auth: evidence(bobSession, s.data) })))).toBe('evidence_invalid');
+    expect(await code(s.check(s.version('request', { ...s.pending, auth: null })))).toBe('evidence_invalid');
   });
 
-  it('a consumption: by a coordinator, with the emailed token, for the permit the member holds, unchanged', async () => {
-    expect(await check(consumed, 1, holding(pending))).toBeUndefined();
-    expect(await check(consumed, 3, holding(pending))).toMatch(/consumed by coordinators/);
-    expect(await check({ ...consumed, token: null }, 1, holding(pending))).toMatch(/emailed token/);
-    expect(await check({ ...consumed, token: 'U'.repeat(43) }, 1, holding(pending))).toMatch(/emailed token/);
-    expect(await check(consumed, 1)).toMatch(/unknown permit/);
-    // A token of its own, with the hash to match, on a permit that says otherwise.
-    const mine = 'M'.repeat(43);
-    expect(await check({ ...consumed, token: mine, tokenHash: sha256Hex(mine) }, 1, holding(pending))).toMatch(/differs from the permit/);
-  });
-
-  it('a consumption carries its time and result; a pending permit neither', async () => {
-    expect(await check({ ...consumed, result: null }, 1, holding(pending))).toMatch(/consumed/);
-    expect(await check({ ...consumed, consumedAt: null }, 1, holding(pending))).toMatch(/consumed/);
-    expect(await check({ ...pending, result: { secretId: 7, delegatePrincipalId: null } })).toMatch(/consumed/);
-  });
-
-  it('consumed outranks pending, so a late pending copy never revives a consumed permit', () => {
-    expect(kind.rank!(consumed)).toBeGreaterThan(kind.rank!(pending));
+  it('issue 27 #4: a 4-part string signed for another route backs no permit unless this member’s operator accepts the legacy form', async () => {
+    const s = scene();
+    const fourPart = evidence(session, `-1_7_${session.wallet.address}_${NOW}`);
+    const legacy = s.version('request', s.vouched({ ...s.pending, auth: fourPart }));
+    expect(await code(s.check(legacy))).toBe('legacy_refused');
+    expect(await s.check(legacy, { k: legacyKind })).toBeUndefined();
   });
 });
 
-describe('principal records: where a key may come from', () => {
-  const seed = new Uint8Array(32).fill(7);
-  const key = toHex(ed25519PublicKeyOf(seed));
-  const proof = toHex(signEd25519(seed, keyRegistrationMessage(key)));
-  const principalId = randomUUID();
-  const base: PrincipalBody = { email: 'a@example.test', emailVerified: true, passwordHash: '$argon2id$x', ed25519PublicKey: null, keyProof: null, status: 'active', createdAt: 1, updatedAt: 1 };
-  const rotate = { status: 'consumed', action: 'rotate', principalId, result: { principalId, newPublicKey: key } };
-  const validate = (b: PrincipalBody, held = new Map<string, unknown>(), siblings: Array<{ kind: string; key: string; body: never }> = []) =>
-    principalKind.validate!(b, contextFor(c, { key: principalId, origin: 1, atMs: NOW, held: held as never, siblings, self: { kind: 'principal' } }));
-
-  it('a first key comes with its proof (the coordinator vouches for the password); none without', async () => {
-    expect(await validate(base)).toBeUndefined();
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: proof })).toBeUndefined();
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: null })).toMatch(/without proof/);
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: 'c'.repeat(128) })).toMatch(/bad key signature/);
-    expect(await validate({ ...base, keyProof: 'c'.repeat(128) })).toMatch(/proof without key/);
+describe('permit: reissue and consume', () => {
+  it('a reissue changes only the token hash and the vouch over it, while pending and not expired', async () => {
+    const s = scene();
+    await s.accept(s.version('request', s.pending));
+    const { requestedBy: _r, ...bare } = s.pending;
+    const reissued = s.vouched({ ...bare, tokenHash: 'd'.repeat(64) }, 0);
+    expect(await s.check(s.version('reissue', reissued))).toBeUndefined();
+    expect(await code(s.check(s.version('reissue', { ...reissued, payload: '{"delegatePrincipalId":null}' })))).toBe('fields_changed');
+    expect(await code(s.check(s.version('reissue', { ...reissued, tokenHash: 'e'.repeat(64) })))).toBe('bad_request_signature');
+    expect(await code(s.check(s.version('reissue', reissued), { atMs: NOW + 900_001 }))).toBe('permit_expired');
   });
 
-  it('replacing a key takes a consumed rotate permit for this principal and this key', async () => {
-    const other = toHex(ed25519PublicKeyOf(new Uint8Array(32).fill(9)));
-    const held = new Map<string, unknown>([[`principal!${principalId}`, { ...base, ed25519PublicKey: other, keyProof: 'd'.repeat(128) }]]);
-    // A proof alone names no principal: anyone could make one.
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: proof }, held)).toMatch(/rotate permit/);
-    const pid = randomUUID();
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: null, keyPermitId: pid }, held)).toMatch(/does not authorise/);
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: null, keyPermitId: pid }, held, [{ kind: 'permit', key: pid, body: rotate as never }])).toBeUndefined();
-    held.set(`permit!${pid}`, { ...rotate, status: 'pending' });
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: null, keyPermitId: pid }, held)).toMatch(/does not authorise/);
-    held.set(`permit!${pid}`, { ...rotate, principalId: randomUUID() });
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: null, keyPermitId: pid }, held)).toMatch(/does not authorise/);
-    held.set(`permit!${pid}`, rotate);
-    expect(await validate({ ...base, ed25519PublicKey: key, keyProof: null, keyPermitId: pid }, held)).toBeUndefined();
+  it('a consumption carries the emailed token, before expiry, into the result the owner’s payload fixed', async () => {
+    const s = scene();
+    await s.accept(s.version('request', s.pending));
+    expect(await s.check(s.version('consume', s.consumedBody()))).toBeUndefined();
+    expect(await code(s.check(s.version('consume', s.consumedBody({ token: 'x'.repeat(43) }))))).toBe('token_mismatch');
+    expect(await code(s.check(s.version('consume', s.consumedBody({ token: null }))))).toBe('token_mismatch');
+    expect(await code(s.check(s.version('consume', s.consumedBody()), { atMs: NOW + 900_001 }))).toBe('permit_expired');
+    // Issue 27 #3: a result the payload does not fix.
+    expect(await code(s.check(s.version('consume', s.consumedBody({ result: { secretId: 7, delegatePrincipalId: randomUUID() } }))))).toBe('result_mismatch');
+    expect(await code(s.check(s.version('consume', s.consumedBody({ result: { secretId: 7, delegatePrincipalId: bob, extra: 'x' } }))))).toBe('result_mismatch');
+    // Nothing else changes with it.
+    expect(await code(s.check(s.version('consume', s.consumedBody({ principalId: bob }))))).toBe('fields_changed');
+  });
+
+  it('issue 27 #3: a consumed permit never changes again — not re-consumed with another result, not reissued', async () => {
+    const s = scene('transfer', bob);
+    await s.accept(s.version('request', s.pending));
+    await s.accept(s.version('consume', s.consumedBody()));
+    expect(await code(s.check(s.version('consume', s.consumedBody({ result: { secretId: 7, newOwnerPrincipalId: bob, delegatePrincipalId: randomUUID() } }))))).toBe('terminal_state');
+    expect(await code(s.check(s.version('reissue', s.pending)))).toBe('terminal_state');
+  });
+
+  it('a rotate permit fixes the new key; a transfer the new owner', async () => {
+    const key = 'cd'.repeat(32);
+    const r = scene('rotate', key);
+    await r.accept(r.version('request', r.pending));
+    expect(await r.check(r.version('consume', r.consumedBody()))).toBeUndefined();
+    expect(await code(r.check(r.version('consume', r.consumedBody({ result: { principalId: owner, newPublicKey: 'ef'.repeat(32) } }))))).toBe('result_mismatch');
+    const t = scene('transfer', bob);
+    await t.accept(t.version('request', t.pending));
+    expect(await code(t.check(t.version('consume', t.consumedBody({ result: { secretId: 7, newOwnerPrincipalId: randomUUID(), delegatePrincipalId: null } }))))).toBe('result_mismatch');
   });
 });
