@@ -43,9 +43,9 @@ export function unitCluster() {
 export type UnitCluster = ReturnType<typeof unitCluster>;
 
 /** A session of `principalId` for a new wallet, granted by members `granters` (default 0–2). */
-export function grantedSession(c: UnitCluster, principalId: string, now: number, granters = [0, 1, 2]): { session: SessionBody; wallet: SessionWallet } {
+export function grantedSession(c: UnitCluster, principalId: string, now: number, granters = [0, 1, 2], publicKey = 'ab'.repeat(32)): { session: SessionBody; wallet: SessionWallet } {
   const wallet = newSessionWallet();
-  const grant = { principalId, sessionAddress: wallet.address, publicKey: 'ab'.repeat(32), issuedAt: now - 1000, expiresAt: now + 900_000 };
+  const grant = { principalId, sessionAddress: wallet.address, publicKey, issuedAt: now - 1000, expiresAt: now + 900_000 };
   const digest = sessionGrantDigest(c.descriptor.clusterId, grant);
   const grants = granters.map((i) => ({ nodeAddress: c.descriptor.nodes[i]!.nodeAddress, signature: '0x' + toHex(signDigest(digest, c.keys[i]!)) }));
   return { session: { ...grant, grants }, wallet };
