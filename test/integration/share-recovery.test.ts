@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson } from '../utils/http.ts';
+import { refusalOf } from '../utils/refusal.ts';
 import { principalWithSession, type Principal } from '../utils/session.ts';
 import { startImpostor } from '../utils/impostor.ts';
 import { runCli } from '../utils/process-cluster.ts';
@@ -180,22 +181,20 @@ describe('helpers answer only the recovering slot itself', () => {
   }, 30_000);
   afterAll(() => rogue?.stop());
 
-  const ask = (slot: number, helpers: number[]) =>
-    rogue.callMember(slot, 'shard', { op: 'recover', items: [{ secretId: secretIds[0] }], helpers, round: 'round-0001', vv: {} }, { signal: AbortSignal.timeout(5000) });
+  const askWith = (slot: number, body: unknown) => refusalOf(() => rogue.callMember(slot, 'shard', body, { signal: AbortSignal.timeout(5000) }));
+  const recoverBody = (helpers: number[], items: unknown[] = [{ secretId: secretIds[0] }]) => ({ op: 'recover', items, helpers, round: 'round-0001', vv: {} });
+  const malformed = { code: 'BAD_REQUEST', reason: 'malformed' };
 
   it('a slot that is not recovering gets nothing', async () => {
-    await expect(ask(0, [0, 2, 3])).rejects.toThrow(/slot 1 is not recovering/);
+    expect(await askWith(0, recoverBody([0, 2, 3]))).toEqual({ code: 'FORBIDDEN', reason: 'not_recovering' });
   });
 
   it('a malformed batch is refused: no items, or more than 64', async () => {
-    const body = (items: unknown[]) => ({ op: 'recover', items, helpers: [0, 2, 3], round: 'round-0001', vv: {} });
-    await expect(rogue.callMember(0, 'shard', body([]), { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/malformed recovery request/);
-    await expect(rogue.callMember(0, 'shard', body(Array.from({ length: 65 }, () => ({ secretId: 1 }))), { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/malformed recovery request/);
+    expect(await askWith(0, recoverBody([0, 2, 3], []))).toEqual(malformed);
+    expect(await askWith(0, recoverBody([0, 2, 3], Array.from({ length: 65 }, () => ({ secretId: 1 }))))).toEqual(malformed);
   });
 
   it('a helper set that is not threshold distinct members with the helper in it is refused', async () => {
-    await expect(ask(0, [0, 2])).rejects.toThrow(/helpers must be 3 distinct members/);
-    await expect(ask(0, [2, 3, 4])).rejects.toThrow(/helpers must be 3 distinct members/);
-    await expect(ask(0, [0, 1, 2])).rejects.toThrow(/helpers must be 3 distinct members/);
+    for (const helpers of [[0, 2], [2, 3, 4], [0, 1, 2], [0, 0, 2]]) expect(await askWith(0, recoverBody(helpers)), `helpers ${helpers.join(',')}`).toEqual(malformed);
   });
 });

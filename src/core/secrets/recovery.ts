@@ -19,10 +19,10 @@
  * helper set is `threshold` distinct members without i and with themselves.
  */
 import { randomUUID } from 'node:crypto';
-import { AppError } from '../../errors/index.ts';
+import { AppError, refusal } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
-import { membersOf, parseVersionVector } from '../replication/ports.ts';
+import { membersOf } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { constantTimeEqual, fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
@@ -32,11 +32,10 @@ import type { NodeKeyring, ShareStore } from './ports.ts';
 import { MEMBER_SLOT_RE, type MemberStatusBody } from './member-records.ts';
 import { secretRecordOf } from './reads.ts';
 import { shareLabel } from './rules.ts';
+import { shareRecoverRequest, type SecretItem, type ShareRecoverRequest } from './shard-messages.ts';
 
-/** Secrets per recovery round (one call per helper for all of them). */
+/** Secrets per recovery round (one call per helper for all of them; a helper answers up to `RECOVER_MAX_ITEMS`, shard-messages.ts). */
 const BATCH_SIZE = 32;
-/** Largest batch a helper answers. */
-const MAX_BATCH = 64;
 /** Rounds in flight at once. */
 const BATCHES_AT_ONCE = 4;
 /** Helper sets tried for one secret before it is counted failed (each a fresh round). */
@@ -53,16 +52,8 @@ export function recoverContributionAad(clusterId: string, label: number | string
   return utf8(`quorumkeep/share-recover/v1\n${clusterId}\n${label}\n${target}\n${round}\n${helper}`);
 }
 
-/** A secret as a recovery request names it. */
-interface SecretItem {
-  chainId: number;
-  secretId: number;
-}
-
 /** A secret as recovery names it. */
-interface SecretRef {
-  chainId: number;
-  secretId: number;
+interface SecretRef extends SecretItem {
   shareDigests: string[] | undefined;
 }
 
@@ -105,10 +96,11 @@ export interface RecoveryDeps {
 /** Share recovery: the helpers' `shard` op `recover`, and the recovering member's loop. */
 export interface ShareRecovery extends Startable {
   /**
-   * A helper's answer to `{ op: 'recover', items: [{ chainId?, secretId }], helpers, round, vv }`:
-   * `{ results: [{ box } | { error }] }`, one per item, in order.
+   * A helper's answer to `{ op: 'recover', items: [{ chainId?, secretId }], helpers, round, vv }`
+   * (decoded at the edge, shard-messages.ts): `{ results: [{ box } | { error, reason? }] }`, one per
+   * item, in order.
    */
-  handleRecover(body: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown>;
+  handleRecover(request: ShareRecoverRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** This member's progress. */
   progress(): RecoveryProgress;
   /** Start watching this member's status (recovers while it is `recovering`). */
@@ -160,16 +152,16 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   /** One secret's contribution, sealed to the recovering member; throws an AppError for this item. */
   async function contribution(item: SecretItem, target: number, round: string, sorted: number[], to: ClusterNodeEntry): Promise<string> {
     const { chainId, secretId } = item;
-    if (!(await secretRecordOf(deps.state, chainId, secretId))) throw new AppError('NOT_FOUND', 'no such secret');
+    if (!(await secretRecordOf(deps.state, chainId, secretId))) throw refusal('NOT_FOUND', 'secret_unavailable', 'no such secret');
     const label = shareLabel(chainId, secretId);
     const box = await deps.shares.get(label);
-    if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
+    if (!box) throw refusal('NOT_FOUND', 'no_share', 'this member holds no share of the secret');
     const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
-    if (!share) throw new AppError('CONFLICT', 'stored share does not open');
+    if (!share) throw refusal('CONFLICT', 'no_share', 'stored share does not open');
     const mask = maskFor(label, target, round, sorted);
     try {
       if (share.length !== SHARE_Y_BYTES + 1 || share[SHARE_Y_BYTES] !== shareXOfSlot(self.slot!)) {
-        throw new AppError('CONFLICT', 'this share has a random x-coordinate (dealt before recovery support): it cannot be recovered from');
+        throw refusal('CONFLICT', 'not_recoverable', 'this share has a random x-coordinate (dealt before recovery support): it cannot be recovered from');
       }
       const lambda = lagrangeAt(sorted.map(shareXOfSlot), sorted.indexOf(self.slot!), shareXOfSlot(target));
       for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= gfMul(lambda, share[i]!);
@@ -179,40 +171,23 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     }
   }
 
-  async function handleRecover(b: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown> {
+  async function handleRecover({ items, helpers, round, vv }: ShareRecoverRequest, from: ClusterNodeEntry): Promise<unknown> {
     const target = from.slot;
-    const rawItems = Array.isArray(b.items) ? (b.items as unknown[]) : [];
-    const items = rawItems.map((raw) => {
-      const r = (raw ?? {}) as Record<string, unknown>;
-      return { chainId: r.chainId === undefined ? WEB2_CHAIN_ID : Number(r.chainId), secretId: Number(r.secretId) };
-    });
-    const helpers = Array.isArray(b.helpers) ? (b.helpers as unknown[]) : [];
-    const round = b.round;
-    if (
-      items.length === 0 ||
-      items.length > MAX_BATCH ||
-      items.some(({ chainId, secretId }) => !Number.isSafeInteger(secretId) || secretId <= 0 || !(chainId === WEB2_CHAIN_ID || (Number.isSafeInteger(chainId) && chainId > 0))) ||
-      typeof round !== 'string' ||
-      !/^[A-Za-z0-9-]{8,64}$/.test(round) ||
-      !helpers.every((h): h is number => Number.isInteger(h))
-    ) {
-      throw new AppError('BAD_REQUEST', `malformed recovery request (1 to ${MAX_BATCH} items, a round id, the helpers)`);
-    }
     // Only the slot's own identity, for itself: what it gets back is its own share.
-    if (target === null) throw new AppError('FORBIDDEN', 'only a member recovers shares');
-    const set = helpers as number[];
-    if (set.length !== descriptor.threshold || new Set(set).size !== set.length || set.some((h) => h < 0 || h >= descriptor.size) || set.includes(target) || !set.includes(self.slot!)) {
-      throw new AppError('BAD_REQUEST', `helpers must be ${descriptor.threshold} distinct members, this one among them, the recovering one not`);
+    if (target === null) throw refusal('FORBIDDEN', 'not_member', 'only a member recovers shares');
+    if (helpers.length !== descriptor.threshold || new Set(helpers).size !== helpers.length || helpers.some((h) => h >= descriptor.size) || helpers.includes(target) || !helpers.includes(self.slot!)) {
+      throw refusal('BAD_REQUEST', 'malformed', `helpers must be ${descriptor.threshold} distinct members, this one among them, the recovering one not`);
     }
-    await deps.catchUp(parseVersionVector(b.vv), from);
-    if ((await statusOf(target))?.status !== 'recovering') throw new AppError('FORBIDDEN', `slot ${target} is not recovering`);
-    const sorted = [...set].sort((x, y) => x - y);
-    const results: Array<{ box: string } | { error: string }> = [];
+    await deps.catchUp(vv, from);
+    if ((await statusOf(target))?.status !== 'recovering') throw refusal('FORBIDDEN', 'not_recovering', `slot ${target} is not recovering`);
+    const sorted = [...helpers].sort((x, y) => x - y);
+    const results: Array<{ box: string } | { error: string; reason?: string }> = [];
     for (const item of items) {
       try {
         results.push({ box: await contribution(item, target, round, sorted, from) });
       } catch (err) {
-        results.push({ error: (err instanceof Error ? err.message : String(err)).slice(0, 160) });
+        const error = (err instanceof Error ? err.message : String(err)).slice(0, 160);
+        results.push(err instanceof AppError && err.reason ? { error, reason: err.reason } : { error });
       }
     }
     log.info({ target, items: items.length, refused: results.filter((r) => 'error' in r).length }, 'recovery contributions sent');
@@ -249,12 +224,11 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     for (const helpers of helperSets()) {
       if (pending.length === 0 || signal.aborted) break;
       const round = randomUUID();
-      const items = pending.map((ref) => (ref.chainId === WEB2_CHAIN_ID ? { secretId: ref.secretId } : { chainId: ref.chainId, secretId: ref.secretId }));
       const answers = await Promise.allSettled(
         helpers.map(async (h) => {
-          const res = (await deps.members.call(h, 'shard', { op: 'recover', items, helpers, round, vv: deps.versionVector() }, { signal: AbortSignal.timeout(deps.timeoutMs) })) as { results?: unknown };
-          if (!Array.isArray(res?.results) || res.results.length !== items.length) throw new Error('malformed contributions');
-          return res.results as Array<{ box?: unknown; error?: unknown }>;
+          const res = (await deps.members.call(h, 'shard', shareRecoverRequest(pending, helpers, round, deps.versionVector()), { signal: AbortSignal.timeout(deps.timeoutMs) })) as { results?: unknown };
+          if (!Array.isArray(res?.results) || res.results.length !== pending.length) throw new Error('malformed contributions');
+          return res.results as Array<{ box?: unknown; error?: unknown; reason?: unknown }>;
         }),
       );
       const failedHelpers = answers.flatMap((a, i) => (a.status === 'rejected' ? [`${helpers[i]}: ${String((a.reason as Error)?.message ?? a.reason).slice(0, 120)}`] : []));
@@ -262,7 +236,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
         log.warn({ helpers, reasons: failedHelpers }, 'recovery round incomplete');
         continue;
       }
-      const perHelper = answers.map((a) => (a as PromiseFulfilledResult<Array<{ box?: unknown; error?: unknown }>>).value);
+      const perHelper = answers.map((a) => (a as PromiseFulfilledResult<Array<{ box?: unknown; error?: unknown; reason?: unknown }>>).value);
       const next: SecretRef[] = [];
       for (const [index, ref] of pending.entries()) {
         if (await rebuild(ref, helpers, round, perHelper.map((results) => results[index]!))) stored++;
@@ -274,14 +248,14 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   }
 
   /** Combine one secret's contributions, check the digest, store; true when stored. */
-  async function rebuild(ref: SecretRef, helpers: number[], round: string, parts: Array<{ box?: unknown; error?: unknown }>): Promise<boolean> {
+  async function rebuild(ref: SecretRef, helpers: number[], round: string, parts: Array<{ box?: unknown; error?: unknown; reason?: unknown }>): Promise<boolean> {
     const label = shareLabel(ref.chainId, ref.secretId);
     const opened: Uint8Array[] = [];
     try {
       for (const [i, part] of parts.entries()) {
         const c = typeof part?.box === 'string' ? keyring.openSealed(fromBase64(part.box), recoverContributionAad(clusterId, label, self.slot!, round, helpers[i]!)) : undefined;
         if (!c || c.length !== SHARE_Y_BYTES) {
-          log.warn({ chainId: ref.chainId, secretId: ref.secretId, helper: helpers[i], reason: typeof part?.error === 'string' ? part.error : 'does not open' }, 'recovery contribution missing');
+          log.warn({ chainId: ref.chainId, secretId: ref.secretId, helper: helpers[i], reason: typeof part?.error === 'string' ? part.error : 'does not open', refusal: part?.reason }, 'recovery contribution missing');
           return false;
         }
         opened.push(c);
