@@ -12,7 +12,9 @@
  * twice, so ⊕ c_j = Σ λ_j y_j = y_i: the member gets its own share and nothing else — any single c_j
  * is masked by pads it cannot compute (with two honest helpers or more, i.e. unless threshold parties
  * collude, who could rebuild the seed anyway). The rebuilt share is checked against the digest the
- * secret's record holds for the slot before it is stored, so a helper that lies is caught, not stored.
+ * secret's record holds for the slot before it is stored, so a helper that lies is caught, not stored;
+ * and a share already held, or contributed by a helper, counts only when it matches its own slot's
+ * digest (held-share.ts), so junk a rogue coordinator planted is recovered over, never built on.
  *
  * Helpers check that the request comes from slot i's own identity (the authenticated peer), that
  * slot i's `memberStatus` is `recovering` in their replica (after the catch-up gate), and that the
@@ -25,11 +27,12 @@ import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateRead
 import { membersOf } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
-import { constantTimeEqual, fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
-import { shareAtRestAad, shareDigest, type SecretBody } from './records.ts';
+import { fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
+import { shareAtRestAad, type SecretBody } from './records.ts';
 import type { Web3SecretBody } from '../web3/records.ts';
 import type { NodeKeyring, ShareStore } from './ports.ts';
 import { MEMBER_SLOT_RE, type MemberStatusBody } from './member-records.ts';
+import { isSlotShare, readHeldShare, requireHeldShare, type HeldShares } from './held-share.ts';
 import { secretRecordOf } from './reads.ts';
 import { shareLabel } from './rules.ts';
 import { shareRecoverRequest, type SecretItem, type ShareRecoverRequest } from './shard-messages.ts';
@@ -116,6 +119,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   const clusterId = descriptor.clusterId;
   const memberList = membersOf(descriptor);
   const log = deps.logger.child({ module: 'recovery' });
+  const ownShares: HeldShares = { shares: deps.shares, keyring, clusterId, slot: self.slot! };
 
   async function statusOf(slot: number): Promise<MemberStatusBody | undefined> {
     return (await deps.state.get('memberStatus', String(slot)))?.body as MemberStatusBody | undefined;
@@ -152,12 +156,11 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   /** One secret's contribution, sealed to the recovering member; throws an AppError for this item. */
   async function contribution(item: SecretItem, target: number, round: string, sorted: number[], to: ClusterNodeEntry): Promise<string> {
     const { chainId, secretId } = item;
-    if (!(await secretRecordOf(deps.state, chainId, secretId))) throw refusal('NOT_FOUND', 'secret_unavailable', 'no such secret');
+    const record = await secretRecordOf(deps.state, chainId, secretId);
+    if (!record) throw refusal('NOT_FOUND', 'secret_unavailable', 'no such secret');
     const label = shareLabel(chainId, secretId);
-    const box = await deps.shares.get(label);
-    if (!box) throw refusal('NOT_FOUND', 'no_share', 'this member holds no share of the secret');
-    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
-    if (!share) throw refusal('CONFLICT', 'no_share', 'stored share does not open');
+    // Only the share the record's digest names: a helper holding another would spoil the rebuild.
+    const share = await requireHeldShare(ownShares, label, record.shareDigests?.[self.slot!]);
     const mask = maskFor(label, target, round, sorted);
     try {
       if (share.length !== SHARE_Y_BYTES + 1 || share[SHARE_Y_BYTES] !== shareXOfSlot(self.slot!)) {
@@ -264,7 +267,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
       for (const c of opened) for (let i = 0; i < SHARE_Y_BYTES; i++) share[i]! ^= c[i]!;
       share[SHARE_Y_BYTES] = shareXOfSlot(self.slot!);
       try {
-        if (!constantTimeEqual(shareDigest(clusterId, label, self.slot!, share), ref.shareDigests![self.slot!]!)) {
+        if (!isSlotShare(clusterId, label, self.slot!, share, ref.shareDigests![self.slot!]!)) {
           log.error({ chainId: ref.chainId, secretId: ref.secretId, helpers }, 'rebuilt share does not match its digest: a helper lied or holds a bad share');
           return false;
         }
@@ -326,10 +329,22 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     }
   }
 
-  /** The secrets of `refs` this member holds no share of. */
+  /**
+   * The secrets of `refs` this member holds no share of — counting as missing a share that does not
+   * open, or that is not the one its record's digest names (junk stored before the record existed,
+   * or before stores were checked against the digest): recovery replaces it.
+   */
   async function withoutShare(refs: SecretRef[]): Promise<SecretRef[]> {
     const out: SecretRef[] = [];
-    for (const ref of refs) if (!(await deps.shares.get(shareLabel(ref.chainId, ref.secretId)))) out.push(ref);
+    for (const ref of refs) {
+      const read = await readHeldShare(ownShares, shareLabel(ref.chainId, ref.secretId), ref.shareDigests?.[self.slot!]);
+      if ('share' in read) {
+        zeroize(read.share);
+        continue;
+      }
+      if (read.missing !== 'none') log.warn({ chainId: ref.chainId, secretId: ref.secretId, held: read.missing }, "share held is not this slot's: recovering it");
+      out.push(ref);
+    }
     return out;
   }
 

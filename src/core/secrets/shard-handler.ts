@@ -14,6 +14,7 @@ import { isCoordinatorEntry, type ClusterNodeEntry, type MembershipView, type St
 import { signedStringKey } from '../sessions/evidence.ts';
 import { splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from '../sessions/signed-data.ts';
 import type { SignedDataVerifier, VerifiedCaller } from '../sessions/types.ts';
+import { isSlotShare, readHeldShare, requireHeldShare, type HeldShares } from './held-share.ts';
 import type { NodeKeyring, ShareStore, UsedStringStore } from './ports.ts';
 import { secretRecordOf, type SecretReads } from './reads.ts';
 import { shareAtRestAad, shareReleaseAad, shareStoreAad } from './records.ts';
@@ -89,25 +90,36 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
   const { keyring, clock, logger: log } = deps;
   const { self } = deps.membership;
   const clusterId = deps.membership.descriptor.clusterId;
+  const ownShares: HeldShares | undefined = self.slot === null ? undefined : { shares: deps.shares, keyring, clusterId, slot: self.slot };
 
-  /** What a member checks before storing a share. */
-  async function handleStore({ chainId, secretId, box }: ShareStoreRequest, slot: number): Promise<unknown> {
+  /** What a member checks before storing a share (docs/security.md, Share recovery). */
+  async function handleStore({ chainId, secretId, box }: ShareStoreRequest, from: ClusterNodeEntry, own: HeldShares): Promise<unknown> {
+    // Shares are dealt by coordinators: a Web2 create's, or a chain's syncer.
+    if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'shares are dealt by coordinators only');
+    const { slot } = own;
     const label = shareLabel(chainId, secretId);
     const share = keyring.openSealed(fromBase64(box), shareStoreAad(clusterId, label, slot));
     if (!share) throw refusal('FORBIDDEN', 'share_mismatch', 'share does not open for this member');
     try {
       // Every share sits at its slot's coordinate: two members at one x would hold one share between them.
       if (share[share.length - 1] !== shareXOfSlot(slot)) throw refusal('FORBIDDEN', 'share_mismatch', "share is not at this member's x-coordinate");
-      const existing = await deps.shares.get(label);
-      if (existing) {
-        const have = keyring.decryptAtRest(existing, shareAtRestAad(clusterId, label, slot));
-        const same = !!have && constantTimeEqual(have, share);
-        zeroize(have);
-        // A retried create (same string, same id, new key) replaces shares of a secret that never
-        // got its record; once the record exists its shares never change.
-        if (!same && (await secretRecordOf(deps.state, chainId, secretId))) throw refusal('CONFLICT', 'share_mismatch', 'a different share is already stored for this secret');
+      // Once the secret's record exists, its digest names this slot's share and nothing else is
+      // stored: a member that lost its disk would otherwise take a rogue coordinator's junk for its
+      // share, and recovery would skip it as held.
+      const record = await secretRecordOf(deps.state, chainId, secretId);
+      const digest = record?.shareDigests?.[slot];
+      if (digest !== undefined && !isSlotShare(clusterId, label, slot, share, digest)) throw refusal('FORBIDDEN', 'share_mismatch', "share does not match the secret's digest for this slot");
+      const existing = await readHeldShare(own, label, undefined);
+      if ('share' in existing) {
+        const same = constantTimeEqual(existing.share, share);
+        zeroize(existing.share);
         if (same) return { stored: true };
       }
+      // A retried create (same string, same id, new key) replaces shares of a secret that never got
+      // its record. Once the record exists its shares never change — but the share its digest names
+      // replaces one it does not (a share stored before the record existed).
+      const holdsAnother = !('missing' in existing && existing.missing === 'none');
+      if (holdsAnother && record && digest === undefined) throw refusal('CONFLICT', 'share_mismatch', 'a different share is already stored for this secret');
       await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, slot)));
       return { stored: true };
     } finally {
@@ -116,7 +128,7 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
   }
 
   /** What a member checks before releasing a share: everything, itself. */
-  async function handleRelease({ secretId, request, envelope, vv }: ShareReleaseRequest, from: ClusterNodeEntry, slot: number): Promise<unknown> {
+  async function handleRelease({ secretId, request, envelope, vv }: ShareReleaseRequest, from: ClusterNodeEntry, own: HeldShares): Promise<unknown> {
     // Shares go to coordinators only: a member that is not one has no client request to serve.
     if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'shares are released to coordinators only');
     const useKey = releaseUseKey(request.data, envelope);
@@ -129,15 +141,13 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
     assertDecryptRight(secret, caller.principalId);
     if (!(await deps.usedStrings.use(useKey, usedStringForgetAt(caller, clock())))) throw refusal('FORBIDDEN', 'string_used', 'this signed string was already used for a decrypt');
     const label = shareLabel(caller.chainId, secretId);
-    const box = await deps.shares.get(label);
-    if (!box) throw refusal('NOT_FOUND', 'no_share', 'this member holds no share of the secret');
-    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, slot));
-    if (!share) throw refusal('CONFLICT', 'no_share', 'stored share does not open');
+    // A share that is not the one the record's digest names never leaves: it would spoil the seed.
+    const share = await requireHeldShare(own, label, (await secretRecordOf(deps.state, caller.chainId, secretId))?.shareDigests?.[own.slot]);
     // To ourselves (in-process, never on a wire) the share is handed over as is; the caller zeroes it.
-    if (from.nodeAddress === self.nodeAddress) return { slot, share };
+    if (from.nodeAddress === self.nodeAddress) return { slot: own.slot, share };
     try {
-      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, slot, from.nodeAddress));
-      return { slot, box: toBase64(sealed) };
+      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, own.slot, from.nodeAddress));
+      return { slot: own.slot, box: toBase64(sealed) };
     } finally {
       zeroize(share);
     }
@@ -146,9 +156,8 @@ export function createShardHandler(deps: ShardHandlerDeps): ShardHandler {
   let pruning: Periodic | undefined;
   return {
     async handleShard(request, from) {
-      const { slot } = self;
-      if (slot === null) throw refusal('FORBIDDEN', 'not_member', 'not a member');
-      return request.op === 'store' ? handleStore(request, slot) : handleRelease(request, from, slot);
+      if (!ownShares) throw refusal('FORBIDDEN', 'not_member', 'not a member');
+      return request.op === 'store' ? handleStore(request, from, ownShares) : handleRelease(request, from, ownShares);
     },
     start() {
       // Forget used decrypt strings once they are too old to pass the freshness check anywhere.
