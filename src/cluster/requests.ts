@@ -5,6 +5,7 @@
  */
 import { PeerError, refusalError, type MemberService } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
+import { memberRefusalError } from './handlers/member.ts';
 import { PROTOCOLS } from './protocols.ts';
 import type { Peer, Peers } from './peers.ts';
 
@@ -89,9 +90,9 @@ export function createRequests(deps: RequestsDeps): Requests {
     async callMember(slot, service, body, { signal }) {
       const p = peers.ofSlot(slot);
       if (!peers.connected(p)) throw new PeerError('unreachable');
-      const res = (await peers.request(p, PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string };
+      const res = (await peers.request(p, PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string; reason?: string };
       if (res?.ok) return res.result;
-      throw refusalError(res);
+      throw memberRefusalError(res);
     },
     async ping(nodeId, opts = {}) {
       const p = peers.get(nodeId);

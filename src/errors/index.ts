@@ -58,16 +58,74 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 /** Extra JSON fields an error may carry to the client (e.g. `retryAfterSeconds`, `limitType`). */
 export type ErrorExtra = Record<string, string | number | boolean | null | string[] | Record<string, string>>;
 
+/**
+ * Why a member refused a `grant` or `shard` call (docs/security.md, "Member refusals"): a closed set,
+ * carried next to the code in the member's answer, so a caller or a test tells one refusal from
+ * another without reading its message. Never sent to HTTP clients.
+ */
+export const REFUSAL_REASONS = [
+  /** The call does not decode: unknown op, a field missing, of the wrong type or out of bounds, a bad helper set. */
+  'malformed',
+  /** This node holds no slot, or (recovery) the caller holds none. */
+  'not_member',
+  /** Shares are dealt and released, and grants given, to coordinators only. */
+  'not_coordinator',
+  /** The catch-up gate: this member does not yet hold what the requester held. */
+  'not_ready',
+  /** The client's signed string or proof does not verify: format, chain, freshness, signature or session. */
+  'unverified',
+  /** A release whose string and envelope are not a decrypt's (a payload's non-empty message and 1104-byte cifer, or a file's 4 parts). */
+  'not_a_decrypt',
+  /** The signed string names another secret than the call. */
+  'names_another_secret',
+  /** This member cannot serve the secret: no record of it here, syncing, an unsupported type, or its chain unreadable. */
+  'secret_unavailable',
+  /** The string's principal is neither the owner nor the delegate of the secret. */
+  'not_owner_or_delegate',
+  /** This member already released its share for this string. */
+  'string_used',
+  /** This member holds no share of the secret it can use (none, or one that does not open). */
+  'no_share',
+  /** A share that is not this slot's: it does not open for this member, is at another coordinate, differs from the record's digest or from the share held. */
+  'share_mismatch',
+  /** A recovery request for a slot whose status is not `recovering`. */
+  'not_recovering',
+  /** A share dealt at a random coordinate (before share recovery existed): nothing can be rebuilt from it. */
+  'not_recoverable',
+  /** A grant for no active principal with a registered key. */
+  'unknown_principal',
+  /** A grant for a session address bound to another principal's live session. */
+  'address_in_use',
+  /** A grant whose issue time is too far from the member's clock. */
+  'clock_skew',
+] as const;
+
+/** A member's refusal reason (see {@link REFUSAL_REASONS}). */
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
+/** True for a reason of the closed set (a peer's answer is checked before it is believed). */
+export function isRefusalReason(value: unknown): value is RefusalReason {
+  return typeof value === 'string' && (REFUSAL_REASONS as readonly string[]).includes(value);
+}
+
+/** Options of an {@link AppError}: the standard `cause`, and a member's refusal reason. */
+export interface AppErrorOptions extends ErrorOptions {
+  reason?: RefusalReason;
+}
+
 /** An expected failure with a code from {@link ERROR_CODES}; safe to show its message to a client. */
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly extra: ErrorExtra | undefined;
+  /** Why a member refused, when this is a member's refusal (never part of an HTTP answer). */
+  readonly reason: RefusalReason | undefined;
 
-  constructor(code: ErrorCode, message: string, extra?: ErrorExtra, options?: ErrorOptions) {
+  constructor(code: ErrorCode, message: string, extra?: ErrorExtra, options?: AppErrorOptions) {
     super(message, options);
     this.name = 'AppError';
     this.code = code;
     this.extra = extra;
+    this.reason = options?.reason;
   }
 
   /** HTTP status for this error. */
@@ -84,6 +142,27 @@ export function httpStatusOf(code: ErrorCode): number {
 /** True when `err` is an {@link AppError}. */
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
+}
+
+/** A member's refusal: `code` for the caller's answer, `reason` for the caller's logic. */
+export function refusal(code: ErrorCode, reason: RefusalReason, message: string): AppError {
+  return new AppError(code, message, undefined, { reason });
+}
+
+/**
+ * `err` as a member's refusal for `reason`, for a check a member runs through another module (the
+ * signed-data verifier, a secret lookup, a decode): an AppError that names no reason yet gets this
+ * one (same code and message); anything else is returned as it was.
+ */
+export function withReason(err: unknown, reason: RefusalReason): unknown {
+  return err instanceof AppError && err.reason === undefined ? new AppError(err.code, err.message, err.extra, { cause: err, reason }) : err;
+}
+
+/** A `.catch` handler that rethrows {@link withReason}. */
+export function refusedAs(reason: RefusalReason): (err: unknown) => never {
+  return (err) => {
+    throw withReason(err, reason);
+  };
 }
 
 /** A member that did not acknowledge a replicated write, and why. */

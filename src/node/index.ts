@@ -9,7 +9,7 @@ import type { NodeConfig } from '../config/schema.ts';
 import { loadClusterFile, parseClusterProposal } from '../config/cluster-file.ts';
 import { createLogger, type Logger } from '../log/index.ts';
 import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
-import { AppError } from '../errors/index.ts';
+import { AppError, refusal } from '../errors/index.ts';
 import { createHash } from 'node:crypto';
 import { stopAll, type Startable } from '../core/lifecycle.ts';
 import { recordContentId } from '../core/replication/record.ts';
@@ -71,6 +71,7 @@ import type { Web3Chains } from '../core/web3/ports.ts';
 import { web3SecretKind } from '../core/web3/records.ts';
 import { memberStatusKind } from '../core/secrets/member-records.ts';
 import { createMemberAdmin, createShareRecovery, type ShareRecovery } from '../core/secrets/recovery.ts';
+import { parseShardRequest } from '../core/secrets/shard-messages.ts';
 import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 import { createNodeBackup } from '../backup/index.ts';
 import { membershipChangeProblem } from '../core/membership/epoch.ts';
@@ -371,7 +372,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         }
         if (behind(theirs)) {
           metrics.catchUpRefusals.inc();
-          throw new AppError('NOT_READY', 'This member is catching up with the cluster; ask another member');
+          throw refusal('NOT_READY', 'not_ready', 'This member is catching up with the cluster; ask another member');
         }
       };
       const versionVector = () => engine.versionVector();
@@ -547,7 +548,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           ? undefined
           : {
               grant: (body, from) => sessions.handleGrant(body, from),
-              shard: (body, from) => ((body as { op?: unknown } | null)?.op === 'recover' ? recovery!.handleRecover(body as Record<string, unknown>, from) : secrets.handleShard(body, from)),
+              // Each call is decoded once, here at the edge (src/core/secrets/shard-messages.ts).
+              shard: (body, from) => {
+                const request = parseShardRequest(body);
+                return request.op === 'recover' ? recovery!.handleRecover(request, from) : secrets.handleShard(request, from);
+              },
             };
       const cluster = await createCluster(
         {

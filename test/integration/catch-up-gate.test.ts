@@ -84,7 +84,7 @@ describe('a member behind the requester', () => {
     ] as const) {
       const err = await call(service, body).catch((e: unknown) => e);
       expect(err, `${service} ${JSON.stringify(body).slice(0, 60)}`).toBeInstanceOf(AppError);
-      expect((err as AppError).code).toBe('NOT_READY');
+      expect({ code: (err as AppError).code, reason: (err as AppError).reason }).toEqual({ code: 'NOT_READY', reason: 'not_ready' });
     }
     expect(cluster.members[STALE]!.versionVector()).not.toEqual(held);
   });

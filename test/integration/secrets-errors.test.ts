@@ -601,13 +601,14 @@ describe('POST /encrypt-payload', () => {
     }
   });
 
-  it('an empty plaintext (data ending in `_`) round-trips', async () => {
+  it('an empty plaintext (data ending in `_`: the shape of a "remove delegate" string) is 400 BAD_REQUEST; one byte round-trips', async () => {
     const secretId = aliceCaller.sealed.secretId;
-    const enc = await encrypt(A, alice, secretId, '');
+    expectError(await encrypt(A, alice, secretId, ''), 400, 'BAD_REQUEST');
+    const enc = await encrypt(A, alice, secretId, 'x');
     expect(enc.status, JSON.stringify(enc.body)).toBe(200);
     const dec = await postJson(`${B}/decrypt-payload`, { cifer: enc.body.cifer, ...signedBy(alice, secretId, enc.body.encryptedMessage) });
     expect(dec.status, JSON.stringify(dec.body)).toBe(200);
-    expect(dec.body.decryptedMessage).toBe('');
+    expect(dec.body.decryptedMessage).toBe('x');
   });
 });
 
@@ -653,6 +654,14 @@ describe('POST /decrypt-payload', () => {
     expectError(await decrypt(B, alice, secretId, cifer, encryptedMessage, 'base64'), 400, 'BAD_REQUEST');
     expectError(await decrypt(A, alice, secretId, cifer, `${encryptedMessage}0`), 400, 'BAD_REQUEST');
     expectError(await decrypt(B, alice, secretId, cifer, 'not hex at all'), 400, 'BAD_REQUEST');
+  });
+
+  it('400 BAD_REQUEST, as for a malformed one, for an empty encryptedMessage (the shape of a "remove delegate" string) in either format', async () => {
+    const { secretId, cifer } = sealed();
+    const ciferBase64 = Buffer.from(cifer.slice(2), 'hex').toString('base64');
+    expectError(await decrypt(A, alice, secretId, cifer, ''), 400, 'BAD_REQUEST');
+    expectError(await decrypt(B, alice, secretId, cifer, '0x'), 400, 'BAD_REQUEST');
+    expectError(await decrypt(A, alice, secretId, ciferBase64, '', 'base64'), 400, 'BAD_REQUEST');
   });
 
   it('hex input without the 0x prefix is accepted', async () => {

@@ -3,21 +3,25 @@
  * loses its data dir but keeps its keys; an operator marks slot 3 recovering; it rebuilds every share
  * from threshold helpers, byte for byte the ones it lost, without any process combining a seed; then
  * every secret decrypts with members 3, 0 and 1 only. Helpers answer only the slot's own identity,
- * only while it is recovering. 5 members, threshold 3, 2 coordinators, in one process.
+ * only while it is recovering. A rogue coordinator cannot plant junk for a recovering member to keep:
+ * a store that is not the share its record names is refused, and a junk share already held is
+ * recovered over. 5 members, threshold 3, 2 coordinators, in one process.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import { getJson, postJson } from '../utils/http.ts';
+import { refusalOf } from '../utils/refusal.ts';
 import { principalWithSession, type Principal } from '../utils/session.ts';
 import { startImpostor } from '../utils/impostor.ts';
 import { runCli } from '../utils/process-cluster.ts';
 import { loadOrCreateNodeKeys, type Cluster } from '../../src/cluster/index.ts';
 import { openStore } from '../../src/store/index.ts';
-import { decryptAtRest, fromHex, sealTo, shamirCounters, toBase64, toHex } from '../../src/crypto/index.ts';
+import { decryptAtRest, encryptAtRest, fromHex, sealTo, shamirCounters, systemRandom, toBase64, toHex } from '../../src/crypto/index.ts';
 import { recoverContributionAad } from '../../src/core/secrets/recovery.ts';
-import { shareAtRestAad } from '../../src/core/secrets/records.ts';
+import { secretKey, shareAtRestAad, shareStoreAad } from '../../src/core/secrets/records.ts';
+import { shareStoreRequest } from '../../src/core/secrets/shard-messages.ts';
 
 const LOST = 3;
 const SECRETS = 6;
@@ -49,6 +53,57 @@ async function sharesOf(slot: number): Promise<Map<number, string>> {
   return out;
 }
 
+/** Slot `slot`'s share in shape but not in value: 64 random bytes at its own x-coordinate. */
+function junkShare(slot: number): Uint8Array {
+  const share = new Uint8Array(65);
+  share.set(systemRandom(64));
+  share[64] = slot + 1;
+  return share;
+}
+
+/** Write `share` as member `slot`'s share of `id` into its stopped store, under its own storage key. */
+async function plantShare(slot: number, id: number, share: Uint8Array): Promise<void> {
+  const config = cluster.members[slot]!.config;
+  const { keys } = await loadOrCreateNodeKeys(config.keysDir);
+  const store = await openStore({ location: join(config.dataDir, 'db') });
+  try {
+    await store.shares.put(id, encryptAtRest(keys.storage, share, shareAtRestAad(cluster.descriptor.clusterId, id, slot)));
+  } finally {
+    await store.close();
+  }
+}
+
+/** Mark `slot` recovering (answers the member as marked) and wait until it marks itself active again. */
+async function recover(slot: number, description: string, timeoutMs = 60_000): Promise<{ slot: number; status: string }> {
+  const marked = await postJson<{ member: { slot: number; status: string } }>(`${A}/admin/members/${slot}/recover`, {}, admin());
+  expect(marked.status, JSON.stringify(marked.body)).toBe(200);
+  await waitFor(
+    async () => {
+      const res = await getJson<{ members: Array<{ slot: number; status: string }> }>(`${A}/admin/members`, admin());
+      return res.body.members.find((m) => m.slot === slot)?.status === 'active';
+    },
+    { timeoutMs, intervalMs: 100, description },
+  );
+  return marked.body.member;
+}
+
+/** Every secret decrypts through coordinator 0 with members 0, 1 and 3 only: member 3's shares are needed. */
+async function decryptWithMember3() {
+  const sealed = await Promise.all(secretIds.map((id) => encryptTo(id, `secret ${id}`)));
+  await cluster.stopMember(2);
+  await cluster.stopMember(4);
+  try {
+    for (const [i, id] of secretIds.entries()) {
+      const dec = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { cifer: sealed[i]!.cifer, ...alice.signed(id, sealed[i]!.encryptedMessage) });
+      expect(dec.status, JSON.stringify(dec.body)).toBe(200);
+      expect(dec.body.decryptedMessage).toBe(`secret ${id}`);
+    }
+  } finally {
+    await cluster.restartMember(2);
+    await cluster.restartMember(4);
+  }
+}
+
 async function encryptTo(id: number, text: string) {
   const enc = await postJson<{ cifer: string; encryptedMessage: string }>(`${A}/encrypt-payload`, alice.signed(id, text));
   expect(enc.status).toBe(200);
@@ -78,17 +133,9 @@ describe('a member that lost its disk', () => {
     await cluster.restartMember(LOST);
     const combinesBefore = shamirCounters.combines;
 
-    const marked = await postJson<{ member: { slot: number; status: string } }>(`${A}/admin/members/${LOST}/recover`, {}, admin());
-    expect(marked.status, JSON.stringify(marked.body)).toBe(200);
-    expect(marked.body.member).toMatchObject({ slot: LOST, status: 'recovering' });
     // The member marks itself active once it holds every share again.
-    await waitFor(
-      async () => {
-        const res = await getJson<{ members: Array<{ slot: number; status: string }> }>(`${A}/admin/members`, admin());
-        return res.body.members.find((m) => m.slot === LOST)?.status === 'active';
-      },
-      { timeoutMs: 30_000, intervalMs: 100, description: 'slot 3 to finish recovering' },
-    );
+    const marked = await recover(LOST, 'slot 3 to finish recovering', 30_000);
+    expect(marked).toMatchObject({ slot: LOST, status: 'recovering' });
     expect(shamirCounters.combines).toBe(combinesBefore);
 
     await cluster.stopMember(LOST);
@@ -97,19 +144,7 @@ describe('a member that lost its disk', () => {
     await cluster.restartMember(LOST);
 
     // Only members 0, 1 and 3: the recovered shares are needed, and they combine with the others.
-    const sealed = await Promise.all(secretIds.map((id) => encryptTo(id, `secret ${id}`)));
-    await cluster.stopMember(2);
-    await cluster.stopMember(4);
-    try {
-      for (const [i, id] of secretIds.entries()) {
-        const dec = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { cifer: sealed[i]!.cifer, ...alice.signed(id, sealed[i]!.encryptedMessage) });
-        expect(dec.status, JSON.stringify(dec.body)).toBe(200);
-        expect(dec.body.decryptedMessage).toBe(`secret ${id}`);
-      }
-    } finally {
-      await cluster.restartMember(2);
-      await cluster.restartMember(4);
-    }
+    await decryptWithMember3();
   }, 90_000);
 
   it('the CLI: member status lists every slot (exit 0, none recovering; 1 while one is; 2 on failure); member recover marks one', async () => {
@@ -153,14 +188,7 @@ describe('a helper that lies', () => {
       await cluster.stopMember(LOST);
       await rm(join(cluster.members[LOST]!.config.dataDir, 'db'), { recursive: true, force: true });
       await cluster.restartMember(LOST);
-      expect((await postJson(`${A}/admin/members/${LOST}/recover`, {}, admin())).status).toBe(200);
-      await waitFor(
-        async () => {
-          const res = await getJson<{ members: Array<{ slot: number; status: string }> }>(`${A}/admin/members`, admin());
-          return res.body.members.find((m) => m.slot === LOST)?.status === 'active';
-        },
-        { timeoutMs: 60_000, intervalMs: 100, description: 'slot 3 to recover past the liar' },
-      );
+      await recover(LOST, 'slot 3 to recover past the liar');
       await cluster.stopMember(LOST);
       expect(await sharesOf(LOST)).toEqual(before);
       await cluster.restartMember(LOST);
@@ -180,22 +208,60 @@ describe('helpers answer only the recovering slot itself', () => {
   }, 30_000);
   afterAll(() => rogue?.stop());
 
-  const ask = (slot: number, helpers: number[]) =>
-    rogue.callMember(slot, 'shard', { op: 'recover', items: [{ secretId: secretIds[0] }], helpers, round: 'round-0001', vv: {} }, { signal: AbortSignal.timeout(5000) });
+  const askWith = (slot: number, body: unknown) => refusalOf(() => rogue.callMember(slot, 'shard', body, { signal: AbortSignal.timeout(5000) }));
+  const recoverBody = (helpers: number[], items: unknown[] = [{ secretId: secretIds[0] }]) => ({ op: 'recover', items, helpers, round: 'round-0001', vv: {} });
+  const malformed = { code: 'BAD_REQUEST', reason: 'malformed' };
 
   it('a slot that is not recovering gets nothing', async () => {
-    await expect(ask(0, [0, 2, 3])).rejects.toThrow(/slot 1 is not recovering/);
+    expect(await askWith(0, recoverBody([0, 2, 3]))).toEqual({ code: 'FORBIDDEN', reason: 'not_recovering' });
   });
 
   it('a malformed batch is refused: no items, or more than 64', async () => {
-    const body = (items: unknown[]) => ({ op: 'recover', items, helpers: [0, 2, 3], round: 'round-0001', vv: {} });
-    await expect(rogue.callMember(0, 'shard', body([]), { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/malformed recovery request/);
-    await expect(rogue.callMember(0, 'shard', body(Array.from({ length: 65 }, () => ({ secretId: 1 }))), { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/malformed recovery request/);
+    expect(await askWith(0, recoverBody([0, 2, 3], []))).toEqual(malformed);
+    expect(await askWith(0, recoverBody([0, 2, 3], Array.from({ length: 65 }, () => ({ secretId: 1 }))))).toEqual(malformed);
   });
 
   it('a helper set that is not threshold distinct members with the helper in it is refused', async () => {
-    await expect(ask(0, [0, 2])).rejects.toThrow(/helpers must be 3 distinct members/);
-    await expect(ask(0, [2, 3, 4])).rejects.toThrow(/helpers must be 3 distinct members/);
-    await expect(ask(0, [0, 1, 2])).rejects.toThrow(/helpers must be 3 distinct members/);
+    for (const helpers of [[0, 2], [2, 3, 4], [0, 1, 2], [0, 0, 2]]) expect(await askWith(0, recoverBody(helpers)), `helpers ${helpers.join(',')}`).toEqual(malformed);
   });
+});
+
+describe('a rogue coordinator and a member that lost its disk', () => {
+  it('cannot plant junk for it to keep: a junk store is refused once the member holds the record, a junk share already held is recovered over, and decrypts need the genuine shares', async () => {
+    const clusterId = cluster.descriptor.clusterId;
+    await cluster.stopMember(LOST);
+    await rm(join(cluster.members[LOST]!.config.dataDir, 'db'), { recursive: true, force: true });
+    // A fresh store, then one junk share in it: what a store before the record reached the member
+    // (or before members checked stores) would have left.
+    await cluster.restartMember(LOST);
+    await cluster.stopMember(LOST);
+    const planted = secretIds[1]!;
+    await plantShare(LOST, planted, junkShare(LOST));
+    await cluster.restartMember(LOST);
+
+    // Coordinator 1's genuine identity deals junk to member 3 over the real `shard` protocol.
+    const { peer: rogue } = await startImpostor(cluster, 1);
+    try {
+      await waitFor(() => rogue.membership.isReachable(LOST), { timeoutMs: 10_000, description: 'the rogue to reach member 3' });
+      await waitFor(async () => (await Promise.all(secretIds.map((id) => cluster.members[LOST]!.state.get('secret', secretKey(id))))).every(Boolean), {
+        timeoutMs: 15_000,
+        description: 'member 3 to catch up the secrets’ records',
+      });
+      for (const id of secretIds) {
+        const box = sealTo(fromHex(cluster.descriptor.nodes[LOST]!.signingPublicKey), junkShare(LOST), shareStoreAad(clusterId, id, LOST));
+        const refused = await refusalOf(() => rogue.callMember(LOST, 'shard', shareStoreRequest(-1, id, box), { signal: AbortSignal.timeout(5000) }));
+        expect(refused, `secret ${id}`).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+      }
+    } finally {
+      await rogue.stop();
+      await cluster.restartMember(1);
+    }
+
+    await recover(LOST, 'slot 3 to recover past the junk');
+    await cluster.stopMember(LOST);
+    // Every share is the genuine one, the planted one included: junk was neither stored nor counted as held.
+    expect(await sharesOf(LOST)).toEqual(before);
+    await cluster.restartMember(LOST);
+    await decryptWithMember3();
+  }, 120_000);
 });

@@ -1,11 +1,34 @@
 /**
  * `grant` and `shard`: a member's own services, answered `{ ok, result }` or a refusal carrying its
- * error code (docs/architecture.md, "Network"; docs/security.md, "Share release").
+ * error code and reason (docs/architecture.md, "Network"; docs/security.md, "Member refusals").
  */
 import type { Logger } from '../../log/index.ts';
-import type { MemberHandler, MemberService } from '../../core/replication/ports.ts';
-import { isAppError } from '../../errors/index.ts';
+import { refusalError, type MemberHandler, type MemberService } from '../../core/replication/ports.ts';
+import { AppError, isAppError, isRefusalReason } from '../../errors/index.ts';
 import type { ProtocolHandler } from './serve.ts';
+
+/** A member's refusal on the wire. */
+export interface MemberRefusal {
+  ok: false;
+  error: string;
+  code?: string;
+  /** One of the closed set `REFUSAL_REASONS` (src/errors), when the refusal names one. */
+  reason?: string;
+}
+
+/** The wire form of a member's refusal: its message, its code, and its reason when it has one. */
+export function memberRefusal(err: AppError): MemberRefusal {
+  return err.reason ? { ok: false, error: err.message, code: err.code, reason: err.reason } : { ok: false, error: err.message, code: err.code };
+}
+
+/**
+ * The requester's decode of a member's refusal: {@link refusalError}'s (an AppError for a known
+ * code), with the member's reason when it is one of the closed set.
+ */
+export function memberRefusalError(answer: { error?: unknown; code?: unknown; reason?: unknown } | undefined): Error {
+  const err = refusalError(answer);
+  return isAppError(err) && isRefusalReason(answer?.reason) ? new AppError(err.code, err.message, undefined, { reason: answer.reason }) : err;
+}
 
 /** Dependencies of {@link createMemberServiceHandler}. */
 export interface MemberServiceHandlerDeps {
@@ -19,14 +42,14 @@ export interface MemberServiceHandlerDeps {
 export function createMemberServiceHandler(service: MemberService, deps: MemberServiceHandlerDeps): ProtocolHandler {
   return async (body, remote) => {
     const handler = deps.memberHandlers?.[service];
-    if (!handler) return { ok: false, error: 'not a member', code: 'FORBIDDEN' };
+    if (!handler) return { ok: false, error: 'not a member', code: 'FORBIDDEN', reason: 'not_member' } satisfies MemberRefusal;
     try {
       return { ok: true, result: await handler(body, remote.entry) };
     } catch (err) {
-      // Refusals carry their code; anything else is reported without internals.
-      if (isAppError(err)) return { ok: false, error: err.message, code: err.code };
+      // Refusals carry their code and reason; anything else is reported without internals.
+      if (isAppError(err)) return memberRefusal(err);
       deps.log.warn({ err, service, peer: remote.entry.id }, 'member service failed');
-      return { ok: false, error: 'member service failed' };
+      return { ok: false, error: 'member service failed' } satisfies MemberRefusal;
     }
   };
 }

@@ -12,7 +12,7 @@ import { assertDecryptRight, assertUsable, parseSecretId, resolvedOf, type Secre
 import { CIFER_BYTES, createLruCache, fromBase64, openPayloadWithCheckedSeed, sealPayload, zeroize, type SealedPayload } from '../../crypto/index.ts';
 import type { EncryptedPayload, PayloadsService } from './types.ts';
 import type { UsageAdmission, UsageReservation } from '../usage/types.ts';
-import { decodeBinary, encodeBinary } from './binary.ts';
+import { decodeBinary, decodeEncryptedMessage, encodeBinary, PAYLOAD_MIN_BYTES } from './binary.ts';
 
 export { decodeBinary, encodeBinary } from './binary.ts';
 
@@ -100,6 +100,9 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       assertUsable(secret);
       const ready = early.value?.publicKeyCid === secret.publicKeyCid ? early.value : undefined;
       const plaintext = ready?.plaintext ?? utf8Encoder.encode(caller.extra[0] ?? '');
+      // Every payload has a byte at least: an empty message would encrypt to an empty last part, the
+      // shape of a "remove delegate" string, which no member releases a share for (binary.ts).
+      if (plaintext.length < PAYLOAD_MIN_BYTES) throw new AppError('BAD_REQUEST', 'plainText is empty');
       // Counted in plaintext bytes (the message's UTF-8), and only once the envelope is sealed.
       const admitted = deps.usage ? await deps.usage.admit(caller.principalId, 'encryption', plaintext.length) : UNCOUNTED;
       let sealed: SealedPayload;
@@ -124,7 +127,7 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
       const caller = await deps.verifier.verify(request, { parts: 5, web3: true });
       const cifer = decodeBinary(ciferText, inputFormat, 'cifer');
       if (cifer.length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', `cifer must be ${CIFER_BYTES} bytes, got ${cifer.length}`);
-      const message = decodeBinary(caller.extra[0] ?? '', inputFormat, 'encryptedMessage');
+      const message = decodeEncryptedMessage(caller.extra[0] ?? '', inputFormat);
       const secret = await secretFor(caller);
       assertDecryptRight(secret, caller.principalId);
       // Counted in plaintext bytes: AES-GCM's ciphertext (its tag travels in the cifer) is exactly

@@ -28,13 +28,15 @@ export interface ReleaseShortfall {
  * The answer to a release short of threshold, when it is not a 503: members that refused outright (a
  * spent string, no right to decrypt: 403 or 400) will refuse a retry too, so once too many did for a
  * quorum to be possible, the first refusal says why; members that could not read the chain say the
- * chain is what is down (CHAIN_UNAVAILABLE with the chainId). Undefined otherwise.
+ * chain is what is down (CHAIN_UNAVAILABLE with the chainId). Undefined otherwise. The first refusal's
+ * reason goes with it (never into the HTTP answer).
  */
 export function releaseShortfall(failures: GatherFailure[], descriptor: Pick<ClusterDescriptor, 'size' | 'threshold'>, chainId: number): ReleaseShortfall | undefined {
   const errors = failures.map((f) => f.error);
   const refusals = errors.filter((e): e is AppError => e instanceof AppError && (e.code === 'FORBIDDEN' || e.code === 'BAD_REQUEST'));
   if (refusals.length > descriptor.size - descriptor.threshold) {
-    return { refused: refusals.length, error: new AppError(refusals[0]!.code, `Members refused to release their shares: ${refusals[0]!.message}`) };
+    const first = refusals[0]!;
+    return { refused: refusals.length, error: new AppError(first.code, `Members refused to release their shares: ${first.message}`, undefined, { reason: first.reason }) };
   }
   const chainDown = errors.find((e): e is AppError => e instanceof AppError && e.code === 'CHAIN_UNAVAILABLE');
   return chainDown ? { error: new AppError('CHAIN_UNAVAILABLE', chainDown.message, { chainId }) } : undefined;

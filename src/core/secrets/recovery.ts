@@ -12,31 +12,33 @@
  * twice, so ⊕ c_j = Σ λ_j y_j = y_i: the member gets its own share and nothing else — any single c_j
  * is masked by pads it cannot compute (with two honest helpers or more, i.e. unless threshold parties
  * collude, who could rebuild the seed anyway). The rebuilt share is checked against the digest the
- * secret's record holds for the slot before it is stored, so a helper that lies is caught, not stored.
+ * secret's record holds for the slot before it is stored, so a helper that lies is caught, not stored;
+ * and a share already held, or contributed by a helper, counts only when it matches its own slot's
+ * digest (held-share.ts), so junk a rogue coordinator planted is recovered over, never built on.
  *
  * Helpers check that the request comes from slot i's own identity (the authenticated peer), that
  * slot i's `memberStatus` is `recovering` in their replica (after the catch-up gate), and that the
  * helper set is `threshold` distinct members without i and with themselves.
  */
 import { randomUUID } from 'node:crypto';
-import { AppError } from '../../errors/index.ts';
+import { AppError, refusal } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
-import { membersOf, parseVersionVector } from '../replication/ports.ts';
+import { membersOf } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
-import { constantTimeEqual, fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
-import { shareAtRestAad, shareDigest, type SecretBody } from './records.ts';
+import { fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
+import { shareAtRestAad, type SecretBody } from './records.ts';
 import type { Web3SecretBody } from '../web3/records.ts';
 import type { NodeKeyring, ShareStore } from './ports.ts';
 import { MEMBER_SLOT_RE, type MemberStatusBody } from './member-records.ts';
+import { isSlotShare, readHeldShare, requireHeldShare, type HeldShares } from './held-share.ts';
 import { secretRecordOf } from './reads.ts';
 import { shareLabel } from './rules.ts';
+import { shareRecoverRequest, type SecretItem, type ShareRecoverRequest } from './shard-messages.ts';
 
-/** Secrets per recovery round (one call per helper for all of them). */
+/** Secrets per recovery round (one call per helper for all of them; a helper answers up to `RECOVER_MAX_ITEMS`, shard-messages.ts). */
 const BATCH_SIZE = 32;
-/** Largest batch a helper answers. */
-const MAX_BATCH = 64;
 /** Rounds in flight at once. */
 const BATCHES_AT_ONCE = 4;
 /** Helper sets tried for one secret before it is counted failed (each a fresh round). */
@@ -53,16 +55,8 @@ export function recoverContributionAad(clusterId: string, label: number | string
   return utf8(`quorumkeep/share-recover/v1\n${clusterId}\n${label}\n${target}\n${round}\n${helper}`);
 }
 
-/** A secret as a recovery request names it. */
-interface SecretItem {
-  chainId: number;
-  secretId: number;
-}
-
 /** A secret as recovery names it. */
-interface SecretRef {
-  chainId: number;
-  secretId: number;
+interface SecretRef extends SecretItem {
   shareDigests: string[] | undefined;
 }
 
@@ -105,10 +99,11 @@ export interface RecoveryDeps {
 /** Share recovery: the helpers' `shard` op `recover`, and the recovering member's loop. */
 export interface ShareRecovery extends Startable {
   /**
-   * A helper's answer to `{ op: 'recover', items: [{ chainId?, secretId }], helpers, round, vv }`:
-   * `{ results: [{ box } | { error }] }`, one per item, in order.
+   * A helper's answer to `{ op: 'recover', items: [{ chainId?, secretId }], helpers, round, vv }`
+   * (decoded at the edge, shard-messages.ts): `{ results: [{ box } | { error, reason? }] }`, one per
+   * item, in order.
    */
-  handleRecover(body: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown>;
+  handleRecover(request: ShareRecoverRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** This member's progress. */
   progress(): RecoveryProgress;
   /** Start watching this member's status (recovers while it is `recovering`). */
@@ -124,6 +119,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   const clusterId = descriptor.clusterId;
   const memberList = membersOf(descriptor);
   const log = deps.logger.child({ module: 'recovery' });
+  const ownShares: HeldShares = { shares: deps.shares, keyring, clusterId, slot: self.slot! };
 
   async function statusOf(slot: number): Promise<MemberStatusBody | undefined> {
     return (await deps.state.get('memberStatus', String(slot)))?.body as MemberStatusBody | undefined;
@@ -160,16 +156,15 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   /** One secret's contribution, sealed to the recovering member; throws an AppError for this item. */
   async function contribution(item: SecretItem, target: number, round: string, sorted: number[], to: ClusterNodeEntry): Promise<string> {
     const { chainId, secretId } = item;
-    if (!(await secretRecordOf(deps.state, chainId, secretId))) throw new AppError('NOT_FOUND', 'no such secret');
+    const record = await secretRecordOf(deps.state, chainId, secretId);
+    if (!record) throw refusal('NOT_FOUND', 'secret_unavailable', 'no such secret');
     const label = shareLabel(chainId, secretId);
-    const box = await deps.shares.get(label);
-    if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
-    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
-    if (!share) throw new AppError('CONFLICT', 'stored share does not open');
+    // Only the share the record's digest names: a helper holding another would spoil the rebuild.
+    const share = await requireHeldShare(ownShares, label, record.shareDigests?.[self.slot!]);
     const mask = maskFor(label, target, round, sorted);
     try {
       if (share.length !== SHARE_Y_BYTES + 1 || share[SHARE_Y_BYTES] !== shareXOfSlot(self.slot!)) {
-        throw new AppError('CONFLICT', 'this share has a random x-coordinate (dealt before recovery support): it cannot be recovered from');
+        throw refusal('CONFLICT', 'not_recoverable', 'this share has a random x-coordinate (dealt before recovery support): it cannot be recovered from');
       }
       const lambda = lagrangeAt(sorted.map(shareXOfSlot), sorted.indexOf(self.slot!), shareXOfSlot(target));
       for (let i = 0; i < SHARE_Y_BYTES; i++) mask[i]! ^= gfMul(lambda, share[i]!);
@@ -179,40 +174,23 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     }
   }
 
-  async function handleRecover(b: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown> {
+  async function handleRecover({ items, helpers, round, vv }: ShareRecoverRequest, from: ClusterNodeEntry): Promise<unknown> {
     const target = from.slot;
-    const rawItems = Array.isArray(b.items) ? (b.items as unknown[]) : [];
-    const items = rawItems.map((raw) => {
-      const r = (raw ?? {}) as Record<string, unknown>;
-      return { chainId: r.chainId === undefined ? WEB2_CHAIN_ID : Number(r.chainId), secretId: Number(r.secretId) };
-    });
-    const helpers = Array.isArray(b.helpers) ? (b.helpers as unknown[]) : [];
-    const round = b.round;
-    if (
-      items.length === 0 ||
-      items.length > MAX_BATCH ||
-      items.some(({ chainId, secretId }) => !Number.isSafeInteger(secretId) || secretId <= 0 || !(chainId === WEB2_CHAIN_ID || (Number.isSafeInteger(chainId) && chainId > 0))) ||
-      typeof round !== 'string' ||
-      !/^[A-Za-z0-9-]{8,64}$/.test(round) ||
-      !helpers.every((h): h is number => Number.isInteger(h))
-    ) {
-      throw new AppError('BAD_REQUEST', `malformed recovery request (1 to ${MAX_BATCH} items, a round id, the helpers)`);
-    }
     // Only the slot's own identity, for itself: what it gets back is its own share.
-    if (target === null) throw new AppError('FORBIDDEN', 'only a member recovers shares');
-    const set = helpers as number[];
-    if (set.length !== descriptor.threshold || new Set(set).size !== set.length || set.some((h) => h < 0 || h >= descriptor.size) || set.includes(target) || !set.includes(self.slot!)) {
-      throw new AppError('BAD_REQUEST', `helpers must be ${descriptor.threshold} distinct members, this one among them, the recovering one not`);
+    if (target === null) throw refusal('FORBIDDEN', 'not_member', 'only a member recovers shares');
+    if (helpers.length !== descriptor.threshold || new Set(helpers).size !== helpers.length || helpers.some((h) => h >= descriptor.size) || helpers.includes(target) || !helpers.includes(self.slot!)) {
+      throw refusal('BAD_REQUEST', 'malformed', `helpers must be ${descriptor.threshold} distinct members, this one among them, the recovering one not`);
     }
-    await deps.catchUp(parseVersionVector(b.vv), from);
-    if ((await statusOf(target))?.status !== 'recovering') throw new AppError('FORBIDDEN', `slot ${target} is not recovering`);
-    const sorted = [...set].sort((x, y) => x - y);
-    const results: Array<{ box: string } | { error: string }> = [];
+    await deps.catchUp(vv, from);
+    if ((await statusOf(target))?.status !== 'recovering') throw refusal('FORBIDDEN', 'not_recovering', `slot ${target} is not recovering`);
+    const sorted = [...helpers].sort((x, y) => x - y);
+    const results: Array<{ box: string } | { error: string; reason?: string }> = [];
     for (const item of items) {
       try {
         results.push({ box: await contribution(item, target, round, sorted, from) });
       } catch (err) {
-        results.push({ error: (err instanceof Error ? err.message : String(err)).slice(0, 160) });
+        const error = (err instanceof Error ? err.message : String(err)).slice(0, 160);
+        results.push(err instanceof AppError && err.reason ? { error, reason: err.reason } : { error });
       }
     }
     log.info({ target, items: items.length, refused: results.filter((r) => 'error' in r).length }, 'recovery contributions sent');
@@ -249,12 +227,11 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     for (const helpers of helperSets()) {
       if (pending.length === 0 || signal.aborted) break;
       const round = randomUUID();
-      const items = pending.map((ref) => (ref.chainId === WEB2_CHAIN_ID ? { secretId: ref.secretId } : { chainId: ref.chainId, secretId: ref.secretId }));
       const answers = await Promise.allSettled(
         helpers.map(async (h) => {
-          const res = (await deps.members.call(h, 'shard', { op: 'recover', items, helpers, round, vv: deps.versionVector() }, { signal: AbortSignal.timeout(deps.timeoutMs) })) as { results?: unknown };
-          if (!Array.isArray(res?.results) || res.results.length !== items.length) throw new Error('malformed contributions');
-          return res.results as Array<{ box?: unknown; error?: unknown }>;
+          const res = (await deps.members.call(h, 'shard', shareRecoverRequest(pending, helpers, round, deps.versionVector()), { signal: AbortSignal.timeout(deps.timeoutMs) })) as { results?: unknown };
+          if (!Array.isArray(res?.results) || res.results.length !== pending.length) throw new Error('malformed contributions');
+          return res.results as Array<{ box?: unknown; error?: unknown; reason?: unknown }>;
         }),
       );
       const failedHelpers = answers.flatMap((a, i) => (a.status === 'rejected' ? [`${helpers[i]}: ${String((a.reason as Error)?.message ?? a.reason).slice(0, 120)}`] : []));
@@ -262,7 +239,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
         log.warn({ helpers, reasons: failedHelpers }, 'recovery round incomplete');
         continue;
       }
-      const perHelper = answers.map((a) => (a as PromiseFulfilledResult<Array<{ box?: unknown; error?: unknown }>>).value);
+      const perHelper = answers.map((a) => (a as PromiseFulfilledResult<Array<{ box?: unknown; error?: unknown; reason?: unknown }>>).value);
       const next: SecretRef[] = [];
       for (const [index, ref] of pending.entries()) {
         if (await rebuild(ref, helpers, round, perHelper.map((results) => results[index]!))) stored++;
@@ -274,14 +251,14 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
   }
 
   /** Combine one secret's contributions, check the digest, store; true when stored. */
-  async function rebuild(ref: SecretRef, helpers: number[], round: string, parts: Array<{ box?: unknown; error?: unknown }>): Promise<boolean> {
+  async function rebuild(ref: SecretRef, helpers: number[], round: string, parts: Array<{ box?: unknown; error?: unknown; reason?: unknown }>): Promise<boolean> {
     const label = shareLabel(ref.chainId, ref.secretId);
     const opened: Uint8Array[] = [];
     try {
       for (const [i, part] of parts.entries()) {
         const c = typeof part?.box === 'string' ? keyring.openSealed(fromBase64(part.box), recoverContributionAad(clusterId, label, self.slot!, round, helpers[i]!)) : undefined;
         if (!c || c.length !== SHARE_Y_BYTES) {
-          log.warn({ chainId: ref.chainId, secretId: ref.secretId, helper: helpers[i], reason: typeof part?.error === 'string' ? part.error : 'does not open' }, 'recovery contribution missing');
+          log.warn({ chainId: ref.chainId, secretId: ref.secretId, helper: helpers[i], reason: typeof part?.error === 'string' ? part.error : 'does not open', refusal: part?.reason }, 'recovery contribution missing');
           return false;
         }
         opened.push(c);
@@ -290,7 +267,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
       for (const c of opened) for (let i = 0; i < SHARE_Y_BYTES; i++) share[i]! ^= c[i]!;
       share[SHARE_Y_BYTES] = shareXOfSlot(self.slot!);
       try {
-        if (!constantTimeEqual(shareDigest(clusterId, label, self.slot!, share), ref.shareDigests![self.slot!]!)) {
+        if (!isSlotShare(clusterId, label, self.slot!, share, ref.shareDigests![self.slot!]!)) {
           log.error({ chainId: ref.chainId, secretId: ref.secretId, helpers }, 'rebuilt share does not match its digest: a helper lied or holds a bad share');
           return false;
         }
@@ -352,10 +329,22 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     }
   }
 
-  /** The secrets of `refs` this member holds no share of. */
+  /**
+   * The secrets of `refs` this member holds no share of — counting as missing a share that does not
+   * open, or that is not the one its record's digest names (junk stored before the record existed,
+   * or before stores were checked against the digest): recovery replaces it.
+   */
   async function withoutShare(refs: SecretRef[]): Promise<SecretRef[]> {
     const out: SecretRef[] = [];
-    for (const ref of refs) if (!(await deps.shares.get(shareLabel(ref.chainId, ref.secretId)))) out.push(ref);
+    for (const ref of refs) {
+      const read = await readHeldShare(ownShares, shareLabel(ref.chainId, ref.secretId), ref.shareDigests?.[self.slot!]);
+      if ('share' in read) {
+        zeroize(read.share);
+        continue;
+      }
+      if (read.missing !== 'none') log.warn({ chainId: ref.chainId, secretId: ref.secretId, held: read.missing }, "share held is not this slot's: recovering it");
+      out.push(ref);
+    }
     return out;
   }
 

@@ -3,7 +3,7 @@
  * release): parsing ids, who may decrypt, how a secret is named in share stores, and the views the
  * routes answer. No I/O: the services in this folder call these.
  */
-import { AppError } from '../../errors/index.ts';
+import { AppError, refusal } from '../../errors/index.ts';
 import { membersOf, type ClusterDescriptor } from '../replication/ports.ts';
 import type { SignedEvidence } from '../sessions/evidence.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
@@ -53,14 +53,14 @@ export function shareLabel(chainId: number, secretId: number): number | string {
 
 /** 403 unless `principalId` may decrypt with the secret (the owner, or a delegate that is set). */
 export function assertDecryptRight(secret: Pick<ResolvedSecret, 'owner' | 'delegate' | 'isSyncing' | 'secretType'>, principalId: string): void {
-  if (secret.owner !== principalId && (secret.delegate === null || secret.delegate !== principalId)) throw new AppError('FORBIDDEN', 'Only the owner or the delegate may decrypt with this secret');
+  if (secret.owner !== principalId && (secret.delegate === null || secret.delegate !== principalId)) throw refusal('FORBIDDEN', 'not_owner_or_delegate', 'Only the owner or the delegate may decrypt with this secret');
   assertUsable(secret);
 }
 
-/** 403 while syncing or for a type this service cannot use. */
+/** 403 while syncing or for a type this service cannot use (a member's refusal says `secret_unavailable`). */
 export function assertUsable(secret: Pick<ResolvedSecret, 'isSyncing' | 'secretType'>): void {
-  if (secret.isSyncing) throw new AppError('FORBIDDEN', 'Secret is syncing; try again shortly');
-  if (secret.secretType !== SECRET_TYPE_MLKEM768) throw new AppError('FORBIDDEN', `Secret type ${secret.secretType} is not supported`);
+  if (secret.isSyncing) throw refusal('FORBIDDEN', 'secret_unavailable', 'Secret is syncing; try again shortly');
+  if (secret.secretType !== SECRET_TYPE_MLKEM768) throw refusal('FORBIDDEN', 'secret_unavailable', `Secret type ${secret.secretType} is not supported`);
 }
 
 /** Whether POST /web2/secrets lists the secret for `principalId`: its owner or its delegate. */

@@ -5,34 +5,45 @@
  * (or the chain, for Web3) and that the string was not used before — then seals its share to the
  * requesting coordinator.
  */
-import { AppError } from '../../errors/index.ts';
+import { refusal, refusedAs, withReason } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { CIFER_BYTES, constantTimeEqual, fromBase64, fromHex, sealTo, shareXOfSlot, toBase64, toHex, zeroize } from '../../crypto/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
-import { decodeBinary } from '../payloads/binary.ts';
-import { isCoordinatorEntry, parseVersionVector, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
+import { decodeBinary, decodeEncryptedMessage } from '../payloads/binary.ts';
+import { isCoordinatorEntry, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
-import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
+import { splitSignedData, WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { SignedDataVerifier, VerifiedCaller } from '../sessions/types.ts';
 import type { ChainHeads } from '../web3/ports.ts';
+import { isSlotShare, readHeldShare, requireHeldShare, type HeldShares } from './held-share.ts';
 import type { NodeKeyring, ShareStore, UsedStringStore } from './ports.ts';
 import { secretRecordOf, type SecretReads } from './reads.ts';
 import { shareAtRestAad, shareReleaseAad, shareStoreAad } from './records.ts';
 import { assertDecryptRight, resolvedOf, shareLabel } from './rules.ts';
-import { parseShareRelease, parseShareStore, type DecryptEnvelope } from './shard-messages.ts';
+import type { DecryptEnvelope, ShareReleaseRequest, ShareStoreRequest } from './shard-messages.ts';
 import { pruneUsedStrings, usedStringExpiry } from './used-strings.ts';
 
 /**
- * The single-use key of a release's signed string. A file decrypt: the client's 4-part string, which
- * the deployed client also signs for /encrypt-file (docs/security.md, Known limits). A payload decrypt:
- * the string's last part is the encrypted message in the request's format, and the request names a
- * well-formed envelope for it (400 otherwise); its key holds whatever the spelling of its hex or address.
+ * The single-use key of a release whose request has a decrypt's shape (docs/security.md, Share
+ * release), and 400 `not_a_decrypt` for any other — checked before the string is verified, so a
+ * malformed request costs no signature recovery. A file decrypt: the client's 4-part string, which
+ * the deployed client also signs for /encrypt-file (docs/security.md, Known limits). A payload
+ * decrypt: a 5-part string whose last part is a non-empty encrypted message in the request's format
+ * (a "remove delegate" setDelegate string ends in an empty one), with a well-formed 1104-byte cifer;
+ * its key holds whatever the spelling of its hex or address.
  */
-export function releaseUseKey(caller: Pick<VerifiedCaller, 'parts' | 'extra'>, envelope: DecryptEnvelope): string {
-  if ('file' in envelope) return signedStringKey('decrypt-file', caller.parts.slice(0, 4));
-  const message = decodeBinary(caller.extra[0] ?? '', envelope.inputFormat, 'encryptedMessage');
-  if (decodeBinary(envelope.cifer, envelope.inputFormat, 'cifer').length !== CIFER_BYTES) throw new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
-  return signedStringKey('decrypt', [...caller.parts.slice(0, 4), toHex(message)]);
+export function releaseUseKey(data: string, envelope: DecryptEnvelope): string {
+  const parts = splitSignedData(data, { parts: 'file' in envelope ? 4 : 5 });
+  if (!parts) throw refusal('BAD_REQUEST', 'not_a_decrypt', `not a decrypt request: expected ${'file' in envelope ? 4 : 5} parts`);
+  if ('file' in envelope) return signedStringKey('decrypt-file', parts);
+  let message: Uint8Array;
+  try {
+    message = decodeEncryptedMessage(parts[4]!, envelope.inputFormat);
+    if (decodeBinary(envelope.cifer, envelope.inputFormat, 'cifer').length !== CIFER_BYTES) throw refusal('BAD_REQUEST', 'not_a_decrypt', 'not a decrypt request: cifer is malformed');
+  } catch (err) {
+    throw withReason(err, 'not_a_decrypt');
+  }
+  return signedStringKey('decrypt', [...parts.slice(0, 4), toHex(message)]);
 }
 
 /** Options of {@link createShardHandler}. */
@@ -65,8 +76,8 @@ export interface ShardHandlerDeps {
 
 /** A member's side of the shares. */
 export interface ShardHandler extends Startable {
-  /** The `shard` handler (`store` and `release`). */
-  handleShard(body: unknown, from: ClusterNodeEntry): Promise<unknown>;
+  /** The `shard` handler of `store` and `release`, for a call decoded at the edge (shard-messages.ts). */
+  handleShard(request: ShareStoreRequest | ShareReleaseRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** Start forgetting used decrypt strings once they are too old. */
   start(): void;
   /** Stop forgetting (waits for a prune in flight); idempotent. */
@@ -78,27 +89,37 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
   const { keyring, clock, logger: log } = deps;
   const { self } = deps.membership;
   const clusterId = deps.membership.descriptor.clusterId;
+  const ownShares: HeldShares | undefined = self.slot === null ? undefined : { shares: deps.shares, keyring, clusterId, slot: self.slot };
 
-  /** What a member checks before storing a share. */
-  async function handleStore(b: Record<string, unknown>): Promise<unknown> {
-    const { chainId, secretId, box } = parseShareStore(b);
+  /** What a member checks before storing a share (docs/security.md, Share recovery). */
+  async function handleStore({ chainId, secretId, box }: ShareStoreRequest, from: ClusterNodeEntry, own: HeldShares): Promise<unknown> {
+    // Shares are dealt by coordinators: a Web2 create's, or a chain's syncer.
+    if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'shares are dealt by coordinators only');
+    const { slot } = own;
     const label = shareLabel(chainId, secretId);
-    const share = keyring.openSealed(fromBase64(box), shareStoreAad(clusterId, label, self.slot!));
-    if (!share) throw new AppError('FORBIDDEN', 'share does not open for this member');
+    const share = keyring.openSealed(fromBase64(box), shareStoreAad(clusterId, label, slot));
+    if (!share) throw refusal('FORBIDDEN', 'share_mismatch', 'share does not open for this member');
     try {
       // Every share sits at its slot's coordinate: two members at one x would hold one share between them.
-      if (share[share.length - 1] !== shareXOfSlot(self.slot!)) throw new AppError('FORBIDDEN', "share is not at this member's x-coordinate");
-      const existing = await deps.shares.get(label);
-      if (existing) {
-        const have = keyring.decryptAtRest(existing, shareAtRestAad(clusterId, label, self.slot!));
-        const same = !!have && constantTimeEqual(have, share);
-        zeroize(have);
-        // A retried create (same string, same id, new key) replaces shares of a secret that never
-        // got its record; once the record exists its shares never change.
-        if (!same && (await secretRecordOf(deps.state, chainId, secretId))) throw new AppError('CONFLICT', 'a different share is already stored for this secret');
+      if (share[share.length - 1] !== shareXOfSlot(slot)) throw refusal('FORBIDDEN', 'share_mismatch', "share is not at this member's x-coordinate");
+      // Once the secret's record exists, its digest names this slot's share and nothing else is
+      // stored: a member that lost its disk would otherwise take a rogue coordinator's junk for its
+      // share, and recovery would skip it as held.
+      const record = await secretRecordOf(deps.state, chainId, secretId);
+      const digest = record?.shareDigests?.[slot];
+      if (digest !== undefined && !isSlotShare(clusterId, label, slot, share, digest)) throw refusal('FORBIDDEN', 'share_mismatch', "share does not match the secret's digest for this slot");
+      const existing = await readHeldShare(own, label, undefined);
+      if ('share' in existing) {
+        const same = constantTimeEqual(existing.share, share);
+        zeroize(existing.share);
         if (same) return { stored: true };
       }
-      await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, self.slot!)));
+      // A retried create (same string, same id, new key) replaces shares of a secret that never got
+      // its record. Once the record exists its shares never change — but the share its digest names
+      // replaces one it does not (a share stored before the record existed).
+      const holdsAnother = !('missing' in existing && existing.missing === 'none');
+      if (holdsAnother && record && digest === undefined) throw refusal('CONFLICT', 'share_mismatch', 'a different share is already stored for this secret');
+      await deps.shares.put(label, keyring.encryptAtRest(share, shareAtRestAad(clusterId, label, slot)));
       return { stored: true };
     } finally {
       zeroize(share);
@@ -106,29 +127,26 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
   }
 
   /** What a member checks before releasing a share: everything, itself. */
-  async function handleRelease(b: Record<string, unknown>, from: ClusterNodeEntry): Promise<unknown> {
+  async function handleRelease({ secretId, request, envelope, vv }: ShareReleaseRequest, from: ClusterNodeEntry, own: HeldShares): Promise<unknown> {
     // Shares go to coordinators only: a member that is not one has no client request to serve.
-    if (!isCoordinatorEntry(from)) throw new AppError('FORBIDDEN', 'shares are released to coordinators only');
-    const { secretId, request, envelope, vv } = parseShareRelease(b);
+    if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'shares are released to coordinators only');
+    const useKey = releaseUseKey(request.data, envelope);
     // Released once per string per member, a file's like a payload's.
-    const caller = await deps.verifier.verify(request, { parts: 'file' in envelope ? 4 : 5, web3: deps.reads.web3Enabled() });
-    const useKey = releaseUseKey(caller, envelope);
-    if (caller.subject !== String(secretId)) throw new AppError('FORBIDDEN', 'signed data names another secret');
-    await deps.catchUp(parseVersionVector(vv), from);
+    const caller = await deps.verifier.verify(request, { parts: 'file' in envelope ? 4 : 5, web3: deps.reads.web3Enabled() }).catch(refusedAs('unverified'));
+    if (caller.subject !== String(secretId)) throw refusal('FORBIDDEN', 'names_another_secret', 'signed data names another secret');
+    await deps.catchUp(vv, from);
     // Web3: the owner and delegate this member reads from the chain itself, never the coordinator's word.
-    const secret = caller.chainId === WEB2_CHAIN_ID ? resolvedOf(await deps.reads.requireSecret(secretId)) : await deps.reads.requireWeb3().resolveOwn(caller.chainId, secretId);
+    const secret = await (caller.chainId === WEB2_CHAIN_ID ? deps.reads.requireSecret(secretId).then(resolvedOf) : deps.reads.requireWeb3().resolveOwn(caller.chainId, secretId)).catch(refusedAs('secret_unavailable'));
     assertDecryptRight(secret, caller.principalId);
-    if (!(await deps.usedStrings.use(useKey, usedStringExpiry(caller)))) throw new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
+    if (!(await deps.usedStrings.use(useKey, usedStringExpiry(caller)))) throw refusal('FORBIDDEN', 'string_used', 'this signed string was already used for a decrypt');
     const label = shareLabel(caller.chainId, secretId);
-    const box = await deps.shares.get(label);
-    if (!box) throw new AppError('NOT_FOUND', 'this member holds no share of the secret');
-    const share = keyring.decryptAtRest(box, shareAtRestAad(clusterId, label, self.slot!));
-    if (!share) throw new AppError('CONFLICT', 'stored share does not open');
+    // A share that is not the one the record's digest names never leaves: it would spoil the seed.
+    const share = await requireHeldShare(own, label, (await secretRecordOf(deps.state, caller.chainId, secretId))?.shareDigests?.[own.slot]);
     // To ourselves (in-process, never on a wire) the share is handed over as is; the caller zeroes it.
-    if (from.nodeAddress === self.nodeAddress) return { slot: self.slot, share };
+    if (from.nodeAddress === self.nodeAddress) return { slot: own.slot, share };
     try {
-      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, self.slot!, from.nodeAddress));
-      return { slot: self.slot, box: toBase64(sealed) };
+      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, own.slot, from.nodeAddress));
+      return { slot: own.slot, box: toBase64(sealed) };
     } finally {
       zeroize(share);
     }
@@ -136,12 +154,9 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
 
   let pruning: Periodic | undefined;
   return {
-    async handleShard(body, from) {
-      if (self.slot === null) throw new AppError('FORBIDDEN', 'not a member');
-      const b = (body ?? {}) as Record<string, unknown>;
-      if (b.op === 'store') return handleStore(b);
-      if (b.op === 'release') return handleRelease(b, from);
-      throw new AppError('BAD_REQUEST', 'unknown shard operation');
+    async handleShard(request, from) {
+      if (!ownShares) throw refusal('FORBIDDEN', 'not_member', 'not a member');
+      return request.op === 'store' ? handleStore(request, from, ownShares) : handleRelease(request, from, ownShares);
     },
     start() {
       // Forget used decrypt strings once they can no longer pass this member's freshness check.

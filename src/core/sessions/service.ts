@@ -6,7 +6,8 @@
  * while unexpired, its principal not deleted and the principal's key unchanged — so account deletion
  * and key rotation end sessions without writing anything per session.
  */
-import { AppError, QuorumError } from '../../errors/index.ts';
+import { z } from 'zod';
+import { AppError, QuorumError, refusal } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
 import { isCoordinatorEntry, membersOf, parseVersionVector } from '../replication/ports.ts';
@@ -32,18 +33,22 @@ export function sessionMessage(principalId: string, timestamp: string, sessionAd
   return `cifer_session:${principalId}:${timestamp}:${sessionAddress}` + (ttl === undefined ? '' : `:${ttl}`);
 }
 
-/** What a coordinator sends each member over `grant`. */
-interface GrantRequest {
-  principalId: string;
-  /** As the client sent them: the Ed25519 message is over these exact strings. */
-  timestamp: string;
-  sessionAddress: string;
-  ttl: number | null;
-  signature: string;
-  issuedAt: number;
-  /** The requester's version vector: the member grants only once it holds as much (catch-up gate). */
-  vv?: VersionVector;
-}
+/**
+ * What a coordinator sends each member over `grant`, decoded at the member's edge (400 `malformed`
+ * otherwise). `timestamp` and `sessionAddress` travel as the client sent them: the Ed25519 message is
+ * over these exact strings. `vv` is the requester's version vector: the member grants only once it
+ * holds as much (catch-up gate; malformed entries are dropped).
+ */
+const grantRequestSchema = z.object({
+  principalId: z.string().regex(PRINCIPAL_ID_RE),
+  timestamp: z.string().regex(TIMESTAMP_RE),
+  sessionAddress: z.string().regex(ADDRESS_RE),
+  ttl: z.int().min(SESSION_TTL_MIN_MS).max(SESSION_TTL_MAX_MS).nullable(),
+  signature: z.string().regex(ED25519_SIG_RE),
+  issuedAt: z.int(),
+  vv: z.unknown().optional().transform(parseVersionVector),
+});
+type GrantRequest = z.output<typeof grantRequestSchema>;
 
 /** Options of {@link createSessionsService}. */
 export interface SessionsOptions {
@@ -97,16 +102,16 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
   /** Checks every node runs on a session request; returns the principal's key. */
   async function checkProof(req: Omit<GrantRequest, 'issuedAt'>, now: number): Promise<string> {
     const principal = await principalOf(req.principalId);
-    if (!principal) throw new AppError('NOT_FOUND', 'Principal not found');
+    if (!principal) throw refusal('NOT_FOUND', 'unknown_principal', 'Principal not found');
     const key = principal.ed25519PublicKey;
-    if (!key) throw new AppError('FORBIDDEN', 'No Ed25519 key registered for this principal');
+    if (!key) throw refusal('FORBIDDEN', 'unknown_principal', 'No Ed25519 key registered for this principal');
     const message = sessionMessage(req.principalId, req.timestamp, req.sessionAddress, req.ttl ?? undefined);
-    if (!deps.verifyEd25519(key, message, req.signature.toLowerCase())) throw new AppError('UNAUTHORIZED', 'Invalid signature');
-    if (Math.abs(now - Number(req.timestamp)) > WEB2_FRESHNESS_MS) throw new AppError('BAD_REQUEST', 'timestamp is outside the allowed window of ±10 minutes');
+    if (!deps.verifyEd25519(key, message, req.signature.toLowerCase())) throw refusal('UNAUTHORIZED', 'unverified', 'Invalid signature');
+    if (Math.abs(now - Number(req.timestamp)) > WEB2_FRESHNESS_MS) throw refusal('BAD_REQUEST', 'unverified', 'timestamp is outside the allowed window of ±10 minutes');
     // A session address already bound to another principal's live session is not taken over.
     const current = (await state.get('session', req.sessionAddress.toLowerCase()))?.body as SessionBody | undefined;
     if (current && current.principalId !== req.principalId && isSessionActive(current, await principalOf(current.principalId), now)) {
-      throw new AppError('FORBIDDEN', 'Session address is in use by another principal');
+      throw refusal('FORBIDDEN', 'address_in_use', 'Session address is in use by another principal');
     }
     return key;
   }
@@ -117,24 +122,10 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
   }
 
   function parseGrantRequest(body: unknown): GrantRequest {
-    const b = (body ?? {}) as Record<string, unknown>;
-    const { principalId, timestamp, sessionAddress, ttl, signature, issuedAt } = b;
-    if (
-      typeof principalId !== 'string' ||
-      !PRINCIPAL_ID_RE.test(principalId) ||
-      typeof timestamp !== 'string' ||
-      !TIMESTAMP_RE.test(timestamp) ||
-      typeof sessionAddress !== 'string' ||
-      !ADDRESS_RE.test(sessionAddress) ||
-      typeof signature !== 'string' ||
-      !ED25519_SIG_RE.test(signature) ||
-      !Number.isSafeInteger(issuedAt) ||
-      !(ttl === null || Number.isSafeInteger(ttl))
-    ) {
-      throw new AppError('BAD_REQUEST', 'malformed grant request');
-    }
-    parseTtl(ttl === null ? undefined : (ttl as number));
-    return { principalId, timestamp, sessionAddress, ttl: ttl as number | null, signature, issuedAt: issuedAt as number, vv: parseVersionVector(b.vv) };
+    const parsed = grantRequestSchema.safeParse(body);
+    if (parsed.success) return parsed.data;
+    const field = parsed.error.issues[0]?.path.join('.') || 'body';
+    throw refusal('BAD_REQUEST', 'malformed', `malformed grant request: ${field}`);
   }
 
   const service: SessionsCapability = {
@@ -196,11 +187,11 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
 
     async handleGrant(body, from) {
       // Sessions are written by coordinators; nobody else has a client to grant for.
-      if (!isCoordinatorEntry(from)) throw new AppError('FORBIDDEN', 'grants are given to coordinators only');
+      if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'grants are given to coordinators only');
       const req = parseGrantRequest(body);
-      await deps.catchUp(req.vv ?? {}, from);
+      await deps.catchUp(req.vv, from);
       const now = clock();
-      if (Math.abs(req.issuedAt - now) > GRANT_ISSUE_SKEW_MS) throw new AppError('FORBIDDEN', 'grant issue time is too far from this member\'s clock');
+      if (Math.abs(req.issuedAt - now) > GRANT_ISSUE_SKEW_MS) throw refusal('FORBIDDEN', 'clock_skew', "grant issue time is too far from this member's clock");
       const publicKey = await checkProof(req, now);
       return { nodeAddress: self.nodeAddress, signature: deps.signDigest(sessionGrantDigest(descriptor.clusterId, grantOf(req, publicKey))) };
     },

@@ -17,8 +17,8 @@ import { FUTURE_BLOCK_TOLERANCE, type ChainHead, type ChainHeads } from '../web3
 export const WEB2_CHAIN_ID = -1;
 /** Web2 freshness window: |now − timestamp| ≤ 10 min (docs/architecture.md, Signed data strings). */
 export const WEB2_FRESHNESS_MS = 600_000;
-/** Longest `data` the verifier parses (the JSON body limit binds first on the routes). */
-const MAX_DATA_CHARS = 4 * 1024 * 1024;
+/** Longest `data` the verifier parses (the JSON body limit binds first on the routes; members bound a release's with it). */
+export const MAX_DATA_CHARS = 4 * 1024 * 1024;
 
 // Numbers only in their canonical decimal form (no `-01`, no leading zeros): one authorisation has
 // one spelling, so single use keyed on the string cannot be dodged by rewriting a number.

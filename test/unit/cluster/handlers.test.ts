@@ -9,7 +9,7 @@ import { createMemberServiceHandler } from '../../../src/cluster/handlers/member
 import { createPingHandler } from '../../../src/cluster/handlers/ping.ts';
 import type { Peer } from '../../../src/cluster/peers.ts';
 import type { Logger } from '../../../src/log/index.ts';
-import { AppError } from '../../../src/errors/index.ts';
+import { AppError, refusal } from '../../../src/errors/index.ts';
 
 const remote = { entry: { id: 'node-1', slot: 1 } } as unknown as Peer;
 
@@ -58,23 +58,25 @@ describe('create', () => {
 });
 
 describe('member services', () => {
-  it('refuses on a gateway with FORBIDDEN', async () => {
+  it('refuses on a gateway with FORBIDDEN, not_member', async () => {
     const { log } = warnings();
-    await expect(createMemberServiceHandler('grant', { log })({}, remote)).resolves.toEqual({ ok: false, error: 'not a member', code: 'FORBIDDEN' });
+    await expect(createMemberServiceHandler('grant', { log })({}, remote)).resolves.toEqual({ ok: false, error: 'not a member', code: 'FORBIDDEN', reason: 'not_member' });
   });
 
-  it('passes a refusal on with its code, and reports any other failure without its internals', async () => {
+  it('passes a refusal on with its code and reason, and reports any other failure without its internals', async () => {
     const { log, lines } = warnings();
     const handler = createMemberServiceHandler('shard', {
       log,
       memberHandlers: {
         shard: async (body) => {
-          if ((body as { behind?: boolean }).behind) throw new AppError('NOT_READY', 'not caught up');
+          if ((body as { behind?: boolean }).behind) throw refusal('NOT_READY', 'not_ready', 'not caught up');
+          if ((body as { plain?: boolean }).plain) throw new AppError('CONFLICT', 'no reason');
           throw new Error('disk on fire');
         },
       },
     });
-    await expect(handler({ behind: true }, remote)).resolves.toEqual({ ok: false, error: 'not caught up', code: 'NOT_READY' });
+    await expect(handler({ behind: true }, remote)).resolves.toEqual({ ok: false, error: 'not caught up', code: 'NOT_READY', reason: 'not_ready' });
+    await expect(handler({ plain: true }, remote)).resolves.toEqual({ ok: false, error: 'no reason', code: 'CONFLICT' });
     expect(lines).toEqual([]);
     await expect(handler({}, remote)).resolves.toEqual({ ok: false, error: 'member service failed' });
     expect(lines).toMatchObject([{ service: 'shard', peer: 'node-1', message: 'member service failed' }]);

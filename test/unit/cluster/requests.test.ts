@@ -1,7 +1,7 @@
 /**
  * The requester side of the request/response protocols (src/cluster/requests.ts), over a stub peer
  * table: applies queued in one event-loop turn go as one message, and a member's refusal keeps its
- * code (docs/architecture.md, "Network").
+ * code and reason (docs/architecture.md, "Network"; docs/security.md, "Member refusals").
  */
 import { describe, expect, it } from 'vitest';
 import { createRequests } from '../../../src/cluster/requests.ts';
@@ -64,6 +64,16 @@ describe('member calls', () => {
     expect((other as Error).message).toBe('refused: member service failed');
     expect(coded.sent[0]?.protocol).toBe(PROTOCOLS.grant);
     expect(plain.sent[0]?.protocol).toBe(PROTOCOLS.shard);
+  });
+
+  it('keeps a refusal reason of the closed set next to its code, and drops one it does not know', async () => {
+    const signal = AbortSignal.timeout(5000);
+    const reasoned = harness(() => ({ ok: false, error: 'spent', code: 'FORBIDDEN', reason: 'string_used' }));
+    const err = await reasoned.requests.callMember(1, 'shard', {}, { signal }).catch((e: unknown) => e);
+    expect(isAppError(err) && { code: err.code, reason: err.reason }).toEqual({ code: 'FORBIDDEN', reason: 'string_used' });
+    const unknown = harness(() => ({ ok: false, error: 'spent', code: 'FORBIDDEN', reason: 'because' }));
+    const other = await unknown.requests.callMember(1, 'shard', {}, { signal }).catch((e: unknown) => e);
+    expect(isAppError(other) && { code: other.code, reason: other.reason }).toEqual({ code: 'FORBIDDEN', reason: undefined });
   });
 
   it('fails at once, without a request, when the member is unreachable', async () => {

@@ -147,3 +147,24 @@ describe('encrypt: the signer and the envelope in one step', () => {
     expect(steps).toEqual({ recover: 1, seal: 1, fused: 1, admitted: 1 });
   });
 });
+
+describe('a payload is one byte at least (docs/http.md, Payload encryption)', () => {
+  const cifer = toHex(new Uint8Array(1104));
+
+  it('encrypt refuses an empty message with 400 BAD_REQUEST, before any admission; one byte is enough', async () => {
+    const { payloads, steps } = setup({ replica: [secretRecord(7)] });
+    await expect(payloads.encrypt(request(7, ''), 'hex')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(steps.admitted).toBe(0);
+    expect(opened(await payloads.encrypt(request(7, 'x'), 'hex'))).toBe('x');
+  });
+
+  it('decrypt answers an empty encryptedMessage (empty, or `0x` alone) with the 400 BAD_REQUEST of a malformed one, before any share is asked for', async () => {
+    const { payloads } = setup({ replica: [secretRecord(7)] });
+    const malformed = await payloads.decrypt(request(7, 'zz'), cifer, 'hex').catch((err: unknown) => err);
+    expect(malformed).toMatchObject({ code: 'BAD_REQUEST' });
+    // recoverSeed would throw a plain Error: a 400 here means no member was asked.
+    for (const [message, format] of [['', 'hex'], ['0x', 'hex'], ['', 'base64']] as const) {
+      await expect(payloads.decrypt(request(7, message), format === 'hex' ? cifer : toBase64(new Uint8Array(1104)), format)).rejects.toMatchObject({ code: (malformed as AppError).code });
+    }
+  });
+});

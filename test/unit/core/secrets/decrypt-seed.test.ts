@@ -5,22 +5,22 @@
  */
 import { describe, expect, it } from 'vitest';
 import { releaseShortfall } from '../../../../src/core/secrets/decrypt-seed.ts';
-import { AppError } from '../../../../src/errors/index.ts';
+import { AppError, refusal } from '../../../../src/errors/index.ts';
 
 // Five members, threshold 3: three refusals make a quorum impossible, two do not.
 const cluster = { size: 5, threshold: 3 };
-const spent = new AppError('FORBIDDEN', 'this signed string was already used for a decrypt');
-const malformed = new AppError('BAD_REQUEST', 'not a decrypt request: cifer is malformed');
+const spent = refusal('FORBIDDEN', 'string_used', 'this signed string was already used for a decrypt');
+const malformed = refusal('BAD_REQUEST', 'not_a_decrypt', 'not a decrypt request: cifer is malformed');
 const chainDown = new AppError('CHAIN_UNAVAILABLE', 'chain 31337 is unavailable');
 const at = (...errors: unknown[]) => errors.map((error, slot) => ({ slot, error }));
 
 describe('release shortfall', () => {
-  it('more refusals than members that may fail: the first refusal, by its code', () => {
+  it('more refusals than members that may fail: the first refusal, by its code and reason', () => {
     const shortfall = releaseShortfall(at(spent, malformed, spent), cluster, -1)!;
     expect(shortfall.refused).toBe(3);
     expect(shortfall.error).toBeInstanceOf(AppError);
-    expect(shortfall.error).toMatchObject({ code: 'FORBIDDEN', message: 'Members refused to release their shares: this signed string was already used for a decrypt' });
-    expect(releaseShortfall(at(malformed, spent, spent), cluster, -1)!.error.code).toBe('BAD_REQUEST');
+    expect(shortfall.error).toMatchObject({ code: 'FORBIDDEN', reason: 'string_used', message: 'Members refused to release their shares: this signed string was already used for a decrypt' });
+    expect(releaseShortfall(at(malformed, spent, spent), cluster, -1)!.error).toMatchObject({ code: 'BAD_REQUEST', reason: 'not_a_decrypt' });
   });
 
   it('refusals a quorum could still do without, or other failures: a retry may help', () => {

@@ -1,49 +1,216 @@
 /**
- * A member's single-use rules for share releases (src/core/secrets/shard-handler.ts; docs/security.md,
- * "Single use" and Share release): one key per decrypt string whatever its spelling. How long it is
- * remembered: ./used-strings.test.ts.
+ * A member's `shard` rules (src/core/secrets/shard-handler.ts; docs/security.md, Share release,
+ * Share recovery and "Single use"): a release needs a decrypt's shape — a "remove delegate" string
+ * never has one — and has one key per decrypt string whatever its spelling; a stored share must be
+ * the one the secret's record names for this slot once the record exists. Refusals are told apart
+ * by code and reason.
  */
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../../../src/errors/index.ts';
-import { releaseUseKey } from '../../../../src/core/secrets/shard-handler.ts';
+import { createShardHandler, releaseUseKey } from '../../../../src/core/secrets/shard-handler.ts';
+import { parseShardRequest, shareStoreRequest, type DecryptEnvelope, type ShareStoreRequest } from '../../../../src/core/secrets/shard-messages.ts';
+import { secretKey, shareAtRestAad, shareDigest, shareStoreAad } from '../../../../src/core/secrets/records.ts';
+import { web3SecretKey, web3SecretLabel } from '../../../../src/core/web3/records.ts';
+import type { ClusterNodeEntry, StateReader } from '../../../../src/core/replication/ports.ts';
+import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
 import { signedStringKey } from '../../../../src/core/sessions/evidence.ts';
-import { CIFER_BYTES, toBase64, toHex } from '../../../../src/crypto/index.ts';
+import { CIFER_BYTES, decryptAtRest, encryptAtRest, fromHex, openSealed, sealTo, toBase64, toHex } from '../../../../src/crypto/index.ts';
+import { createLogger } from '../../../../src/log/index.ts';
+import { unitCluster } from '../../../utils/evidence.ts';
+import { refusalOf } from '../../../utils/refusal.ts';
 
 const address = '0xAbCdEf0123456789aBcDeF0123456789AbCdEf01';
 const message = new Uint8Array([0xde, 0xad, 0xbe, 0xef]);
 const cifer = new Uint8Array(CIFER_BYTES).fill(7);
-const caller = (last: string) => ({ parts: ['-1', '7', address, '1700000000000', last], extra: [last] });
+const TS = '1700000000000';
+const data = (last: string) => `-1_7_${address}_${TS}_${last}`;
+const hexEnvelope: DecryptEnvelope = { cifer: toHex(cifer), inputFormat: 'hex' };
+const base64Envelope: DecryptEnvelope = { cifer: toBase64(cifer), inputFormat: 'base64' };
 
 describe('release single use', () => {
   it('a payload decrypt is one string whatever the spelling of its message or address', () => {
-    const key = releaseUseKey(caller('deadbeef'), { cifer: toHex(cifer), inputFormat: 'hex' });
-    expect(key).toBe(signedStringKey('decrypt', ['-1', '7', address.toLowerCase(), '1700000000000', 'deadbeef']));
-    expect(releaseUseKey(caller('0xDEADBEEF'), { cifer: toHex(cifer), inputFormat: 'hex' })).toBe(key);
-    expect(releaseUseKey(caller(toBase64(message)), { cifer: toBase64(cifer), inputFormat: 'base64' })).toBe(key);
+    const key = releaseUseKey(data('deadbeef'), hexEnvelope);
+    expect(key).toBe(signedStringKey('decrypt', ['-1', '7', address.toLowerCase(), TS, 'deadbeef']));
+    expect(releaseUseKey(data('0xDEADBEEF'), hexEnvelope)).toBe(key);
+    expect(releaseUseKey(data(toBase64(message)), base64Envelope)).toBe(key);
     // Another message is another string.
-    expect(releaseUseKey(caller('deadbeee'), { cifer: toHex(cifer), inputFormat: 'hex' })).not.toBe(key);
-  });
-
-  it('a payload release names a well-formed envelope for a message in its format', () => {
-    const refused = (last: string, envelope: { cifer: string; inputFormat: 'hex' | 'base64' }) => {
-      try {
-        releaseUseKey(caller(last), envelope);
-      } catch (err) {
-        expect(err).toBeInstanceOf(AppError);
-        return (err as AppError).code + ' ' + (err as AppError).message;
-      }
-      return 'accepted';
-    };
-    expect(refused('zz', { cifer: toHex(cifer), inputFormat: 'hex' })).toBe('BAD_REQUEST encryptedMessage is not valid hex');
-    expect(refused('deadbeef', { cifer: toHex(cifer.subarray(1)), inputFormat: 'hex' })).toBe('BAD_REQUEST not a decrypt request: cifer is malformed');
-    expect(refused('deadbeef', { cifer: '!!', inputFormat: 'base64' })).toBe('BAD_REQUEST cifer is not valid base64');
+    expect(releaseUseKey(data('deadbeee'), hexEnvelope)).not.toBe(key);
   });
 
   it('a file decrypt is its 4-part string, apart from any payload decrypt', () => {
-    const parts = ['-1', '7', address, '1700000000000'];
-    const key = releaseUseKey({ parts, extra: [] }, { file: true });
+    const parts = ['-1', '7', address, TS];
+    const key = releaseUseKey(parts.join('_'), { file: true });
     expect(key).toBe(signedStringKey('decrypt-file', parts));
-    expect(releaseUseKey({ parts: [...parts.slice(0, 2), address.toLowerCase(), parts[3]!], extra: [] }, { file: true })).toBe(key);
-    expect(key).not.toBe(releaseUseKey(caller('deadbeef'), { cifer: toHex(cifer), inputFormat: 'hex' }));
+    expect(releaseUseKey(['-1', '7', address.toLowerCase(), TS].join('_'), { file: true })).toBe(key);
+    expect(key).not.toBe(releaseUseKey(data('deadbeef'), hexEnvelope));
+  });
+});
+
+describe("a release needs a decrypt's shape", () => {
+  const notADecrypt = { code: 'BAD_REQUEST', reason: 'not_a_decrypt' };
+  const shapeOf = (signed: string, envelope: DecryptEnvelope) => refusalOf(() => releaseUseKey(signed, envelope));
+
+  it('the owner\'s "remove delegate" setDelegate string (empty last part) releases nothing, in either format', async () => {
+    expect(await shapeOf(data(''), hexEnvelope)).toEqual(notADecrypt);
+    expect(await shapeOf(data(''), base64Envelope)).toEqual(notADecrypt);
+    // `0x` alone is empty hex.
+    expect(await shapeOf(data('0x'), hexEnvelope)).toEqual(notADecrypt);
+  });
+
+  it('a setDelegate string naming a delegate (a principal id) is neither hex nor base64', async () => {
+    const delegate = '0b5d6c1e-2f3a-4b4c-8d5e-6f7a8b9c0d1e';
+    expect(await shapeOf(data(delegate), hexEnvelope)).toEqual(notADecrypt);
+    expect(await shapeOf(data(delegate), base64Envelope)).toEqual(notADecrypt);
+  });
+
+  it('a message that does not decode, a malformed or short cifer, the wrong part count: not a decrypt', async () => {
+    expect(await shapeOf(data('zz'), hexEnvelope)).toEqual(notADecrypt);
+    expect(await shapeOf(data('deadbeef'), { cifer: toHex(cifer.subarray(1)), inputFormat: 'hex' })).toEqual(notADecrypt);
+    expect(await shapeOf(data('deadbeef'), { cifer: '!!', inputFormat: 'base64' })).toEqual(notADecrypt);
+    expect(await shapeOf(`-1_7_${address}_${TS}`, hexEnvelope)).toEqual(notADecrypt);
+    expect(await shapeOf(data('dead_beef'), hexEnvelope)).toEqual(notADecrypt);
+    expect(await shapeOf(data('deadbeef'), { file: true })).toEqual(notADecrypt);
+  });
+
+  it('one byte of message is enough (the encrypt route\'s own minimum)', async () => {
+    expect(await shapeOf(data('00'), hexEnvelope)).toBe('accepted');
+    expect(await shapeOf(data('AA=='), base64Envelope)).toBe('accepted');
+  });
+});
+
+// --- Stores: a member of slot 2 (not a coordinator) of a 5-member cluster whose coordinators are 0 and 1.
+
+const { keys, descriptor } = unitCluster();
+const clusterId = descriptor.clusterId;
+const SLOT = 2;
+const SECRET_ID = 7;
+const CHAIN_ID = 31337;
+const storageKey = randomBytes(32);
+const coordinator = descriptor.nodes[0]!;
+
+/** A share of this slot: 64 random bytes at x = slot + 1. */
+function shareAt(slot: number): Uint8Array {
+  const share = new Uint8Array(randomBytes(65));
+  share[64] = slot + 1;
+  return share;
+}
+
+/** The `store` call dealing `share` to slot 2, sealed to its key, as the edge decodes it. */
+function storeOf(share: Uint8Array, chainId = -1): ShareStoreRequest {
+  const label = chainId === -1 ? SECRET_ID : web3SecretLabel(chainId, SECRET_ID);
+  const box = sealTo(fromHex(descriptor.nodes[SLOT]!.signingPublicKey), share, shareStoreAad(clusterId, label, SLOT));
+  const request = parseShardRequest(shareStoreRequest(chainId, SECRET_ID, box));
+  if (request.op !== 'store') throw new Error('not a store');
+  return request;
+}
+
+/** A secret record whose digests name `share` for slot 2 (other slots: anything). */
+function recordNaming(share: Uint8Array | undefined, label: number | string = SECRET_ID) {
+  return share ? { shareDigests: [0, 1, 2, 3, 4].map((slot) => (slot === SLOT ? shareDigest(clusterId, label, SLOT, share) : 'ab'.repeat(32))) } : {};
+}
+
+/** Member 2's shard handler over an in-memory share store and the records given (`kind!key` → body). */
+function member(records: Map<string, object> = new Map(), self: ClusterNodeEntry = descriptor.nodes[SLOT]!) {
+  const stored = new Map<number | string, Uint8Array>();
+  const state: StateReader = {
+    get: async (kind, key) => {
+      const body = records.get(`${kind}!${key}`);
+      return body === undefined ? undefined : ({ kind, key, body } as unknown as ReplicatedRecord);
+    },
+    list: async function* () {},
+  };
+  const handler = createShardHandler({ usedStringPruneIntervalMs: 600_000 }, {
+    membership: { descriptor, self, isReachable: () => true, reachableCount: () => 5 },
+    state,
+    reads: { requireSecret: () => Promise.reject(new Error('unused')), requireWeb3: () => Promise.reject(new Error('unused')) as never, web3Enabled: () => false },
+    verifier: { verify: () => Promise.reject(new Error('unused')) },
+    catchUp: async () => undefined,
+    shares: { get: async (label) => stored.get(label), put: async (label, box) => void stored.set(label, box), flush: async () => undefined },
+    usedStrings: { use: async () => true, chains: async () => [], prune: async () => 0 },
+    keyring: {
+      openSealed: (box, aad) => openSealed(keys[SLOT]!, box, aad),
+      encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
+      decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
+      ecdhX: () => {
+        throw new Error('unused');
+      },
+    },
+    clock: () => Date.now(),
+    logger: createLogger({ level: 'silent' }),
+    signal: new AbortController().signal,
+  });
+  /** The share held for `label`, hex, or undefined. */
+  const held = (label: number | string = SECRET_ID) => {
+    const box = stored.get(label);
+    const share = box && decryptAtRest(storageKey, box, shareAtRestAad(clusterId, label, SLOT));
+    return share ? toHex(share) : undefined;
+  };
+  const store = (request: ShareStoreRequest, from: ClusterNodeEntry = coordinator) => refusalOf(() => handler.handleShard(request, from));
+  return { handler, held, store, records };
+}
+
+describe('a member storing its share', () => {
+  it('with no record yet (a create in flight): stores it, keeps it on a repeat, and takes a retried create\'s new share', async () => {
+    const m = member();
+    const first = shareAt(SLOT);
+    expect(await m.store(storeOf(first))).toBe('accepted');
+    expect(m.held()).toBe(toHex(first));
+    expect(await m.store(storeOf(first))).toBe('accepted');
+    const retried = shareAt(SLOT);
+    expect(await m.store(storeOf(retried))).toBe('accepted');
+    expect(m.held()).toBe(toHex(retried));
+  });
+
+  it('once the record names its share: anything else is refused (share_mismatch), nothing is stored, and the genuine share is', async () => {
+    const genuine = shareAt(SLOT);
+    const m = member(new Map([[`secret!${secretKey(SECRET_ID)}`, recordNaming(genuine)]]));
+    // A member that lost its disk, sent junk that opens for it and sits at its coordinate.
+    expect(await m.store(storeOf(shareAt(SLOT)))).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+    expect(m.held()).toBeUndefined();
+    expect(await m.store(storeOf(genuine))).toBe('accepted');
+    expect(m.held()).toBe(toHex(genuine));
+    expect(await m.store(storeOf(genuine))).toBe('accepted');
+    expect(await m.store(storeOf(shareAt(SLOT)))).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+    expect(m.held()).toBe(toHex(genuine));
+  });
+
+  it('the share the record names replaces another held (stored before the record existed)', async () => {
+    const junk = shareAt(SLOT);
+    const genuine = shareAt(SLOT);
+    const m = member();
+    expect(await m.store(storeOf(junk))).toBe('accepted');
+    m.records.set(`secret!${secretKey(SECRET_ID)}`, recordNaming(genuine));
+    expect(await m.store(storeOf(junk))).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+    expect(await m.store(storeOf(genuine))).toBe('accepted');
+    expect(m.held()).toBe(toHex(genuine));
+  });
+
+  it('a Web3 secret\'s record (`web3Secret`) is checked the same way', async () => {
+    const label = web3SecretLabel(CHAIN_ID, SECRET_ID);
+    const genuine = shareAt(SLOT);
+    const m = member(new Map([[`web3Secret!${web3SecretKey(CHAIN_ID, SECRET_ID)}`, recordNaming(genuine, label)]]));
+    expect(await m.store(storeOf(shareAt(SLOT), CHAIN_ID))).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+    expect(m.held(label)).toBeUndefined();
+    expect(await m.store(storeOf(genuine, CHAIN_ID))).toBe('accepted');
+    expect(m.held(label)).toBe(toHex(genuine));
+  });
+
+  it('a record without digests (a secret dealt before share recovery): the first share is taken, a different one refused (CONFLICT)', async () => {
+    const m = member(new Map([[`secret!${secretKey(SECRET_ID)}`, recordNaming(undefined)]]));
+    const first = shareAt(SLOT);
+    expect(await m.store(storeOf(first))).toBe('accepted');
+    expect(await m.store(storeOf(shareAt(SLOT)))).toEqual({ code: 'CONFLICT', reason: 'share_mismatch' });
+    expect(m.held()).toBe(toHex(first));
+  });
+
+  it('refuses a share from a node that is not a coordinator, one that does not open for it or sits at another coordinate; a gateway holds none', async () => {
+    const m = member();
+    expect(await m.store(storeOf(shareAt(SLOT)), descriptor.nodes[3]!)).toEqual({ code: 'FORBIDDEN', reason: 'not_coordinator' });
+    expect(await m.store(storeOf(shareAt(SLOT + 1)))).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+    const sealedToAnother = { ...storeOf(shareAt(SLOT)), box: toBase64(sealTo(fromHex(descriptor.nodes[3]!.signingPublicKey), shareAt(SLOT), shareStoreAad(clusterId, SECRET_ID, SLOT))) };
+    expect(await m.store(sealedToAnother)).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+    expect(m.held()).toBeUndefined();
+    const gateway = member(new Map(), { ...descriptor.nodes[SLOT]!, slot: null });
+    expect(await gateway.store(storeOf(shareAt(SLOT)))).toEqual({ code: 'FORBIDDEN', reason: 'not_member' });
   });
 });

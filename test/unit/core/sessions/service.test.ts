@@ -6,8 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { createSessionsService, sessionMessage } from '../../../../src/core/sessions/service.ts';
 import { checkQuorumProof, sessionGrantDigest } from '../../../../src/core/sessions/records.ts';
 import { AppError } from '../../../../src/errors/index.ts';
+import { refusalOf } from '../../../utils/refusal.ts';
 import { createLogger } from '../../../../src/log/index.ts';
-import type { ClusterDescriptor, MemberRpc, WriteIntent } from '../../../../src/core/replication/ports.ts';
+import type { ClusterDescriptor, ClusterNodeEntry, MemberRpc, WriteIntent } from '../../../../src/core/replication/ports.ts';
 import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
 import { addressOfPrivateKey, generatePrivateKey, publicKeyOf, signDigest, toHex } from '../../../../src/crypto/index.ts';
 
@@ -97,5 +98,49 @@ describe('createSession quorum', () => {
     expect(checkQuorumProof(descriptor, grant, [sig(0), sig(1), sig(1)])).toMatch(/2 valid grants/);
     expect(checkQuorumProof(descriptor, grant, [sig(0), sig(1), { ...sig(2), nodeAddress: descriptor.nodes[3]!.nodeAddress }])).toMatch(/2 valid grants/);
     expect(checkQuorumProof(descriptor, { ...grant, expiresAt: grant.expiresAt + 1 }, [sig(0), sig(1), sig(2)])).toMatch(/0 valid grants/);
+  });
+});
+
+describe("a member's grant (decoded at the edge; refusals by code and reason)", () => {
+  const coordinator = { ...descriptor.nodes[1]!, httpUrl: 'http://127.0.0.1:3011' };
+  const body = { ...request, ttl: null, issuedAt: NOW, vv: {} };
+  const grant = (b: unknown, from: ClusterNodeEntry = coordinator) => refusalOf(() => service(() => 'grant').svc.handleGrant(b, from));
+
+  it('a coordinator asking for a genuine proof gets a signed grant', async () => {
+    const res = await service(() => 'grant').svc.handleGrant(body, coordinator);
+    expect(res.nodeAddress).toBe(descriptor.nodes[0]!.nodeAddress);
+    // A version vector's malformed entries are dropped, not refused.
+    expect(await grant({ ...body, vv: { 'node-1': 'x' } })).toBe('accepted');
+    const { vv: _absent, ...withoutVv } = body;
+    expect(await grant(withoutVv)).toBe('accepted');
+  });
+
+  it('a node that is not a coordinator gets none, whatever it sends', async () => {
+    expect(await grant(body, descriptor.nodes[2]!)).toEqual({ code: 'FORBIDDEN', reason: 'not_coordinator' });
+    expect(await grant({}, descriptor.nodes[2]!)).toEqual({ code: 'FORBIDDEN', reason: 'not_coordinator' });
+  });
+
+  it('a malformed request is refused as such: a field missing, of another type, out of bounds', async () => {
+    for (const bad of [
+      null,
+      {},
+      { ...body, principalId: 'not-a-uuid' },
+      { ...body, timestamp: NOW },
+      { ...body, sessionAddress: '0x12' },
+      { ...body, signature: 'cd' },
+      { ...body, ttl: undefined },
+      { ...body, ttl: 1000 },
+      { ...body, ttl: '900000' },
+      { ...body, issuedAt: String(NOW) },
+      { ...body, issuedAt: 1.5 },
+    ]) {
+      expect(await grant(bad), JSON.stringify(bad)).toEqual({ code: 'BAD_REQUEST', reason: 'malformed' });
+    }
+  });
+
+  it('an issue time far from the member\'s clock, a proof that does not verify, an unknown principal', async () => {
+    expect(await grant({ ...body, issuedAt: NOW - 120_000 })).toEqual({ code: 'FORBIDDEN', reason: 'clock_skew' });
+    expect(await grant({ ...body, signature: 'ef'.repeat(64) })).toEqual({ code: 'UNAUTHORIZED', reason: 'unverified' });
+    expect(await grant({ ...body, principalId: '1b5d6c1e-2f3a-4b4c-8d5e-6f7a8b9c0d1e' })).toEqual({ code: 'NOT_FOUND', reason: 'unknown_principal' });
   });
 });
