@@ -5,7 +5,6 @@
  */
 import { PeerError, refusalError, type MemberService } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
-import { memberRefusalError } from './handlers/member.ts';
 import { PROTOCOLS } from './protocols.ts';
 import type { Peer, Peers } from './peers.ts';
 
@@ -92,7 +91,7 @@ export function createRequests(deps: RequestsDeps): Requests {
       if (!peers.connected(p)) throw new PeerError('unreachable');
       const res = (await peers.request(p, PROTOCOLS[service], body, signal)) as { ok?: boolean; result?: unknown; error?: string; code?: string; reason?: string };
       if (res?.ok) return res.result;
-      throw memberRefusalError(res);
+      throw refusalError(res);
     },
     async ping(nodeId, opts = {}) {
       const p = peers.get(nodeId);

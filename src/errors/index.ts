@@ -98,6 +98,10 @@ export const REFUSAL_REASONS = [
   'address_in_use',
   /** A grant whose issue time is too far from the member's clock. */
   'clock_skew',
+  /** Slot 0 writes this transition only for itself (a permit's request or token reissue) or only on its own claim (a secret's creation). */
+  'not_proposable',
+  /** A proposed version every member would refuse (its record refusal code is in the message). */
+  'record_refused',
 ] as const;
 
 /** A member's refusal reason (see {@link REFUSAL_REASONS}). */

@@ -3,6 +3,8 @@
  * `{ ok: false, error, code }` (docs/architecture.md, "Slot 0 — `create`").
  */
 import type { ClusterNodeEntry } from '../../core/replication/ports.ts';
+import { isAppError } from '../../errors/index.ts';
+import { memberRefusal } from './member.ts';
 import type { ProtocolHandler } from './serve.ts';
 
 /** Handles a `create` request on slot 0; the result is sent back as JSON. */
@@ -21,6 +23,8 @@ export function createCreateCallHandler(deps: CreateCallHandlerDeps): ProtocolHa
     try {
       return { ok: true, result: await deps.createHandler(body, remote.entry) };
     } catch (err) {
+      // A refusal carries its code and reason, as a member's does.
+      if (isAppError(err)) return memberRefusal(err);
       return { ok: false, error: err instanceof Error ? err.message : 'create failed', code: (err as { code?: string }).code };
     }
   };

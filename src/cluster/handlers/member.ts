@@ -3,8 +3,8 @@
  * error code and reason (docs/architecture.md, "Network"; docs/security.md, "Member refusals").
  */
 import type { Logger } from '../../log/index.ts';
-import { refusalError, type MemberHandler, type MemberService } from '../../core/replication/ports.ts';
-import { AppError, isAppError, isRefusalReason } from '../../errors/index.ts';
+import type { MemberHandler, MemberService } from '../../core/replication/ports.ts';
+import { isAppError, type AppError } from '../../errors/index.ts';
 import type { ProtocolHandler } from './serve.ts';
 
 /** A member's refusal on the wire. */
@@ -19,15 +19,6 @@ export interface MemberRefusal {
 /** The wire form of a member's refusal: its message, its code, and its reason when it has one. */
 export function memberRefusal(err: AppError): MemberRefusal {
   return err.reason ? { ok: false, error: err.message, code: err.code, reason: err.reason } : { ok: false, error: err.message, code: err.code };
-}
-
-/**
- * The requester's decode of a member's refusal: {@link refusalError}'s (an AppError for a known
- * code), with the member's reason when it is one of the closed set.
- */
-export function memberRefusalError(answer: { error?: unknown; code?: unknown; reason?: unknown } | undefined): Error {
-  const err = refusalError(answer);
-  return isAppError(err) && isRefusalReason(answer?.reason) ? new AppError(err.code, err.message, undefined, { reason: answer.reason }) : err;
 }
 
 /** Dependencies of {@link createMemberServiceHandler}. */

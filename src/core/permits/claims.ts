@@ -4,7 +4,6 @@
  * immutable context in its durable `claims` sublevel and replicates the `permit` record before it
  * writes the claim, so a 503 creates nothing and an exact replay returns the original permit.
  */
-import { randomUUID } from 'node:crypto';
 import { AppError } from '../../errors/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { StateReader } from '../replication/ports.ts';
@@ -13,7 +12,7 @@ import type { StateView } from '../replication/views.ts';
 import { serialQueue } from '../serial-queue.ts';
 import { signedEvidenceSchema } from '../sessions/evidence.ts';
 import { bad } from './payload.ts';
-import { PERMIT_ACTIONS, UUID_V4_RE, permitKindName, type PermitActionName, type PermitBody } from './records.ts';
+import { PERMIT_ACTIONS, UUID_V4_RE, permitIdFor, permitKindName, type PermitActionName, type PermitBody } from './records.ts';
 
 /**
  * How long after its own deadline a coordinator has to hand the link to the mail transport and say
@@ -33,7 +32,9 @@ export interface PermitClaimsDeps {
   /** Slot 0's durable requestId registry. */
   claims: { get(name: string): Promise<string | undefined>; put(name: string, value: string): Promise<void> };
   /** Writes of sequenced kinds: slot 0 writes the permit's versions itself. */
-  versions: Pick<VersionWriter, 'update'>;
+  versions: Pick<VersionWriter, 'update' | 'guard'>;
+  /** The cluster's id (a request's permit id is drawn from it). */
+  clusterId: string;
   /** Slot 0's replica (the owner's principal version a transfer or delegate is checked against). */
   state: StateReader;
   permits: Pick<StateView<PermitBody>, 'get'>;
@@ -65,7 +66,11 @@ interface PermitClaim {
 
 /** Register slot 0's permit registry operations with the creator (every node registers; slot 0 runs them). */
 export function registerPermitClaims(options: PermitClaimsOptions, deps: PermitClaimsDeps): void {
-  const { clock } = deps;
+  const { clock, clusterId } = deps;
+  // A permit's request and its token's reissue are slot 0's own writes, on its requestId registry:
+  // a coordinator proposing either would pick a token it drew for a request it may only have seen.
+  deps.versions.guard('permit', 'request', 'selfOnly');
+  deps.versions.guard('permit', 'reissue', 'selfOnly');
   // One permit registry, one order — creates, mail marks and token reissues run one at a time, so
   // replays never race.
   const serialised = serialQueue();
@@ -100,7 +105,8 @@ export function registerPermitClaims(options: PermitClaimsOptions, deps: PermitC
         if (now >= claim.expiresAt) throw new AppError('CONFLICT', 'The permit of this requestId has expired; use a new requestId');
         return { permitId: claim.permitId, expiresAt: claim.expiresAt, created: false, mailed: claim.mailed !== false };
       }
-      const permitId = randomUUID();
+      // One request, one permit: its id is the request's (members check it).
+      const permitId = permitIdFor(clusterId, p.requestId);
       const expiresAt = now + options.ttlMs;
       // The owner's principal version the session string is checked against: slot 0's current one.
       const authPrincipal = auth ? (await currentRead(deps.state, 'principal', ctx.principalId)).at : null;

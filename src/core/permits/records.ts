@@ -62,6 +62,19 @@ export type PermitBody = z.infer<typeof permitBodySchema>;
 /** The `permit` kind's name and body type, for typed reads of the replica (`stateView`). */
 export const permitKindName = kindName<PermitBody>('permit');
 
+/**
+ * A request's permit id: a UUIDv4 drawn from the cluster and the requestId, so one request is one
+ * permit — a second permit for a request would be a second first version of the same key, which no
+ * member stores as a successor (docs/security.md, "Transitions").
+ */
+export function permitIdFor(clusterId: string, requestId: string): string {
+  const h = sha256Hex(`quorumkeep/permit-id/v1\n${clusterId}\n${requestId}`).split('');
+  h[12] = '4';
+  h[16] = '89ab'[parseInt(h[16]!, 16) & 3]!;
+  const x = h.join('');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+}
+
 /** What the requesting coordinator signs: everything slot 0 turns into the pending permit. */
 export function permitRequestDigest(clusterId: string, p: Pick<PermitBody, 'requestId' | 'action' | 'principalId' | 'secretId' | 'payloadDigest' | 'tokenHash'>): Uint8Array {
   return taggedHash('quorumkeep/permit-request/v1', utf8([clusterId, p.requestId, p.action, p.principalId, p.secretId, p.payloadDigest, p.tokenHash].join('\n')));
@@ -95,6 +108,7 @@ function resultProblem(p: PermitBody, result: Record<string, unknown>): RecordRe
 /** Why the request of a pending permit fails its checks, or undefined. */
 async function requestProblem(descriptor: ClusterDescriptor, checkSignedEvidence: EvidenceChecker, b: PermitBody, context: RecordContext, acceptLegacy: boolean): Promise<RecordRefusal | undefined> {
   if (b.status !== 'pending' || b.consumedAt !== null || b.result !== null || b.token !== null) return refusal('fields_changed', 'a requested permit is pending');
+  if (b.permitId !== permitIdFor(descriptor.clusterId, b.requestId)) return refusal('key_mismatch', 'not the permit of its request');
   if (b.expiresAt <= b.createdAt) return refusal('bad_time', 'expires before created');
   if (b.action === 'rotate' ? b.secretId !== 0 : b.secretId === 0) return refusal('payload_mismatch', 'secretId does not fit the action');
   if (sha256Hex(b.payload) !== b.payloadDigest || payloadValue(b.action, b.payload) === undefined) return refusal('payload_mismatch');

@@ -70,7 +70,7 @@ export interface PermitMail {
 export interface PermitsDeps {
   replicator: Replicator;
   /** Writes of sequenced kinds (permits, and the changes they make), through slot 0. */
-  versions: Pick<VersionWriter, 'update' | 'proposeAll' | 'versionAfter'>;
+  versions: Pick<VersionWriter, 'update' | 'proposeAll' | 'versionAfter' | 'guard'>;
   state: StateReader;
   /** Reads that catch up before answering "not found". */
   fresh?: FreshReader;
@@ -116,7 +116,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   const reads: PermitReads = { principals: stateView(state, principalKindName), secrets: stateView(state, kindName<SecretBody>('secret')) };
   const threshold = descriptor.threshold;
 
-  registerPermitClaims({ ttlMs: options.ttlMs }, { creator: deps.creator, claims: deps.claims, versions: deps.versions, state, permits, clock });
+  registerPermitClaims({ ttlMs: options.ttlMs }, { creator: deps.creator, claims: deps.claims, versions: deps.versions, clusterId: descriptor.clusterId, state, permits, clock });
   const leases = createConsumeLeases({ leaseMs: options.consumeLeaseMs ?? 10_000, coordinator: membership.self.id }, { creator: deps.creator, permits, clock, logger: log });
   const delivery = createPermitDelivery({ redeliverIntervalMs: options.redeliverIntervalMs }, { replicator: deps.replicator, membership, permits, log: deps.log, logger: log, signal: deps.signal ?? new AbortController().signal });
 

@@ -7,8 +7,11 @@ import { AppError, isAppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { isCoordinatorEntry, type ClusterNodeEntry, type Creator } from './ports.ts';
 
-/** A create operation slot 0 performs: validated params in, JSON result out. */
-export type CreateOperation = (params: Record<string, unknown>) => Promise<unknown>;
+/**
+ * A create operation slot 0 performs: validated params in, JSON result out. `from` is the coordinator
+ * that asked, absent when slot 0 runs it for itself.
+ */
+export type CreateOperation = (params: Record<string, unknown>, from?: ClusterNodeEntry) => Promise<unknown>;
 
 /** Counter names: letters, digits, `.`, `-`, `_`; up to 64 characters. */
 const COUNTER_RE = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
@@ -61,7 +64,7 @@ export function createCreator(options: CreatorOptions, deps: CreatorDeps): Creat
       const run = typeof op === 'string' ? ops.get(op) : undefined;
       if (!run) throw new Error('unknown create operation');
       if (!params || typeof params !== 'object' || Array.isArray(params)) throw new Error('malformed create params');
-      return run(params as Record<string, unknown>);
+      return run(params as Record<string, unknown>, from);
     },
     async call(op, params, opts = {}) {
       if (deps.isCreator) return service.handle({ op, params });

@@ -3,7 +3,7 @@
  * the peer transport (src/cluster). Capabilities see only {@link Replicator}, {@link Creator} and
  * {@link MembershipView}; no libp2p or level type appears here (CONTRIBUTING.md, "Where things live").
  */
-import { AppError, ERROR_CODES, type ErrorCode, type MemberFailure } from '../../errors/index.ts';
+import { AppError, ERROR_CODES, isRefusalReason, type ErrorCode, type MemberFailure } from '../../errors/index.ts';
 import type { ReplicatedRecord } from './record.ts';
 import type { Json } from './canonical-json.ts';
 
@@ -279,12 +279,13 @@ export class PeerError extends Error {
 }
 
 /**
- * The one decode of a member's or slot 0's refusal (`{ ok: false, error, code }` on the wire): an
- * {@link AppError} when it names a code of the closed set — the caller answers with it — else a
- * `refused` {@link PeerError}.
+ * The one decode of a member's or slot 0's refusal (`{ ok: false, error, code, reason? }` on the
+ * wire): an {@link AppError} when it names a code of the closed set — the caller answers with it —
+ * carrying the reason when it is one of `REFUSAL_REASONS`; else a `refused` {@link PeerError}.
  */
-export function refusalError(answer: { error?: unknown; code?: unknown } | undefined): Error {
+export function refusalError(answer: { error?: unknown; code?: unknown; reason?: unknown } | undefined): Error {
   const message = typeof answer?.error === 'string' ? answer.error.slice(0, 300) : 'refused';
   const code = typeof answer?.code === 'string' && answer.code in ERROR_CODES ? (answer.code as ErrorCode) : undefined;
-  return code ? new AppError(code, message) : new PeerError('refused', message);
+  if (!code) return new PeerError('refused', message);
+  return new AppError(code, message, undefined, isRefusalReason(answer?.reason) ? { reason: answer.reason } : undefined);
 }

@@ -22,7 +22,7 @@ import { bodyProblem, keyProblem, mayWrite, reasonLabel, UNNUMBERED, type Eviden
 export class RecordRefusedError extends AppError {
   readonly refusal: RecordRefusal;
   constructor(kind: string, refusal: RecordRefusal) {
-    super(refusal.transient ? 'NOT_READY' : 'FORBIDDEN', `invalid ${kind} record: ${reasonText(refusal)}`, { reason: refusal.code });
+    super(refusal.transient ? 'NOT_READY' : 'FORBIDDEN', `invalid ${kind} record: ${reasonText(refusal)}`, undefined, { reason: 'record_refused' });
     this.name = 'RecordRefusedError';
     this.refusal = refusal;
   }

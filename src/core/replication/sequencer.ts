@@ -17,7 +17,7 @@ import type { Logger } from '../../log/index.ts';
 import type { Json } from './canonical-json.ts';
 import type { CreatorService } from './creator.ts';
 import type { KindRegistry } from './kinds.ts';
-import { membersOf, type BatchWriteReport, type MembershipView, type Replicator, type StateReader } from './ports.ts';
+import { membersOf, type BatchWriteReport, type ClusterNodeEntry, type MembershipView, type Replicator, type StateReader } from './ports.ts';
 import type { ReplicatedRecord } from './record.ts';
 import { logRefSchema, proposalDigest, type LogRef, type Version, type VersionedBody } from './versions.ts';
 
@@ -80,8 +80,20 @@ export type VersionWrite<B extends VersionedBody> =
   | { written: true; record: Versioned<B>; acked: string[]; failed: BatchWriteReport['failed'] }
   | { written: false; current: Versioned<B> | undefined };
 
+/**
+ * What slot 0 checks of a proposal beyond the transition itself, for one (kind, change): slot 0's own
+ * records (a create string's claim on its id), or who may propose it at all. Throws to refuse.
+ * `from` is the proposing coordinator, absent when slot 0 proposes for itself.
+ */
+export type ProposalGuard = (proposal: Proposal, from: ClusterNodeEntry | undefined) => Promise<void> | void;
+
 /** A coordinator's writes of sequenced kinds. */
 export interface VersionWriter {
+  /**
+   * Register slot 0's guard of the proposals of (kind, change). A transition no guard names is
+   * written on its evidence alone; one registered as `selfOnly` only when slot 0 proposes it itself.
+   */
+  guard(kind: string, change: string, guard: ProposalGuard | 'selfOnly'): void;
   /**
    * Write the next version of (kind, key): `next` builds it from the current version (undefined when
    * the key has none) — it throws to refuse, returns undefined to write nothing — and is called again
@@ -130,17 +142,22 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
   const { descriptor, self } = membership;
   const log = deps.logger.child({ module: 'sequencer' });
   const locks = createKeyedLock();
+  const guards = new Map<string, ProposalGuard>();
 
   /** Slot 0's current record of each proposal's key. */
   const currentOf = (proposals: ReadonlyArray<{ kind: string; key: string }>) => Promise.all(proposals.map((p) => state.get(p.kind, p.key)));
 
   // Slot 0: write proposed versions that follow the ones it holds.
-  deps.creator.register('propose', async (params) => {
+  deps.creator.register('propose', async (params, from) => {
     const parsed = proposeSchema.safeParse(params);
     if (!parsed.success) throw new AppError('BAD_REQUEST', 'malformed proposal');
     const proposals = parsed.data.proposals;
     for (const p of proposals) if (!deps.sequenced.has(p.kind) || !deps.kinds.get(p.kind)) throw new AppError('BAD_REQUEST', `${p.kind} is not a sequenced kind`);
     if (new Set(proposals.map((p) => `${p.kind}!${p.key}`)).size !== proposals.length) throw new AppError('BAD_REQUEST', 'one version per key');
+    for (const p of proposals) {
+      const change = (p.body as { v?: { change?: unknown } }).v?.change;
+      await guards.get(`${p.kind}/${typeof change === 'string' ? change : ''}`)?.(p as unknown as Proposal, from);
+    }
     const reads = parsed.data.reads ?? [];
     for (const r of reads) if (!deps.sequenced.has(r.kind)) throw new AppError('BAD_REQUEST', `${r.kind} is not a sequenced kind`);
     return locks.run(
@@ -170,6 +187,19 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
   });
 
   const writer: VersionWriter = {
+    guard(kind, change, guard) {
+      const id = `${kind}/${change}`;
+      if (guards.has(id)) throw new Error(`proposal guard ${id} already registered`);
+      guards.set(
+        id,
+        guard === 'selfOnly'
+          ? (_p, from) => {
+              if (from) throw new AppError('FORBIDDEN', `${kind} ${change} is slot 0's own operation`, undefined, { reason: 'not_proposable' });
+            }
+          : guard,
+      );
+    },
+
     versionAfter(kind, key, current, proposed) {
       const v: Version = { n: (current?.body.v.n ?? 0) + 1, prev: current ? { origin: current.origin, seq: current.seq } : null, change: proposed.change };
       const body = { ...proposed.body, v } as unknown as VersionedBody;

@@ -68,7 +68,7 @@ export interface SecretCreationDeps {
   membership: MembershipView;
   creator: Pick<CreatorService, 'call' | 'register'>;
   /** Writes of sequenced kinds, through slot 0. */
-  versions: Pick<VersionWriter, 'update' | 'ensureDurable'>;
+  versions: Pick<VersionWriter, 'update' | 'ensureDurable' | 'guard'>;
   /** This replica, for the principal a create string's session belongs to. */
   state: StateReader;
   /** Take records slot 0 sent into this replica. */
@@ -90,6 +90,15 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
   const { membership, creator, claims, clock, logger: log } = deps;
   const { descriptor, self } = membership;
   const clusterId = descriptor.clusterId;
+
+  // Slot 0: a secret's first version only for the id its create string claimed here (a coordinator
+  // cannot take an id of its choosing, a future one included).
+  deps.versions.guard('secret', 'create', async (proposal) => {
+    const body = proposal.body as unknown as SecretBody;
+    const evidence = body.auth?.by === 'create' ? body.auth.evidence : undefined;
+    const raw = evidence ? await claims.get(createClaimName(signedStringKey('createSecret', evidence.data.split('_')))) : undefined;
+    if (!raw || (JSON.parse(raw) as CreateClaim).secretId !== body.secretId) throw new AppError('FORBIDDEN', 'no create claim names this secret', undefined, { reason: 'not_proposable' });
+  });
 
   // Slot 0: create string → secretId, leased to the attempt creating it; claims and releases of
   // leases run one at a time.

@@ -66,7 +66,7 @@ export interface SecretsDeps {
   /** Slot 0's durable claims (create strings → secretId). */
   claims: ClaimStore;
   /** Writes of sequenced kinds (the secret's versions), through slot 0. */
-  versions: Pick<VersionWriter, 'update' | 'ensureDurable'>;
+  versions: Pick<VersionWriter, 'update' | 'ensureDurable' | 'guard'>;
   /** Take records slot 0 sent into this replica. */
   ingest(records: unknown[]): Promise<unknown>;
   /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { PrincipalBody } from '../../../../src/core/accounts/records.ts';
-import { permitKind, permitRequestDigest, type PermitBody } from '../../../../src/core/permits/records.ts';
+import { permitIdFor, permitKind, permitRequestDigest, type PermitBody } from '../../../../src/core/permits/records.ts';
 import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
 import { sha256Hex, signDigest, toHex } from '../../../../src/crypto/index.ts';
 import { evidence, grantedSession, Slot0Writer, unitCluster } from '../../../utils/evidence.ts';
@@ -32,8 +32,8 @@ function scene(action: 'delegate' | 'transfer' | 'rotate' = 'delegate', value: s
       w.version<PrincipalBody>('principal', owner, 'register', { email: 'o@x.test', emailVerified: true, passwordHash: '$argon2id$x', ed25519PublicKey: 'ab'.repeat(32), keyProof: null, status: 'active', createdAt: NOW, updatedAt: NOW, registration: 1 }) as never,
     ),
   );
-  const permitId = randomUUID();
   const requestId = randomUUID();
+  const permitId = permitIdFor(c.descriptor.clusterId, requestId);
   const payload = JSON.stringify(action === 'rotate' ? { newPublicKey: value } : action === 'transfer' ? { newOwnerPrincipalId: value } : { delegatePrincipalId: value });
   const data = ['-1', 7, session.wallet.address, NOW, 'permit', requestId, action, sha256Hex(payload)].join('_');
   const vouched = (b: Omit<PermitBody, 'requestedBy' | 'v'>, by = 1): Omit<PermitBody, 'v'> => ({
@@ -76,9 +76,14 @@ function scene(action: 'delegate' | 'transfer' | 'rotate' = 'delegate', value: s
 const code = async (p: ReturnType<ReturnType<typeof scene>['check']>) => (await p)?.code;
 
 describe('permit: request', () => {
-  it('vouched for by a coordinator over exactly this request', async () => {
+  it('vouched for by a coordinator over exactly this request, under the permit id its request fixes', async () => {
     const s = scene();
     expect(await s.check(s.version('request', s.pending))).toBeUndefined();
+    // A second permit for one request (another id, say with a token of the writer's choosing).
+    const other = randomUUID();
+    const second = s.w.version<PermitBody>('permit', other, 'request', { ...s.pending, permitId: other });
+    const w2 = s.w.record('permit', other, second as never, undefined, true);
+    expect(await kind.validate!(second, s.w.contextOf(w2))).toMatchObject({ code: 'key_mismatch', detail: 'not the permit of its request' });
     const { requestedBy: _r, ...bare } = s.pending;
     expect(await code(s.check(s.version('request', s.vouched(bare, 3))))).toBe('bad_request_signature');
     // The vouch covers the token hash: another token hash is another request.
