@@ -85,6 +85,8 @@ export function contextFor(
     self?: { kind: string };
     /** Checked as this node's own write, not numbered yet. */
     own?: boolean;
+    /** Records this node refused for good. */
+    refused?: (origin: string, seq: number) => boolean;
   },
 ): RecordContext {
   const node = c.descriptor.nodes[options.origin]!;
@@ -105,6 +107,7 @@ export function contextFor(
     atMs: options.atMs,
     siblings,
     recordAt,
+    refusedAt: options.refused ?? (() => false),
     preceding: async () => (options.own ? siblings.at(-1) : seq > 1 ? recordAt(node.nodeAddress, seq - 1) : undefined),
     current: async (k, key) => {
       const body = held.get(`${k}!${key}`);

@@ -30,7 +30,7 @@ export class ModelReplica {
   /** Offer one record; records it unblocks are tried again. */
   async offer(r: ReplicatedRecord): Promise<Outcome> {
     const outcome = await this.tryOne(r);
-    if (outcome === 'stored') await this.retryHeld();
+    if (outcome !== 'held' && outcome !== 'duplicate') await this.retryHeld();
     return outcome;
   }
 
@@ -52,7 +52,8 @@ export class ModelReplica {
     const kind = this.kinds.get(r.kind);
     if (!node || !kind) return { refused: { code: 'unknown_origin' } };
     if (!mayWrite(kind, { entry: node, coordinator: isCoordinatorEntry(node) })) return this.refuse(id, { code: 'writer_not_allowed' });
-    const problem = await bodyProblem(kind, r.body, contextFor(this.c, { kind: r.kind, key: r.key, origin: slot, seq: r.seq, atMs: r.hlc[0], log: this.log }));
+    const refused = (origin: string, seq: number) => this.refused.has(`${origin}!${seq}`);
+    const problem = await bodyProblem(kind, r.body, contextFor(this.c, { kind: r.kind, key: r.key, origin: slot, seq: r.seq, atMs: r.hlc[0], log: this.log, refused }));
     if (problem?.transient) {
       this.held.set(id, r);
       return 'held';
@@ -74,7 +75,7 @@ export class ModelReplica {
   private async retryHeld(): Promise<void> {
     for (let progress = true; progress; ) {
       progress = false;
-      for (const r of [...this.held.values()]) if ((await this.tryOne(r)) === 'stored') progress = true;
+      for (const r of [...this.held.values()]) if ((await this.tryOne(r)) !== 'held') progress = true;
     }
   }
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
-import { checkVersion, onlyChanged, versionSchema, type Transition } from '../replication/versions.ts';
+import { awaiting, checkVersion, onlyChanged, versionSchema, type Transition } from '../replication/versions.ts';
 import { kindName } from '../replication/views.ts';
 import { verifyEd25519 } from '../../crypto/index.ts';
 
@@ -115,7 +115,10 @@ const principalTransitions: Record<(typeof PRINCIPAL_CHANGES)[number], Transitio
       const fields = onlyChanged(before!, after, [...KEY_FIELDS, 'updatedAt']);
       if (fields) return fields;
       const prev = await context.preceding();
-      if (!prev) return heldBack('evidence_missing', context.own ? undefined : { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit');
+      if (!prev) {
+        if (context.own) return heldBack('evidence_missing', undefined, 'the consumed permit');
+        return context.seq > 1 ? awaiting(context, 'evidence_missing', { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit') : refusal('permit_not_adjacent');
+      }
       const permit = prev.body as { permitId?: string; status?: string; action?: string; principalId?: string; result?: Record<string, unknown> | null };
       if (prev.kind !== 'permit' || prev.key !== after.keyPermitId) return refusal('permit_not_adjacent');
       if (permit.status !== 'consumed') return refusal('permit_not_consumed');

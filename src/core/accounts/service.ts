@@ -90,10 +90,8 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       await codes.takeMailTurn(email);
       const passwordHash = await crypto.hashPassword(password);
       const { principalId, registration } = await slotZero.claimEmail(emailHexOf(email));
-      let existed = false;
       const [write] = await Promise.all([
         replica.writePrincipal(principalId, async (current) => {
-          existed = current !== undefined;
           if (current?.status === 'deleted') throw new AppError('CONFLICT', 'This account is being deleted; try again shortly');
           if (current?.emailVerified) throw new AppError('CONFLICT', 'An account with this email already exists');
           // A later registration was written meanwhile (slot 0 counts them): it stands; this one's
@@ -122,7 +120,8 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
       ]);
       const body = write.written ? write.record.body : write.current!.body;
       await codes.issue({ id: principalId, body }, 'verify');
-      const created = !existed && registration === 1;
+      // Slot 0 counts registrations: the first one created the principal, whichever version landed first.
+      const created = registration === 1;
       log.info({ principalId, registration, passwordResetRequired: body.passwordResetRequired === true }, 'principal registered');
       return {
         created,

@@ -144,8 +144,12 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const hlc = createHlcClock(clock, [0, 0], maxClockSkewMs);
   const index = createLogIndex({ clusterId });
   const stateCache = createStateCache({ maxEntries: options.stateCacheEntries ?? 20_000, maxBytes: options.stateCacheBytes ?? 32 * 1024 * 1024 }, { store });
-  const contextOf = createEvidenceContexts((kind, key) => stateCache.get(kind, key), (origin, seq) => store.getLog(origin, seq));
   const refused = createRefusedSeqs({ maxEntries: 10_000 });
+  const contextOf = createEvidenceContexts(
+    (kind, key) => stateCache.get(kind, key),
+    (origin, seq) => store.getLog(origin, seq),
+    (origin, seq) => refused.has(origin, seq),
+  );
   const listeners = createAppliedListeners(log);
   const equivocations = createEquivocations({ store, kinds, index, stateCache, clock, metrics, logger: log });
   const applier = createBatchApplier({ clusterId, selfAddress: membership.self.nodeAddress }, { store, kinds, index, stateCache, hlc, signingKey: deps.signingKey, equivocations, listeners, metrics });

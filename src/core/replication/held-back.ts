@@ -24,8 +24,8 @@ export interface HeldRecord {
 export interface HeldBack {
   /** Keep `record` until the record at `waitFor` is stored. */
   hold(waitFor: { origin: string; seq: number }, record: ReplicatedRecord, source: RecordSource): void;
-  /** The waiters of any of `stored`, removed from the room. */
-  release(stored: readonly ReplicatedRecord[]): HeldRecord[];
+  /** The waiters of any of `settled` (stored, or refused for good), removed from the room. */
+  release(settled: ReadonlyArray<{ origin: string; seq: number }>): HeldRecord[];
   /** Records waiting now. */
   size(): number;
 }
@@ -64,10 +64,10 @@ export function createHeldBack(options: HeldBackOptions): HeldBack {
       // Keep the order list from growing past what it indexes.
       if (order.length > 4 * options.maxRecords) order = order.filter((o) => byAwaited[o] !== undefined);
     },
-    release(stored) {
+    release(settled) {
       if (count === 0) return [];
       const out: HeldRecord[] = [];
-      for (const r of stored) {
+      for (const r of settled) {
         const id = idOf(r.origin, r.seq);
         const list = byAwaited[id];
         if (!list) continue;

@@ -22,7 +22,7 @@ import { bodyProblem, checkRecord, reasonLabel, refusalOf, type CheckedRecord, t
 export interface PreparedIngest {
   readonly source: RecordSource;
   /** Refused so far, by position in the batch. */
-  readonly refusals: Array<Refusal & { at: number }>;
+  readonly refusals: Array<Refusal & { at: number; authentic?: boolean }>;
   /** Passed structure and signature, by position in the batch. */
   readonly checked: ReadonlyArray<{ at: number; record: ReplicatedRecord; kind: RecordKindDefinition; node: { entry: ClusterNodeEntry; publicKey: Uint8Array; coordinator: boolean } }>;
   /** Duplicates of records stored lately. */
@@ -65,7 +65,8 @@ export interface Ingest {
   ingestPrepared(prepared: PreparedIngest): Promise<IngestResult>;
 }
 
-type Positioned<T> = T & { at: number };
+/** A refusal at its place in the batch; `authentic` when the record's signature verified and the refusal is for good. */
+type Positioned<T> = T & { at: number; authentic?: boolean };
 
 /** Create the ingest path. */
 export function createIngest(deps: IngestDeps): Ingest {
@@ -77,13 +78,15 @@ export function createIngest(deps: IngestDeps): Ingest {
   const held = createHeldBack({ maxRecords: deps.maxHeldBack ?? 10_000 });
 
   /** A refusal: kept for the result, counted, logged. */
-  function refuseInto(refusals: Array<Positioned<Refusal>>, source: RecordSource, at: number, v: Refusal): void {
-    refusals.push({ at, ...v });
+  function refuseInto(refusals: Array<Positioned<Refusal>>, source: RecordSource, at: number, v: Refusal, authentic = false): void {
+    refusals.push({ at, ...v, ...(authentic && !v.transient ? { authentic } : {}) });
     // The label is the code, so its values stay a small closed set.
     deps.metrics.recordsRejected.inc({ reason: reasonLabel(v.reason) });
     if (v.transient) log.debug({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record held back');
     else {
-      deps.refused?.note(v.origin, v.seq);
+      // Only a record its origin really signed is refused for good under its (origin, seq): a forged
+      // copy says nothing of the genuine record.
+      if (authentic) deps.refused?.note(v.origin, v.seq);
       log.warn({ origin: v.origin, seq: v.seq, reason: v.reason, source }, 'record rejected');
     }
   }
@@ -144,7 +147,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   async function ingestPrepared(prepared: PreparedIngest): Promise<IngestResult> {
     const { source, refusals, checked, awaiting } = prepared;
     let known = prepared.known;
-    const refuse = (at: number, v: Refusal) => refuseInto(refusals, source, at, v);
+    const refuse = (at: number, v: Refusal) => refuseInto(refusals, source, at, v, true);
     const valid: ReplicatedRecord[] = [];
     // Evidence checks read the records travelling before this one that passed their own checks (a
     // consumed permit before the change it authorises, the version a version replaces) and this
@@ -182,7 +185,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         }
         const refused = await check(w.c);
         if (!refused) progress = true;
-        else if (refused.waitFor && refused.waitFor !== wf) still.push({ c: w.c, refused });
+        else if (refused.waitFor && (refused.waitFor.origin !== wf.origin || refused.waitFor.seq !== wf.seq)) still.push({ c: w.c, refused });
         else refuse(w.c.at, refused);
       }
       waiting = still;
@@ -191,6 +194,10 @@ export function createIngest(deps: IngestDeps): Ingest {
       refuse(w.c.at, w.refused);
       held.hold(w.refused.waitFor!, w.c.record, source);
     }
+    // Records held back for one refused here for good are tried again: they are refused too.
+    const refusedForGood = refusals.filter((r) => r.authentic === true);
+    const unblocked = refusedForGood.length > 0 ? held.release(refusedForGood) : [];
+    if (unblocked.length > 0) void Promise.all(unblocked.map(({ record, source: s }) => ingest([record], s))).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'held-back records failed'));
     const rejected = refusals.sort((a, b) => a.at - b.at).map(({ reason, code, origin, seq, transient }) => ({ reason, code, origin, seq, ...(transient ? { transient } : {}) }));
     let res: IngestResult = { applied: 0, duplicates: 0, rejected: [] };
     if (valid.length > 0) {

@@ -83,6 +83,11 @@ export interface RecordContext {
    */
   recordAt(origin: string, seq: number): Promise<Sibling | undefined>;
   /**
+   * True when this node refused the record at (origin, seq) for good: a record that needs it can
+   * never pass, and is refused rather than held back.
+   */
+  refusedAt(origin: string, seq: number): boolean;
+  /**
    * The record right before this one in its origin's log (for this node's own writes not yet
    * numbered: the write before it in the same batch); undefined when this node does not hold it.
    */

@@ -81,7 +81,7 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
     for (const intent of intents) {
       const kind = kinds.get(intent.kind);
       if (!kind) throw new Error(`unknown record kind ${intent.kind}`);
-      if (!mayWrite(kind, selfNode)) throw new Error(`this node may not write ${intent.kind} records`);
+      if (!mayWrite(kind, selfNode)) throw new RecordRefusedError(intent.kind, { code: 'writer_not_allowed' });
       const hlc = [Math.max(deps.clock(), deps.hlc.peek()[0]), UNNUMBERED] as const;
       const pseudo: ReplicatedRecord = { kind: intent.kind, key: intent.key, origin: self.nodeAddress, seq: UNNUMBERED, hlc, body: intent.body, sig: '' };
       const problem = keyProblem(kind, intent.key) ?? (await bodyProblem(kind, intent.body, deps.contextOf(kind, pseudo, selfNode, [...siblings])));

@@ -21,7 +21,7 @@ export interface RefusedSeqs {
 export function createRefusedSeqs(options: RefusedSeqsOptions): RefusedSeqs {
   // Object keys and an array for the order: nothing here churns per request (CONTRIBUTING.md).
   let known: Record<string, true> = Object.create(null) as Record<string, true>;
-  let order: string[] = [];
+  const order: string[] = [];
   return {
     note(origin, seq) {
       const id = `${origin}!${seq}`;

@@ -136,7 +136,11 @@ export type EvidenceContextOf = (kind: RecordKindDefinition, incoming: Replicate
  * The evidence contexts over the replica as `read` returns its current states and `readLog` its log
  * records. `incoming.seq` is {@link UNNUMBERED} for this node's own writes not signed yet.
  */
-export function createEvidenceContexts(read: (kind: string, key: string) => Promise<ReplicatedRecord | undefined>, readLog: (origin: string, seq: number) => Promise<ReplicatedRecord | undefined>): EvidenceContextOf {
+export function createEvidenceContexts(
+  read: (kind: string, key: string) => Promise<ReplicatedRecord | undefined>,
+  readLog: (origin: string, seq: number) => Promise<ReplicatedRecord | undefined>,
+  refusedAt: (origin: string, seq: number) => boolean = () => false,
+): EvidenceContextOf {
   /** The replica as the kinds' evidence checks see it. */
   const current = async (kind: string, key: string) => {
     const r = await read(kind, key);
@@ -162,6 +166,7 @@ export function createEvidenceContexts(read: (kind: string, key: string) => Prom
       current,
       siblings,
       recordAt,
+      refusedAt,
       async preceding() {
         // Own writes not numbered yet: the write before this one in the batch.
         if (incoming.seq === UNNUMBERED) return siblings.at(-1);

@@ -22,7 +22,7 @@ import { fromHex, recoverAddress, taggedHash } from '../../crypto/index.ts';
 import { canonicalJson, type Json } from './canonical-json.ts';
 import type { RecordContext } from './kinds.ts';
 import { isCoordinatorEntry, signerAt, type ClusterDescriptor } from './ports.ts';
-import { heldBack, refusal, type RecordRefusal } from './refusals.ts';
+import { heldBack, refusal, type RecordRefusal, type RefusalCode } from './refusals.ts';
 
 const ADDRESS_RE = /^0x[0-9a-f]{40}$/;
 
@@ -87,6 +87,14 @@ export function vouchedBy(descriptor: ClusterDescriptor, kind: string, key: stri
   return signer === vouch.nodeAddress ? vouch.nodeAddress : refusal('bad_vouch', 'signature');
 }
 
+/**
+ * A record this one needs and this node lacks: held back until it arrives — or refused for good when
+ * this node refused that one (it can never arrive valid).
+ */
+export function awaiting(context: Pick<RecordContext, 'refusedAt'>, code: RefusalCode, ref: LogRef, what: string): RecordRefusal {
+  return context.refusedAt(ref.origin, ref.seq) ? refusal(code, `${what} was refused`) : heldBack(code, ref, what);
+}
+
 /** What a transition's check sees. */
 export interface TransitionInput<B> {
   /** The version replaced (undefined for the first version). */
@@ -126,7 +134,7 @@ export async function checkVersion<B extends VersionedBody>(
   let before: B | undefined;
   if (b.v.prev) {
     const prev = await context.recordAt(b.v.prev.origin, b.v.prev.seq);
-    if (!prev) return heldBack('prev_missing', b.v.prev);
+    if (!prev) return awaiting(context, 'prev_missing', b.v.prev, 'the version it replaces');
     const pv = (prev.body as unknown as Partial<VersionedBody> | null)?.v;
     if (prev.kind !== context.kind || prev.key !== context.key || pv?.n !== b.v.n - 1) return refusal('prev_mismatch');
     // A version is never older than the one it replaces.

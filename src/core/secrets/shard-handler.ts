@@ -13,7 +13,7 @@ import { decodeBinary, decodeEncryptedMessage } from '../payloads/binary.ts';
 import { isCoordinatorEntry, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
 import { splitSignedData, WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
-import type { SignedDataVerifier, VerifiedCaller } from '../sessions/types.ts';
+import type { SignedDataVerifier } from '../sessions/types.ts';
 import type { ChainHeads } from '../web3/ports.ts';
 import { isSlotShare, readHeldShare, requireHeldShare, type HeldShares } from './held-share.ts';
 import type { NodeKeyring, ShareStore, UsedStringStore } from './ports.ts';

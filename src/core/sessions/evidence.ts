@@ -19,8 +19,8 @@ import { z } from 'zod';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { createLruCache, recoverPersonalSigner, sha256Hex } from '../../crypto/index.ts';
 import type { RecordContext } from '../replication/kinds.ts';
-import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
-import type { LogRef } from '../replication/versions.ts';
+import { refusal, type RecordRefusal } from '../replication/refusals.ts';
+import { awaiting, type LogRef } from '../replication/versions.ts';
 import { checkQuorumProof, sessionBodySchema, type SessionBody } from './records.ts';
 import { splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from './signed-data.ts';
 
@@ -116,9 +116,9 @@ export function signedStringKey(operation: string, parts: readonly string[]): st
  * A session ends — as evidence too — with the version that rotates the key or deletes the account:
  * slot 0 names no older version once it holds that one. Held back while this node lacks the version.
  */
-export async function sessionLiveAt(context: Pick<RecordContext, 'recordAt' | 'atMs'>, ref: LogRef, session: Pick<SessionBody, 'principalId' | 'publicKey'>): Promise<RecordRefusal | undefined> {
+export async function sessionLiveAt(context: Pick<RecordContext, 'recordAt' | 'refusedAt' | 'atMs'>, ref: LogRef, session: Pick<SessionBody, 'principalId' | 'publicKey'>): Promise<RecordRefusal | undefined> {
   const principal = await context.recordAt(ref.origin, ref.seq);
-  if (!principal) return heldBack('evidence_missing', ref, 'principal version');
+  if (!principal) return awaiting(context, 'evidence_missing', ref, 'the principal version');
   if (principal.kind !== 'principal' || principal.key !== session.principalId) return refusal('evidence_invalid', 'principal version of another principal');
   if (principal.hlc[0] > context.atMs) return refusal('evidence_invalid', 'principal version after the record');
   const body = principal.body as { status?: unknown; ed25519PublicKey?: unknown };

@@ -1,12 +1,17 @@
 /**
  * Stub deps for the unit tests of the accounts parts (CONTRIBUTING.md rule 12): an in-memory replica
- * behind the StateReader and Replicator ports, where every write is stored at once, and principal
- * bodies.
+ * behind the StateReader and Replicator ports, where every write is stored at once; principal
+ * versions written through the real sequencer (src/core/replication/sequencer.ts) as slot 0, over
+ * that replica; and principal bodies.
  */
-import type { PrincipalBody } from '../../../../src/core/accounts/records.ts';
+import { accountKinds, type PrincipalBody } from '../../../../src/core/accounts/records.ts';
 import type { Json } from '../../../../src/core/replication/canonical-json.ts';
+import { createCreator } from '../../../../src/core/replication/creator.ts';
+import { createKindRegistry } from '../../../../src/core/replication/kinds.ts';
 import type { ClusterDescriptor, Replicator, StateReader, WriteIntent, WriteReport } from '../../../../src/core/replication/ports.ts';
 import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { createSequencer } from '../../../../src/core/replication/sequencer.ts';
+import { createLogger } from '../../../../src/log/index.ts';
 
 export const NOW = 1_800_000_000_000;
 export const PRINCIPAL_ID = '0b5c7a52-1f0e-4b8e-9a3d-5c2f1e0d9b8a';
@@ -18,6 +23,12 @@ export const descriptor: ClusterDescriptor = {
   threshold: 3,
   nodes: Array.from({ length: 5 }, (_, slot) => ({ id: `node-${slot}`, slot, peerId: `peer-${slot}`, nodeAddress: `0x${String(slot).repeat(40)}`, signingPublicKey: 'ab', multiaddrs: [] })),
 };
+
+/** Slot 0's node address: the origin of every principal version. */
+export const SLOT0 = descriptor.nodes[0]!.nodeAddress;
+
+/** The stub signature every vouch of these tests carries (nothing here checks it; the records tests do). */
+export const VOUCH = { nodeAddress: SLOT0, signature: `0x${'ee'.repeat(65)}` };
 
 /** An active principal with a verified email and one registration, no key. */
 export function principalBody(overrides: Partial<PrincipalBody> = {}): PrincipalBody {
@@ -31,14 +42,26 @@ export function principalBody(overrides: Partial<PrincipalBody> = {}): Principal
     createdAt: NOW - 60_000,
     updatedAt: NOW - 60_000,
     registration: 1,
+    // Registered, then verified.
+    v: { n: 2, prev: { origin: SLOT0, seq: 1 }, change: 'verifyEmail' },
     ...overrides,
   };
+}
+
+/** The version envelope of the version that follows `record` by `change`, vouched for as these tests vouch. */
+export function versionAfter(record: ReplicatedRecord | undefined, change: PrincipalBody['v']['change']): PrincipalBody['v'] {
+  const n = record ? (record.body as unknown as PrincipalBody).v.n + 1 : 1;
+  return { n, prev: record ? { origin: record.origin, seq: record.seq } : null, change, vouch: VOUCH };
 }
 
 /** What the members answer a write: by default every member acks. */
 export type Answer = (intent: WriteIntent) => Pick<WriteReport, 'acked' | 'failed'>;
 
-/** An in-memory replica: `state` reads what `replicator` wrote (or `put` stored) at once. */
+/**
+ * An in-memory replica: `state` reads what `replicator` wrote (or `put` stored) at once; `versions`
+ * writes principals as slot 0 does — only after the version the replica holds — through the same
+ * replicator. `writes` lists every write, principal versions included.
+ */
 export function memoryReplica(answer: Answer = () => ({ acked: descriptor.nodes.map((n) => n.nodeAddress), failed: [] })) {
   const records = new Map<string, ReplicatedRecord>();
   const writes: Array<WriteIntent & { requireQuorum?: boolean }> = [];
@@ -46,9 +69,10 @@ export function memoryReplica(answer: Answer = () => ({ acked: descriptor.nodes.
   let seq = 0;
   const id = (kind: string, key: string) => `${kind}!${key}`;
 
+  /** Store `body` as slot 0's next record of (kind, key). */
   function put(kind: string, key: string, body: Json): ReplicatedRecord {
     seq++;
-    const record: ReplicatedRecord = { kind, key, body, origin: '0x'.padEnd(42, '0'), seq, hlc: [seq, 0], sig: '0x' };
+    const record: ReplicatedRecord = { kind, key, body, origin: SLOT0, seq, hlc: [seq, 0], sig: '0x' };
     records.set(id(kind, key), record);
     return record;
   }
@@ -62,19 +86,44 @@ export function memoryReplica(answer: Answer = () => ({ acked: descriptor.nodes.
     },
   };
 
-  const replicator: Pick<Replicator, 'replicate' | 'resend'> = {
+  /** Only the members resent to can ack a resend. */
+  const resent = (record: ReplicatedRecord, slots: number[]) => {
+    resends.push({ record, slots });
+    const reached = new Set(slots.map((slot) => descriptor.nodes[slot]!.nodeAddress));
+    const { acked, failed } = answer({ kind: record.kind, key: record.key, body: record.body });
+    return { acked: acked.filter((a) => reached.has(a)), failed: failed.filter((f) => reached.has(f.nodeAddress)) };
+  };
+
+  const replicator: Pick<Replicator, 'replicate' | 'replicateAll' | 'resend' | 'resendAll'> = {
     async replicate(intent, options) {
-      writes.push({ ...intent, ...(options?.requireQuorum !== undefined ? { requireQuorum: options.requireQuorum } : {}) });
-      return { record: put(intent.kind, intent.key, intent.body), ...answer(intent) };
+      const { records: [record], ...report } = await replicator.replicateAll([intent], options);
+      return { record: record!, ...report };
     },
-    // Only the members resent to can ack a resend.
-    async resend(record, slots) {
-      resends.push({ record, slots });
-      const reached = new Set(slots.map((slot) => descriptor.nodes[slot]!.nodeAddress));
-      const { acked, failed } = answer({ kind: record.kind, key: record.key, body: record.body });
-      return { record, acked: acked.filter((a) => reached.has(a)), failed: failed.filter((f) => reached.has(f.nodeAddress)) };
+    async replicateAll(intents, options) {
+      for (const intent of intents) writes.push({ ...intent, ...(options?.requireQuorum !== undefined ? { requireQuorum: options.requireQuorum } : {}) });
+      const report = answer(intents[0]!);
+      return { records: intents.map((i) => put(i.kind, i.key, i.body)), ...report };
+    },
+    resend: async (record, slots) => ({ record, ...resent(record, slots) }),
+    async resendAll(rs, slots) {
+      const reports = rs.map((r) => resent(r, slots));
+      return { records: rs, acked: reports[0]?.acked ?? [], failed: reports[0]?.failed ?? [] };
     },
   };
 
-  return { state, replicator, put, writes, resends, body: (kind: string, key: string) => records.get(id(kind, key))?.body };
+  const logger = createLogger({ level: 'silent' });
+  const versions = createSequencer({
+    creator: createCreator({ timeoutMs: 1000 }, { isCreator: true, counters: { next: async () => 1 }, requestCreate: async () => undefined, logger }),
+    kinds: createKindRegistry(accountKinds(descriptor)),
+    sequenced: new Set(['principal']),
+    membership: { descriptor, self: descriptor.nodes[0]!, isReachable: () => true, reachableCount: () => 5 },
+    state,
+    replicator,
+    // Slot 0 proposes to itself: what it wrote is in this replica already.
+    ingest: async () => undefined,
+    signDigest: () => VOUCH.signature,
+    logger,
+  });
+
+  return { state, replicator, versions, put, writes, resends, body: (kind: string, key: string) => records.get(id(kind, key))?.body, record: (kind: string, key: string) => records.get(id(kind, key)) };
 }

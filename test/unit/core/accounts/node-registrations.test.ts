@@ -9,7 +9,7 @@ import { createAccountReplica } from '../../../../src/core/accounts/replica.ts';
 import { emailHexOf } from '../../../../src/core/accounts/rules.ts';
 import type { ClusterNodeEntry } from '../../../../src/core/replication/ports.ts';
 import { captureLogger } from '../../../utils/log.ts';
-import { NOW, PRINCIPAL_ID, descriptor, memoryReplica, principalBody, type Answer } from './fixtures.ts';
+import { NOW, PRINCIPAL_ID, descriptor, memoryReplica, principalBody, versionAfter, type Answer } from './fixtures.ts';
 
 const KEY = 'ab'.repeat(32);
 const OLD_KEY = 'ef'.repeat(32);
@@ -24,19 +24,20 @@ const acking =
     failed: descriptor.nodes.filter((n) => !slots.includes(n.slot!)).map((n) => ({ nodeAddress: n.nodeAddress, slot: n.slot!, error: 'timeout' })),
   });
 
-function setup(options: { answer?: Answer; self?: ClusterNodeEntry } = {}) {
+function setup(options: { answer?: Answer; self?: ClusterNodeEntry; duringPasswordCheck?: () => void } = {}) {
   const memory = memoryReplica(options.answer);
   const capture = captureLogger();
   const clock = () => NOW;
   const cryptoCalls: string[] = [];
   const keys = createNodeRegistrations({
-    replica: createAccountReplica({ state: memory.state, replicator: memory.replicator, clock }),
+    replica: createAccountReplica({ state: memory.state, replicator: memory.replicator, versions: memory.versions, clock }),
     replicator: memory.replicator,
     membership: { descriptor, self: options.self ?? descriptor.nodes[1]!, isReachable: () => true, reachableCount: () => 5 },
     crypto: {
       isEd25519PublicKeyHex: (hex) => /^[0-9a-f]{64}$/.test(hex),
       verifyPassword: async (password, phc) => {
         cryptoCalls.push('verify');
+        options.duringPasswordCheck?.();
         return phc.startsWith(`$argon2id$pw$${password}$`);
       },
       verifyDummy: async () => {
@@ -56,7 +57,7 @@ function setup(options: { answer?: Answer; self?: ClusterNodeEntry } = {}) {
 describe('registerKey', () => {
   it('sends the key with its proof to every member whatever the quorum, and reports how far it got', async () => {
     const s = setup({ answer: acking(0, 1, 2) });
-    s.memory.put('principal', PRINCIPAL_ID, principalBody());
+    const held = s.memory.put('principal', PRINCIPAL_ID, principalBody());
     const result = await s.keys.registerKey(PRINCIPAL_ID, 'right', KEY, `0x${SIGNATURE.toUpperCase()}`);
     expect(result).toEqual({
       principalId: PRINCIPAL_ID,
@@ -65,16 +66,48 @@ describe('registerKey', () => {
       failedNodes: [address(3), address(4)],
       nodeErrors: { [address(3)]: 'timeout', [address(4)]: 'timeout' },
     });
+    // The next version of the principal, by registerKey, through slot 0.
     expect(s.memory.writes).toEqual([
-      { kind: 'principal', key: PRINCIPAL_ID, body: principalBody({ ed25519PublicKey: KEY, keyProof: SIGNATURE, updatedAt: NOW }), requireQuorum: false },
+      {
+        kind: 'principal',
+        key: PRINCIPAL_ID,
+        body: principalBody({ ed25519PublicKey: KEY, keyProof: SIGNATURE, keyPermitId: null, updatedAt: NOW, v: versionAfter(held, 'registerKey') }),
+        requireQuorum: false,
+      },
     ]);
     expect(s.capture.lines()).toMatchObject([{ module: 'accounts', msg: 'key registered', principalId: PRINCIPAL_ID, status: 'partial', acked: 3 }]);
   });
 
-  it('registering the key already registered is accepted again', async () => {
-    const s = setup();
-    s.memory.put('principal', PRINCIPAL_ID, principalBody({ ed25519PublicKey: KEY, keyProof: SIGNATURE }));
-    await expect(s.keys.registerKey(PRINCIPAL_ID, 'right', KEY, SIGNATURE)).resolves.toMatchObject({ nodeRegistrationStatus: 'complete', failedNodes: [] });
+  it('registering the key already registered is accepted again: no new version, the current one sent again to the other members', async () => {
+    const s = setup({ answer: acking(0, 2, 3) });
+    const held = s.memory.put('principal', PRINCIPAL_ID, principalBody({ ed25519PublicKey: KEY, keyProof: SIGNATURE }));
+    // This member (slot 1) holds it, and three others stored it again.
+    await expect(s.keys.registerKey(PRINCIPAL_ID, 'right', KEY, SIGNATURE)).resolves.toMatchObject({ nodeRegistrationStatus: 'partial', failedNodes: [address(4)] });
+    expect(s.memory.writes).toEqual([]);
+    expect(s.memory.resends).toEqual([{ record: held, slots: [0, 2, 3, 4] }]);
+  });
+
+  it.each([
+    ['the same key: nothing more is written, and it is sent again', KEY, 'resolves'],
+    ['another key: 409, nothing written', OLD_KEY, 'rejects'],
+  ] as const)('a key registered meanwhile, after the password check, is judged on the version held then — %s', async (_name, registered, outcome) => {
+    let raced = false;
+    const s = setup({
+      duringPasswordCheck: () => {
+        if (raced) return;
+        raced = true;
+        const found = s.memory.record('principal', PRINCIPAL_ID)!;
+        s.memory.put('principal', PRINCIPAL_ID, principalBody({ ed25519PublicKey: registered, keyProof: SIGNATURE, v: versionAfter(found, 'registerKey') }));
+      },
+    });
+    s.memory.put('principal', PRINCIPAL_ID, principalBody());
+    const call = s.keys.registerKey(PRINCIPAL_ID, 'right', KEY, SIGNATURE);
+    if (outcome === 'resolves') {
+      await expect(call).resolves.toMatchObject({ nodeRegistrationStatus: 'complete' });
+      expect(s.memory.resends).toHaveLength(1);
+    } else await expect(call).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(s.memory.writes).toEqual([]);
+    expect(s.memory.body('principal', PRINCIPAL_ID)).toMatchObject({ ed25519PublicKey: registered, v: { n: 3 } });
   });
 
   it('reaching no member is a 409 carrying the report', async () => {

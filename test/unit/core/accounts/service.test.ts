@@ -1,16 +1,20 @@
 /**
  * The accounts service's abuse rules with the cluster stubbed through deps: two coordinators with
- * their own replicas (delivery between them held back at will, to play replication lag) and one
- * slot 0. Covers what the real-cluster tests can't force: a coordinator that has not seen the
- * registration before it, or the one a code was mailed for; and the merge order of principal records.
+ * their own replicas (delivery between them held back at will, to play replication lag), A being slot
+ * 0. Principals are written as in a cluster: each coordinator proposes versions through the real
+ * sequencer (src/core/replication/sequencer.ts), slot 0 writes one only when it follows the version
+ * slot 0 holds, and a coordinator that was behind takes slot 0's version and builds again on it.
+ * Covers what the real-cluster tests can't force: a coordinator that has not seen the registration
+ * before it, or the one a code was mailed for, and registrations written out of order.
  */
 import { describe, expect, it } from 'vitest';
 import { createAccountsService, type AccountCrypto } from '../../../../src/core/accounts/service.ts';
-import { OTP_MAX_ATTEMPTS, accountKinds, principalKind, type PrincipalBody } from '../../../../src/core/accounts/records.ts';
+import { OTP_MAX_ATTEMPTS, accountKinds, type PrincipalBody } from '../../../../src/core/accounts/records.ts';
 import { createCreator } from '../../../../src/core/replication/creator.ts';
-import { supersedes } from '../../../../src/core/replication/kinds.ts';
-import type { ClusterDescriptor, WriteIntent } from '../../../../src/core/replication/ports.ts';
+import { createKindRegistry, supersedes } from '../../../../src/core/replication/kinds.ts';
+import type { ClusterDescriptor, Replicator, WriteIntent } from '../../../../src/core/replication/ports.ts';
 import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { createSequencer } from '../../../../src/core/replication/sequencer.ts';
 import { createLogger } from '../../../../src/log/index.ts';
 import type { OutgoingMail } from '../../../../src/core/mail-port.ts';
 
@@ -40,54 +44,94 @@ function fakeCrypto(): AccountCrypto {
   };
 }
 
-/** Two coordinators (A is slot 0) over a fake replication: each write is stored where it was made and delivered to the other unless held. */
+type Name = 'A' | 'B';
+
+/**
+ * Two coordinators (A is slot 0) over a fake replication: each write is stored where it was made, under
+ * that node's origin, and delivered to the other unless held. B reaches slot 0's create operations
+ * through A's handler; its proposals can be held at slot 0's door (`holdProposals`).
+ */
 function cluster(options: { cooldownMs?: number } = {}) {
   let now = 1_800_000_000_000;
   let hlc = 0;
   const claims = new Map<string, string>();
   const mails: OutgoingMail[] = [];
-  const kinds = new Map(accountKinds.map((k) => [k.name, k]));
+  const kinds = createKindRegistry(accountKinds(descriptor));
   const replicas = { A: new Map<string, ReplicatedRecord>(), B: new Map<string, ReplicatedRecord>() };
-  const held: Array<{ to: 'A' | 'B'; record: ReplicatedRecord }> = [];
+  const addressOf = { A: descriptor.nodes[0]!.nodeAddress, B: descriptor.nodes[1]!.nodeAddress };
+  const seqs = { A: 0, B: 0 };
+  const held: Array<{ to: Name; record: ReplicatedRecord }> = [];
   let holding = false;
+  /** Principal versions slot 0 wrote, in order. */
+  const versions: ReplicatedRecord[] = [];
+  /** B's proposals waiting at slot 0's door, and whether they are held there. */
+  const doorway: Array<() => void> = [];
+  let holdingProposals = false;
 
   function apply(replica: Map<string, ReplicatedRecord>, record: ReplicatedRecord): void {
     const id = `${record.kind}!${record.key}`;
     if (supersedes(kinds.get(record.kind)!, replica.get(id), record)) replica.set(id, record);
   }
 
-  function coordinator(name: 'A' | 'B') {
-    const other = name === 'A' ? 'B' : 'A';
+  function coordinator(name: Name) {
+    const other: Name = name === 'A' ? 'B' : 'A';
     const logger = createLogger({ level: 'silent' });
     const creator = createCreator(
       { timeoutMs: 1000 },
       {
         isCreator: name === 'A',
         counters: { next: async () => 1 },
-        requestCreate: (request) => creators.A!.handle(request),
+        async requestCreate(request) {
+          if (holdingProposals && (request as { op?: string }).op === 'propose') await new Promise<void>((resolve) => doorway.push(resolve));
+          return creators.A!.handle(request);
+        },
         logger,
       },
     );
     creators[name] = creator;
+    const replicator: Pick<Replicator, 'replicate' | 'replicateAll' | 'resend' | 'resendAll'> = {
+      async replicateAll(intents: WriteIntent[]) {
+        const records = intents.map((intent) => ({ kind: intent.kind, key: intent.key, body: intent.body, origin: addressOf[name], seq: ++seqs[name], hlc: [now, ++hlc], sig: '0x' }) as ReplicatedRecord);
+        for (const record of records) {
+          if (record.kind === 'principal') versions.push(record);
+          apply(replicas[name], record);
+          if (holding) held.push({ to: other, record });
+          else apply(replicas[other], record);
+        }
+        return { records, acked: [], failed: [] };
+      },
+      async replicate(intent: WriteIntent) {
+        const { records, acked, failed } = await replicator.replicateAll([intent]);
+        return { record: records[0]!, acked, failed };
+      },
+      resend: async (record) => ({ record, acked: [], failed: [] }),
+      resendAll: async (records) => ({ records, acked: [], failed: [] }),
+    };
+    const state = {
+      get: async (kind: string, key: string) => replicas[name].get(`${kind}!${key}`),
+      list: async function* () {},
+    };
+    const membership = { descriptor, self: descriptor.nodes[name === 'A' ? 0 : 1]!, isReachable: () => true, reachableCount: () => 5 };
     const service = createAccountsService(
       { otpTtlMs: OTP_TTL_MS, mailCooldownMs: options.cooldownMs ?? COOLDOWN_MS, publicUrl: 'http://localhost' },
       {
-        replicator: {
-          async replicate(intent: WriteIntent) {
-            const record = { kind: intent.kind, key: intent.key, body: intent.body, origin: name, seq: ++hlc, hlc: [++hlc, 0], sig: '0x' } as ReplicatedRecord;
-            apply(replicas[name], record);
-            if (holding) held.push({ to: other, record });
-            else apply(replicas[other], record);
-            return { record, acked: [], failed: [] };
-          },
-          resend: async () => ({ record: {} as ReplicatedRecord, acked: [], failed: [] }),
-        } as never,
-        state: {
-          get: async (kind: string, key: string) => replicas[name].get(`${kind}!${key}`),
-          list: async function* () {},
-        },
+        replicator: replicator as Replicator,
+        // Proposed to slot 0 (A); what slot 0 sends back is merged into this replica (transitions are not
+        // checked here: the records tests do that).
+        versions: createSequencer({
+          creator,
+          kinds,
+          sequenced: new Set(['principal']),
+          membership,
+          state,
+          replicator,
+          ingest: async (records) => records.forEach((r) => apply(replicas[name], r as ReplicatedRecord)),
+          signDigest: () => `0x${'ee'.repeat(65)}`,
+          logger,
+        }),
+        state,
         creator,
-        membership: { descriptor, self: descriptor.nodes[name === 'A' ? 0 : 1]!, isReachable: () => true, reachableCount: () => 5 },
+        membership,
         claims: { get: async (k) => claims.get(k), put: async (k, v) => void claims.set(k, v) },
         crypto: fakeCrypto(),
         mail: {
@@ -107,6 +151,7 @@ function cluster(options: { cooldownMs?: number } = {}) {
     A,
     B,
     mails,
+    versions,
     advance: (ms: number) => void (now += ms),
     /** Hold back delivery between the coordinators until `release`. */
     hold: () => void (holding = true),
@@ -117,9 +162,17 @@ function cluster(options: { cooldownMs?: number } = {}) {
       held.splice(0, held.length, ...held.filter((h) => !out.includes(h)));
       for (const { to, record } of out) apply(replicas[to], record);
     },
+    /** Hold B's proposals at slot 0's door until `releaseProposals`. */
+    holdProposals: () => void (holdingProposals = true),
+    /** B's proposals waiting at the door. */
+    proposalsWaiting: () => doorway.length,
+    releaseProposals() {
+      holdingProposals = false;
+      for (const open of doorway.splice(0)) open();
+    },
     /** The newest code mailed for a purpose. */
     code: (purpose: string) => mails.filter((m) => m.subject === purpose).at(-1)!.text,
-    principal: (replica: 'A' | 'B', id: string) => replicas[replica].get(`principal!${id}`)?.body as PrincipalBody | undefined,
+    principal: (replica: Name, id: string) => replicas[replica].get(`principal!${id}`)?.body as PrincipalBody | undefined,
   };
 }
 
@@ -165,20 +218,38 @@ describe('registration hijack', () => {
     await expect(c.A.verifyCredentials(EMAIL, 'attacker-password')).rejects.toMatchObject({ code: 'PASSWORD_RESET_REQUIRED' });
   });
 
-  it('a coordinator that has not seen the previous registration counts the password as contested, and that record wins the merge', async () => {
+  it('a coordinator that has not seen the previous registration builds on slot 0\'s version of it: another password is contested', async () => {
     const c = cluster();
     c.hold();
     const { principalId } = await c.A.register(EMAIL, 'attacker-password');
     c.advance(COOLDOWN_MS);
-    // B never saw A's registration: it can't tell whether the passwords match.
+    // B never saw A's registration: its first proposal names no previous version, and slot 0 answers with its own.
     await c.B.register(EMAIL, 'victim-password');
+    const [first, second] = c.versions;
+    expect(c.versions).toHaveLength(2);
+    expect(first!.body).toMatchObject({ registration: 1, v: { n: 1, prev: null, change: 'register' } });
+    expect(second!.body).toMatchObject({ registration: 2, passwordResetRequired: true, v: { n: 2, prev: { origin: first!.origin, seq: first!.seq }, change: 'reregister' } });
+    // B holds what it wrote before delivery catches up.
+    expect(c.principal('B', principalId)).toMatchObject({ registration: 2, passwordResetRequired: true });
     c.release();
     expect(c.principal('A', principalId)).toMatchObject({ registration: 2, passwordResetRequired: true });
     await c.A.verifyEmail(EMAIL, c.code('verify'));
     await expect(c.A.verifyCredentials(EMAIL, 'attacker-password')).rejects.toMatchObject({ code: 'PASSWORD_RESET_REQUIRED' });
   });
 
-  it('verifying with a code mailed for a registration the coordinator has not seen requires a reset', async () => {
+  it('a coordinator that has not seen the previous registration builds on slot 0\'s version of it: the same password stays uncontested', async () => {
+    const c = cluster();
+    c.hold();
+    const { principalId } = await c.A.register(EMAIL, 'same-password');
+    c.advance(COOLDOWN_MS);
+    await c.B.register(EMAIL, 'same-password');
+    expect(c.principal('B', principalId)).toMatchObject({ registration: 2, passwordResetRequired: false });
+    c.release();
+    await c.A.verifyEmail(EMAIL, c.code('verify'));
+    expect((await c.B.verifyCredentials(EMAIL, 'same-password')).valid).toBe(true);
+  });
+
+  it('verifying with a code mailed for a registration the coordinator has not seen builds on slot 0\'s version: no password works until a reset', async () => {
     const c = cluster();
     const { principalId } = await c.A.register(EMAIL, 'first-password');
     c.advance(COOLDOWN_MS);
@@ -188,21 +259,43 @@ describe('registration hijack', () => {
     c.release((r) => r.kind === 'otp');
     expect(c.principal('B', principalId)).toMatchObject({ registration: 1, passwordResetRequired: false });
     await c.B.verifyEmail(EMAIL, c.code('verify'));
+    const [, reregistered, verified] = c.versions;
+    expect(verified!.body).toMatchObject({ emailVerified: true, passwordResetRequired: true, v: { n: 3, prev: { origin: reregistered!.origin, seq: reregistered!.seq }, change: 'verifyEmail' } });
     c.release();
     for (const password of ['first-password', 'second-password']) {
       await expect(c.A.verifyCredentials(EMAIL, password)).rejects.toMatchObject({ code: 'PASSWORD_RESET_REQUIRED' });
     }
   });
 
-  it('principal merge: a later registration beats an earlier one whatever the clocks; verified and deleted still beat both', () => {
-    const rec = (body: Partial<PrincipalBody>, hlc: number) => ({ kind: 'principal', key: 'k', origin: 'o', seq: 1, hlc: [hlc, 0], body, sig: '0x' }) as unknown as ReplicatedRecord;
-    const base: Partial<PrincipalBody> = { emailVerified: false, status: 'active' };
-    expect(supersedes(principalKind as never, rec({ ...base, registration: 1 }, 50), rec({ ...base, registration: 2 }, 10))).toBe(true);
-    expect(supersedes(principalKind as never, rec({ ...base, registration: 2 }, 10), rec({ ...base, registration: 1 }, 50))).toBe(false);
-    expect(supersedes(principalKind as never, rec({ ...base, registration: 1000 }, 10), rec({ ...base, registration: 999 }, 50))).toBe(false);
-    expect(supersedes(principalKind as never, rec({ ...base }, 50), rec({ ...base, registration: 1 }, 10))).toBe(true);
-    expect(supersedes(principalKind as never, rec({ ...base, registration: 10 ** 7 }, 50), rec({ ...base, emailVerified: true }, 10))).toBe(true);
-    expect(supersedes(principalKind as never, rec({ ...base, emailVerified: true }, 50), rec({ ...base, status: 'deleted' }, 10))).toBe(true);
+  it('slot 0 writes a registration only after the version it holds: an earlier registration that comes later writes nothing', async () => {
+    const c = cluster();
+    // The first registration's proposal is slow to reach slot 0…
+    c.holdProposals();
+    const first = c.B.register(EMAIL, 'first-password');
+    await expect.poll(() => c.proposalsWaiting()).toBe(1);
+    // …and the second one, through slot 0, is written first.
+    c.advance(COOLDOWN_MS);
+    const second = await c.A.register(EMAIL, 'second-password');
+    c.releaseProposals();
+    // The first registration (slot 0's count) is the one that created the principal, whichever version landed first.
+    expect(await first).toMatchObject({ principalId: second.principalId, created: true });
+    expect(second.created).toBe(false);
+    // One version only: the later registration, which never saw the earlier one and so counts as contested.
+    expect(c.versions.map((r) => r.body)).toEqual([expect.objectContaining({ registration: 2, passwordResetRequired: true, v: expect.objectContaining({ n: 1, change: 'register' }) })]);
+    for (const replica of ['A', 'B'] as const) expect(c.principal(replica, second.principalId)).toMatchObject({ registration: 2 });
+    // Both registrants were mailed a code; verifying leaves no password valid until a reset.
+    expect(c.mails.filter((m) => m.subject === 'verify')).toHaveLength(2);
+    await c.B.verifyEmail(EMAIL, c.code('verify'));
+    for (const password of ['first-password', 'second-password']) {
+      await expect(c.A.verifyCredentials(EMAIL, password)).rejects.toMatchObject({ code: 'PASSWORD_RESET_REQUIRED' });
+    }
+  });
+
+  it('principal merge: a later version wins whatever the clocks', () => {
+    const kind = accountKinds(descriptor).find((k) => k.name === 'principal')!;
+    const rec = (n: number, hlc: number) => ({ kind: 'principal', key: 'k', origin: 'o', seq: n, hlc: [hlc, 0], body: { v: { n } }, sig: '0x' }) as unknown as ReplicatedRecord;
+    expect(supersedes(kind, rec(1, 50), rec(2, 10))).toBe(true);
+    expect(supersedes(kind, rec(2, 10), rec(1, 50))).toBe(false);
   });
 });
 

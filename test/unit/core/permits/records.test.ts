@@ -68,7 +68,7 @@ function scene(action: 'delegate' | 'transfer' | 'rotate' = 'delegate', value: s
     expect(await kind.validate!(body, w.contextOf(r))).toBeUndefined();
     return w.put(r);
   };
-  const result = action === 'rotate' ? { principalId: owner, newPublicKey: value } : action === 'transfer' ? { secretId: 7, newOwnerPrincipalId: value, delegatePrincipalId: null } : { secretId: 7, delegatePrincipalId: value };
+  const result: Record<string, string | number | null> = action === 'rotate' ? { principalId: owner, newPublicKey: value } : action === 'transfer' ? { secretId: 7, newOwnerPrincipalId: value, delegatePrincipalId: null } : { secretId: 7, delegatePrincipalId: value };
   const consumedBody = (over: Partial<PermitBody> = {}): Omit<PermitBody, 'v'> => ({ ...pending, status: 'consumed', consumedAt: NOW + 1000, result, token, ...over });
   return { w, principal, permitId, requestId, payload, data, pending, vouched, version, check, accept, consumedBody };
 }

@@ -5,6 +5,7 @@ import { openStore } from '../../../../src/store/index.ts';
 import { createReplicationEngine, type ReplicationEngine } from '../../../../src/core/replication/engine.ts';
 import { createKindRegistry, type RecordKindDefinition } from '../../../../src/core/replication/kinds.ts';
 import { signRecord, type ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { heldBack } from '../../../../src/core/replication/refusals.ts';
 import type { PeerTransport } from '../../../../src/core/replication/ports.ts';
 import { generatePrivateKey, addressOfPrivateKey } from '../../../../src/crypto/index.ts';
 import { createLogger } from '../../../../src/log/index.ts';
@@ -67,7 +68,7 @@ describe('replication engine: validation', () => {
     const outsider = generatePrivateKey();
     const forged = signRecord(descriptor.clusterId, { kind: 'note', key: 'k', origin: addressOfPrivateKey(outsider), seq: 1, hlc: [1, 0], body: { v: 1 } }, outsider);
     const res = await engine.ingest([forged], 'apply');
-    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'unknown_origin' })]);
+    expect(res.rejected).toEqual([expect.objectContaining({ code: 'unknown_origin' })]);
     expect(await engine.get('note', 'k')).toBeUndefined();
     expect(engine.versionVector()).toEqual({});
   });
@@ -76,7 +77,7 @@ describe('replication engine: validation', () => {
     const { engine, descriptor } = await makeEngine();
     const forged = signRecord(descriptor.clusterId, { kind: 'note', key: 'k', origin: descriptor.nodes[2]!.nodeAddress, seq: 1, hlc: [1, 0], body: { v: 1 } }, generatePrivateKey());
     const res = await engine.ingest([forged], 'gossip');
-    expect(res.rejected[0]?.reason).toBe('bad_signature');
+    expect(res.rejected[0]?.code).toBe('bad_signature');
     expect(await engine.get('note', 'k')).toBeUndefined();
   });
 
@@ -88,7 +89,7 @@ describe('replication engine: validation', () => {
     const badBody = rec(descriptor, keys[1]!, 1, 1, { v: 'x' });
     const otherCluster = signRecord('qk-other', { kind: 'note', key: 'k', origin: descriptor.nodes[1]!.nodeAddress, seq: 1, hlc: [1, 0], body: { v: 1 } }, keys[1]!);
     const res = await engine.ingest([tampered, unknownKind, badBody, otherCluster, null, 'x', { seq: 1 }], 'sync');
-    expect(res.rejected.map((r) => r.reason)).toEqual(['bad_signature', 'unknown_kind', 'bad_body', 'bad_signature', 'not_an_object', 'not_an_object', 'malformed']);
+    expect(res.rejected.map((r) => r.code)).toEqual(['bad_signature', 'unknown_kind', 'bad_body', 'bad_signature', 'not_an_object', 'not_an_object', 'malformed']);
     expect(res.applied).toBe(0);
     expect(engine.versionVector()).toEqual({});
   });
@@ -152,6 +153,66 @@ describe('replication engine: idempotent, order-independent apply', () => {
     expect(engine.versionVector()[origin]).toBe(3);
     // The older write (lower hlc) never replaces the newer one.
     expect(await stateOf(engine, 'note', 'k')).toEqual({ v: 3 });
+  });
+});
+
+/**
+ * A kind whose record names the one it follows by its place in its origin's log, as a version names
+ * the version it replaces (src/core/replication/versions.ts): a member without that one cannot decide.
+ */
+const chainKind: RecordKindDefinition<{ n: number; prev: { origin: string; seq: number } | null }> = {
+  name: 'chain',
+  writers: ['member'],
+  body: z.strictObject({ n: z.number().int().positive(), prev: z.strictObject({ origin: z.string(), seq: z.number().int().positive() }).nullable() }),
+  rank: (b) => b.n,
+  async validate(b, context) {
+    if (b.prev && !(await context.recordAt(b.prev.origin, b.prev.seq))) return heldBack('prev_missing', b.prev);
+    return undefined;
+  },
+};
+
+describe('replication engine: records that name another (docs/security.md, "Order never matters")', () => {
+  async function chainEngine() {
+    const cluster = makeCluster(5);
+    const engine = engineOn(await openTempStore(), cluster, 0, { kinds: [chainKind, noteKind] as RecordKindDefinition<never>[] });
+    await engine.open();
+    const origin = cluster.descriptor.nodes[1]!.nodeAddress;
+    const first = rec(cluster.descriptor, cluster.keys[1]!, 1, 1, { n: 1, prev: null }, { kind: 'chain' });
+    const second = rec(cluster.descriptor, cluster.keys[1]!, 1, 2, { n: 2, prev: { origin, seq: 1 } }, { kind: 'chain' });
+    return { engine, cluster, origin, first, second };
+  }
+
+  it('a record whose named record has not arrived is held back, not refused for good, and stored once that one is', async () => {
+    const { engine, origin, first, second } = await chainEngine();
+    const early = await engine.ingest([second], 'gossip');
+    expect(early).toMatchObject({ applied: 0, rejected: [{ code: 'prev_missing', transient: true, origin, seq: 2 }] });
+    expect(await engine.get('chain', 'k')).toBeUndefined();
+    // Still waited for: this node is behind the origin until it has it.
+    expect(engine.lagBehind({ [origin]: 2 })).toEqual({ [origin]: 2 });
+    await engine.ingest([first], 'sync');
+    await expect.poll(async () => (await engine.get('chain', 'k'))?.body).toEqual({ n: 2, prev: { origin, seq: 1 } });
+    await expect.poll(() => engine.versionVector()[origin]).toBe(2);
+    expect(engine.lagBehind({ [origin]: 2 })).toEqual({});
+  });
+
+  it('in one batch, a record is checked again once the record it names passed, whatever their order', async () => {
+    const { engine, origin, first, second } = await chainEngine();
+    const res = await engine.ingest([second, first], 'sync');
+    expect(res).toMatchObject({ applied: 2, rejected: [] });
+    expect((await engine.get('chain', 'k'))?.body).toMatchObject({ n: 2 });
+    expect(engine.versionVector()[origin]).toBe(2);
+  });
+
+  it('lagBehind: behind an origin on the seqs this node lacks, but not on those it refused for good', async () => {
+    const { engine, cluster, origin } = await chainEngine();
+    const other = cluster.descriptor.nodes[2]!.nodeAddress;
+    expect(engine.lagBehind({ [origin]: 1, [other]: 0 })).toEqual({ [origin]: 1 });
+    // Seq 1 of the origin is refused by every honest member: nobody waits for it.
+    const invalid = rec(cluster.descriptor, cluster.keys[1]!, 1, 1, { v: 'x' });
+    expect((await engine.ingest([invalid], 'gossip')).rejected).toEqual([expect.objectContaining({ code: 'bad_body' })]);
+    expect(engine.lagBehind({ [origin]: 1 })).toEqual({});
+    // Seq 2 it lacks: behind again.
+    expect(engine.lagBehind({ [origin]: 2 })).toEqual({ [origin]: 2 });
   });
 });
 
@@ -230,7 +291,7 @@ describe('replication engine: the same records from several peers at once (catch
     const forged = { ...batch[0]!, sig: batch[1]!.sig };
     const res = await engine.ingest([forged], 'gossip');
     expect(res.duplicates).toBe(0);
-    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'bad_signature' })]);
+    expect(res.rejected).toEqual([expect.objectContaining({ code: 'bad_signature' })]);
   });
 });
 
@@ -416,7 +477,7 @@ describe('replication engine: integrity (docs/security.md, "Replication integrit
   it('a record stamped beyond the allowed skew is refused; one within it is stored', async () => {
     const { engine, descriptor, keys } = await makeEngine();
     const ahead = rec(descriptor, keys[1]!, 1, 1, { v: 1 }, { hlc: [Date.now() + 120_000, 0] });
-    expect((await engine.ingest([ahead], 'gossip')).rejected[0]?.reason).toBe('hlc_ahead');
+    expect((await engine.ingest([ahead], 'gossip')).rejected[0]?.code).toBe('hlc_ahead');
     const near = rec(descriptor, keys[1]!, 1, 1, { v: 1 }, { hlc: [Date.now() + 5_000, 0] });
     expect((await engine.ingest([near], 'gossip')).applied).toBe(1);
   });
@@ -431,9 +492,11 @@ describe('replication engine: integrity (docs/security.md, "Replication integrit
     const fromMember = rec(descriptor, cluster.keys[2]!, 2, 1, { v: 1 }, { kind: 'guarded' });
     const fromCoordinator = rec(descriptor, cluster.keys[1]!, 1, 1, { v: 2 }, { kind: 'guarded' });
     const res = await engine.ingest([fromMember, fromCoordinator], 'apply');
-    expect(res.rejected).toEqual([expect.objectContaining({ reason: 'writer_not_allowed' })]);
+    expect(res.rejected).toEqual([expect.objectContaining({ code: 'writer_not_allowed' })]);
     expect(await stateOf(engine, 'guarded', 'k')).toEqual({ v: 2 });
-    // Nor may this node write it itself.
-    await expect(engine.replicate({ kind: 'guarded', key: 'x', body: { v: 3 } })).rejects.toThrow(/writer_not_allowed/);
+    // Nor may this node write it itself: nothing is numbered.
+    await expect(engine.replicate({ kind: 'guarded', key: 'x', body: { v: 3 } })).rejects.toThrow();
+    expect(engine.versionVector()[descriptor.nodes[0]!.nodeAddress]).toBeUndefined();
+    expect(await stateOf(engine, 'guarded', 'x')).toBeUndefined();
   });
 });

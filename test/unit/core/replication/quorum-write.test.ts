@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { AppError, QuorumError } from '../../../../src/errors/index.ts';
+import { z } from 'zod';
+import { QuorumError } from '../../../../src/errors/index.ts';
 import { createKindRegistry, type RecordKindDefinition } from '../../../../src/core/replication/kinds.ts';
 import { PeerError, type ClusterDescriptor, type PeerTransport, type WriteIntent } from '../../../../src/core/replication/ports.ts';
-import { createQuorumWriter, failureReason } from '../../../../src/core/replication/quorum-write.ts';
+import { createQuorumWriter, failureReason, RecordRefusedError } from '../../../../src/core/replication/quorum-write.ts';
 import { createHlcClock, type ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { heldBack, refusal } from '../../../../src/core/replication/refusals.ts';
 import { createEvidenceContexts, signersOf } from '../../../../src/core/replication/validate.ts';
 import { createLogger } from '../../../../src/log/index.ts';
 import { createMetrics } from '../../../../src/metrics/index.ts';
@@ -31,12 +33,12 @@ function writer(opts: { transport: PeerTransport; reachable?: (slot: number) => 
         isReachable: reachable,
         reachableCount: () => descriptor.nodes.filter((n) => n.slot !== null && reachable(n.slot)).length,
       },
-      kinds: createKindRegistry([noteKind, flagKind] as RecordKindDefinition[]),
+      kinds: createKindRegistry([noteKind, flagKind, pairKind] as RecordKindDefinition[]),
       signers: signersOf(descriptor),
       transport: () => transport,
       hlc: createHlcClock(() => 5000),
       clock: () => 5000,
-      contextOf: createEvidenceContexts(async () => undefined),
+      contextOf: createEvidenceContexts(async () => undefined, async () => undefined),
       queue: {
         enqueueOwn: async (intents) => {
           enqueued.push(intents);
@@ -51,6 +53,22 @@ function writer(opts: { transport: PeerTransport; reachable?: (slot: number) => 
 }
 
 const note = (v: number): WriteIntent => ({ kind: 'note', key: `k${v}`, body: { v } });
+
+/**
+ * A kind whose record is valid only right after the note it names, in the same batch (as a change
+ * travels right after the consumed permit that authorises it): without it, a transient refusal.
+ */
+const pairKind: RecordKindDefinition<{ after: string }> = {
+  name: 'pair',
+  writers: ['member'],
+  body: z.strictObject({ after: z.string() }),
+  async validate(body, context) {
+    if (body.after === 'never') return refusal('check_failed');
+    const before = await context.preceding();
+    if (!before) return heldBack('evidence_missing');
+    return before.kind === 'note' && before.key === body.after ? undefined : refusal('permit_not_adjacent');
+  },
+};
 const addresses = (d: ClusterDescriptor, slots: number[]) => slots.map((s) => d.nodes[s]!.nodeAddress);
 
 describe('quorum write', () => {
@@ -130,12 +148,34 @@ describe('quorum write', () => {
     expect(report.failed).toEqual([expect.objectContaining({ slot: 4, error: 'no ack within the quorum grace period' })]);
   });
 
-  it('refuses a record its peers would refuse before it is numbered', async () => {
+  it('refuses a record its peers would refuse before it is numbered: 403 with the refusal\'s code', async () => {
     const { w, enqueued } = writer({ transport: { sendApply: async () => undefined, publish: async () => undefined } });
-    await expect(w.replicate({ kind: 'note', key: '', body: { v: 1 } })).rejects.toBeInstanceOf(AppError);
-    await expect(w.replicateAll([note(1), { kind: 'note', key: 'b', body: { v: 'x' } }])).rejects.toThrow(/bad_body/);
+    // The record's refusal code, and the member-refusal reason a proposing coordinator is told.
+    const refused = (code: string) => ({ name: 'RecordRefusedError', code: 'FORBIDDEN', status: 403, reason: 'record_refused', refusal: { code } });
+    await expect(w.replicate({ kind: 'note', key: '', body: { v: 1 } })).rejects.toMatchObject(refused('bad_key'));
+    await expect(w.replicateAll([note(1), { kind: 'note', key: 'b', body: { v: 'x' } }])).rejects.toMatchObject(refused('bad_body'));
+    await expect(w.replicate({ kind: 'pair', key: 'p', body: { after: 'never' } })).rejects.toMatchObject(refused('check_failed'));
+    // A kind this node does not know is a programming error, not a refusal.
+    await expect(w.replicate({ kind: 'nope', key: 'k', body: null })).rejects.not.toBeInstanceOf(RecordRefusedError);
     await expect(w.replicate({ kind: 'nope', key: 'k', body: null })).rejects.toThrow(/unknown record kind/);
     expect(enqueued).toEqual([]);
+  });
+
+  it('checks each own record after the records before it in the batch; a refusal that may pass later is 503 NOT_READY', async () => {
+    const { w, enqueued } = writer({ transport: { sendApply: async () => undefined, publish: async () => undefined } });
+    const pair = (after: string): WriteIntent => ({ kind: 'pair', key: 'p', body: { after } });
+    // Alone, the evidence it needs is missing: nothing is written, and the client may retry.
+    await expect(w.replicate(pair('k1'))).rejects.toMatchObject({ name: 'RecordRefusedError', code: 'NOT_READY', status: 503, refusal: { code: 'evidence_missing', transient: true } });
+    // After another record than the one it names.
+    await expect(w.replicateAll([note(2), pair('k1')])).rejects.toMatchObject({ code: 'FORBIDDEN', refusal: { code: 'permit_not_adjacent' } });
+    // The record before it is not the one it names: the order of the batch counts.
+    await expect(w.replicateAll([note(1), note(2), pair('k1')])).rejects.toMatchObject({ code: 'FORBIDDEN', refusal: { code: 'permit_not_adjacent' } });
+    expect(enqueued).toEqual([]);
+    const report = await w.replicateAll([note(1), pair('k1')]);
+    expect(report.records.map((r) => [r.kind, r.seq])).toEqual([
+      ['note', 1],
+      ['pair', 2],
+    ]);
   });
 
   it('gossips only when a reachable member missed the direct send, or the cluster has gateways', async () => {

@@ -5,7 +5,7 @@
  * nothing is recorded; otherwise the missed shares are kept before the record is written.
  */
 import { describe, expect, it } from 'vitest';
-import { createKeyDealer, sealShares } from '../../../../src/core/secrets/dealing.ts';
+import { createKeyDealer, sealShares, type DealtKey } from '../../../../src/core/secrets/dealing.ts';
 import { shareDigest, shareStoreAad } from '../../../../src/core/secrets/records.ts';
 import type { MembershipView, WriteIntent } from '../../../../src/core/replication/ports.ts';
 import { QuorumError } from '../../../../src/errors/index.ts';
@@ -68,18 +68,38 @@ describe('the key dealer with stub delivery', () => {
   }
 
   it('keeps the missed shares before it writes the record, and says the secret is propagating', async () => {
-    const { d, steps, written } = dealer([4]);
-    const result = await d.deal(-1, 7, (key) => ({ kind: 'secret', key: 'k', body: { publicKeyCid: key.publicKeyCid, at: key.now, digests: key.shareDigests.length } }));
+    const { d, steps } = dealer([4]);
+    const dealt: DealtKey[] = [];
+    const result = await d.deal(-1, 7, async (key) => {
+      steps.push('record');
+      dealt.push(key);
+    });
     expect(result).toEqual({ status: 'propagating', stored: 4 });
-    expect(steps).toEqual(['keep 4', 'replicate']);
-    expect(written[0]!.body).toEqual({ publicKeyCid: toBase64(mlkemPublicKeyFromSeed(new Uint8Array(64).fill(9))), at: 1_000, digests: 5 });
+    expect(steps).toEqual(['keep 4', 'record']);
+    expect(dealt).toEqual([{ publicKeyCid: toBase64(mlkemPublicKeyFromSeed(new Uint8Array(64).fill(9))), now: 1_000, shareDigests: expect.any(Array) }]);
+    expect(dealt[0]!.shareDigests).toHaveLength(5);
+  });
+
+  it('every member stored its share: complete, nothing kept back', async () => {
+    const { d, steps } = dealer([]);
+    expect(await d.deal(-1, 7, async () => void steps.push('record'))).toEqual({ status: 'complete', stored: 5 });
+    expect(steps.at(-1)).toBe('record');
+  });
+
+  it('a record that cannot be written fails the deal', async () => {
+    const { d } = dealer([]);
+    await expect(
+      d.deal(-1, 7, async () => {
+        throw new QuorumError('Cluster membership failure', [], []);
+      }),
+    ).rejects.toBeInstanceOf(QuorumError);
   });
 
   it('below threshold stored shares: a QuorumError naming the members that missed theirs, and no record', async () => {
     const { d, steps, log } = dealer([2, 3, 4]);
-    const dealt = d.deal(-1, 7, () => ({ kind: 'secret', key: 'k', body: {} }));
+    const dealt = d.deal(-1, 7, async () => void steps.push('record'));
     await expect(dealt).rejects.toBeInstanceOf(QuorumError);
-    await expect(dealt).rejects.toMatchObject({ message: 'Only 2 members stored their share; 3 are needed', acked: [0, 1].map((s) => c.descriptor.nodes[s]!.nodeAddress) });
+    await expect(dealt).rejects.toMatchObject({ acked: [0, 1].map((s) => c.descriptor.nodes[s]!.nodeAddress) });
     expect(steps).toEqual([]);
     expect(log.lines().find((l) => l.msg === 'secret shares below threshold; secret abandoned')).toMatchObject({ chainId: -1, secretId: 7, stored: 2 });
   });

@@ -35,6 +35,8 @@ const secret: SecretBody = {
   isSyncing: false,
   createdAt: Date.UTC(2026, 0, 2, 3, 4, 5),
   updatedAt: Date.UTC(2026, 0, 3),
+  v: { n: 2, prev: { origin: '0x' + '0'.repeat(40), seq: 5 }, change: 'permit' },
+  auth: { by: 'permit', permitId: randomUUID() },
 };
 
 /** The AppError code `run` throws, or undefined. */
@@ -105,7 +107,7 @@ describe('secret rules', () => {
     expect(listedFor(secret, delegate)).toBe(true);
     expect(listedFor(secret, randomUUID())).toBe(false);
     expect(listedFor({ ...secret, delegatePrincipalId: null }, delegate)).toBe(false);
-    // Digests, evidence and string uses stay inside the cluster.
+    // Digests, the version, its evidence and string uses stay inside the cluster.
     expect(secretView({ ...secret, shareDigests: ['0'.repeat(64)], recentUses: [] })).toEqual({
       secretId: 42,
       ownerPrincipalId: owner,
