@@ -216,6 +216,13 @@ describe('POST /encrypt-file → status → download', () => {
       const chunk = entries.get(`chunk_${i}.enc`)!;
       expect(chunk.length).toBe(Math.min(CHUNK, size - i * CHUNK));
       expect(Buffer.from(metadata.cifers[i]!, 'base64')).toHaveLength(1104);
+      // An empty chunk (an empty file's one chunk) has nothing to decrypt: a string with an empty
+      // message is never a decrypt's (docs/security.md, Share release), so /decrypt-payload says 400.
+      if (chunk.length === 0) {
+        const res = await postJson<{ code: string }>(`${A}/decrypt-payload`, { ...alice.signed(secretId, ''), cifer: metadata.cifers[i], inputFormat: 'base64' });
+        expect([res.status, res.body.code]).toEqual([400, 'BAD_REQUEST']);
+        continue;
+      }
       decrypted.push(await decryptChunk(metadata.cifers[i]!, chunk));
     }
     expect(decrypted.join('')).toBe(plain.toString('latin1'));

@@ -1,26 +1,28 @@
 /**
- * Members verify authority, not just origin (docs/security.md, "Who may write what" and "Evidence in
- * the record"). Two genuine cluster identities turn rogue and speak the real protocols: member 4,
- * which is not a coordinator, and coordinator 1. Each forges the records of the review that found
- * them possible — a secret handed to Bob, Alice's account given the attacker's key, consumed permits,
- * OTPs and email claims — and asks slot 0 for its operations. Every living member (0, 2, 3) refuses
- * every forged record and stores nothing; Bob still cannot decrypt Alice's message; the genuine flows
- * (Alice's own setDelegate, a permit confirmed from the emailed link) still work afterwards.
+ * A rogue coordinator changes nothing it was not asked to (issue 27; docs/security.md, "Transitions").
+ * Coordinator 1 turns rogue with its genuine key and speaks the real protocols — `apply` to every
+ * member, `create` to slot 0 (its `propose` and the other operations) — while coordinator 0 stays
+ * honest and every victim talks only to coordinator 0. Member 4 turns rogue too (not a coordinator).
+ * Each of the issue's ten attacks is tried as the attacker would: every living member (0, 2, 3)
+ * refuses or slot 0 writes nothing, the state is unchanged, and every answer coordinator 0 gives
+ * stays true. Attacks 5 and 6 (a remove-delegate string as a decrypt, a junk share planted for
+ * recovery) are in lying-coordinator.test.ts (i) and share-recovery.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import type { Cluster } from '../../src/cluster/index.ts';
+import { AppError } from '../../src/errors/index.ts';
 import { signRecord, type ReplicatedRecord } from '../../src/core/replication/record.ts';
+import { proposalDigest, type VersionedBody } from '../../src/core/replication/versions.ts';
 import { secretKey, type SecretBody } from '../../src/core/secrets/records.ts';
 import type { PermitBody } from '../../src/core/permits/records.ts';
-import type { PrincipalBody } from '../../src/core/accounts/records.ts';
-import { keyRegistrationMessage } from '../../src/core/accounts/records.ts';
+import { keyRegistrationMessage, type PrincipalBody } from '../../src/core/accounts/records.ts';
+import { signDigest, toHex } from '../../src/crypto/index.ts';
 import { startImpostor } from '../utils/impostor.ts';
-import { postJson } from '../utils/http.ts';
-import { refusalOf } from '../utils/refusal.ts';
-import { principalWithSession, type Principal } from '../utils/session.ts';
-import { ownerBody, requestPermit } from '../utils/permits.ts';
+import { getJson, postJson } from '../utils/http.ts';
+import { openSession, principalWithSession, signData, type Principal } from '../utils/session.ts';
+import { confirmLinkOf, ownerBody, requestPermit, rotateBody } from '../utils/permits.ts';
 import { cleanupStack } from '../utils/temp.ts';
 import { newEd25519 } from '../utils/web2.ts';
 
@@ -32,7 +34,9 @@ let cluster: LocalCluster;
 let A: string;
 let alice: Principal;
 let bob: Principal;
+let mallory: Principal;
 let secretId: number;
+let key: string;
 let cifer: string;
 let encryptedMessage: string;
 /** The rogue non-coordinator member (slot 4) and the rogue coordinator (slot 1), with their keys. */
@@ -44,10 +48,11 @@ beforeAll(async () => {
   cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2 });
   stack.push(() => cluster.stop());
   [A] = cluster.coordinators as [string];
-  [alice, bob] = await Promise.all([principalWithSession(cluster, A, 'alice'), principalWithSession(cluster, A, 'bob')]);
+  [alice, bob, mallory] = await Promise.all([principalWithSession(cluster, A, 'alice'), principalWithSession(cluster, A, 'bob'), principalWithSession(cluster, A, 'mallory')]);
   const created = await postJson<{ secretId: number }>(`${A}/web2/secret`, alice.signed(0));
   expect(created.status).toBe(201);
   secretId = created.body.secretId;
+  key = secretKey(secretId);
   const enc = await postJson<{ cifer: string; encryptedMessage: string }>(`${A}/encrypt-payload`, alice.signed(secretId, 'alice only'));
   ({ cifer, encryptedMessage } = enc.body);
   await cluster.waitForConvergence({ timeoutMs: 10_000 });
@@ -59,24 +64,50 @@ beforeAll(async () => {
     else coordinator = rogue;
     await waitFor(() => LIVING.every((s) => peer.membership.isReachable(s)), { timeoutMs: 10_000, description: `rogue ${slot} to reach the living members` });
   }
-}, 90_000);
+}, 120_000);
 afterAll(() => stack.run());
 
-function forge(rogue: typeof member, kind: string, key: string, body: unknown, at = Date.now()): ReplicatedRecord {
-  return signRecord(cluster.descriptor.clusterId, { kind, key, origin: rogue.address, seq: seq++, hlc: [at, 0], body: body as never }, rogue.signingKey);
+/** A record under the rogue's own origin. */
+function forge(rogue: typeof member, kind: string, k: string, body: unknown, at = Date.now()): ReplicatedRecord {
+  return signRecord(cluster.descriptor.clusterId, { kind, key: k, origin: rogue.address, seq: seq++, hlc: [at, 0], body: body as never }, rogue.signingKey);
 }
 
-/** Every living member refuses the records (one `apply` message) for `reason` and stores none of them. */
-async function refusedEverywhere(rogue: typeof member, records: ReplicatedRecord[], reason: RegExp): Promise<void> {
-  const before = await Promise.all(LIVING.map((s) => Promise.all(records.map((r) => cluster.members[s]!.state.get(r.kind, r.key)))));
+/** Every living member refuses the records (one `apply` message) with `code` and stores none of them. */
+async function refusedEverywhere(rogue: typeof member, records: ReplicatedRecord[], code: string): Promise<void> {
+  const before = await states(records);
   for (const slot of LIVING) {
-    await expect(rogue.peer.sendApply(slot, records, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }), `member ${slot}`).rejects.toThrow(reason);
+    await expect(rogue.peer.sendApply(slot, records, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }), `member ${slot}`).rejects.toThrow(new RegExp(`\\b${code}\\b`));
   }
-  const after = await Promise.all(LIVING.map((s) => Promise.all(records.map((r) => cluster.members[s]!.state.get(r.kind, r.key)))));
-  expect(after).toEqual(before);
+  expect(await states(records)).toEqual(before);
 }
 
-const current = async <T>(kind: string, key: string) => (await cluster.members[0]!.state.get(kind, key))!.body as T;
+const states = (records: Array<{ kind: string; key: string }>) => Promise.all(LIVING.map((s) => Promise.all(records.map((r) => cluster.members[s]!.state.get(r.kind, r.key)))));
+const current = async <T = Record<string, unknown>>(kind: string, k: string) => (await cluster.members[0]!.state.get(kind, k))! as Omit<ReplicatedRecord, 'body'> & { body: T };
+
+/** The next version of (kind, key) after `prev`, as the rogue coordinator proposes it, vouched for with its key. */
+function nextVersion<B extends object>(kind: string, k: string, prev: { origin: string; seq: number; body: unknown } | undefined, change: string, body: B): VersionedBody {
+  const { v: _v, ...rest } = body as B & { v?: unknown };
+  const v = { n: prev ? (prev.body as unknown as VersionedBody).v.n + 1 : 1, prev: prev ? { origin: prev.origin, seq: prev.seq } : null, change };
+  const versioned = { ...rest, v } as unknown as VersionedBody;
+  const sig = '0x' + toHex(signDigest(proposalDigest(cluster.descriptor.clusterId, kind, k, versioned), coordinator.signingKey));
+  return { ...versioned, v: { ...v, vouch: { nodeAddress: coordinator.address, signature: sig } } } as VersionedBody;
+}
+
+/** The rogue coordinator's proposal to slot 0; resolves with the refusal (code and reason, message), or throws if slot 0 wrote it. */
+async function proposalRefused(proposals: Array<{ kind: string; key: string; body: VersionedBody }>): Promise<{ code: string; reason: string | undefined; message: string }> {
+  const before = await states(proposals);
+  const err = await coordinator.peer.requestCreate({ op: 'propose', params: { proposals } }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }).then(
+    (res) => res,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof AppError)) {
+    // A conflict answer writes nothing either.
+    if ((err as { conflict?: boolean })?.conflict) return { code: 'CONFLICT', reason: 'conflict', message: 'conflict' };
+    throw new Error(`slot 0 wrote the rogue's proposal: ${JSON.stringify(err).slice(0, 300)}`);
+  }
+  expect(await states(proposals)).toEqual(before);
+  return { code: err.code, reason: err.reason, message: err.message };
+}
 
 /** Bob's own decrypt of Alice's message: refused while the secret is Alice's alone. */
 async function bobCannotDecrypt(): Promise<void> {
@@ -84,105 +115,181 @@ async function bobCannotDecrypt(): Promise<void> {
   expect(res.status).toBe(403);
 }
 
-describe('a member that is not a coordinator can change nothing', () => {
-  it('its secret, principal, permit, otp, emailIndex and session records are refused by every member', async () => {
-    const secret = await current<SecretBody>('secret', secretKey(secretId));
-    await refusedEverywhere(member, [forge(member, 'secret', secretKey(secretId), { ...secret, ownerPrincipalId: bob.principalId })], /may not write/);
-    const attacker = newEd25519();
+describe('a member that is not a coordinator, and a coordinator, write no sequenced record at all', () => {
+  it('secret, principal and permit records under their own origin are refused by every member (slot 0 writes them)', async () => {
+    const secret = await current<SecretBody>('secret', key);
     const principal = await current<PrincipalBody>('principal', alice.principalId);
-    await refusedEverywhere(member, [forge(member, 'principal', alice.principalId, { ...principal, ed25519PublicKey: attacker.publicKey, keyProof: null, keyPermitId: randomUUID() })], /may not write/);
-    await refusedEverywhere(member, [forge(member, 'otp', `${alice.principalId}:reset`, { principalId: alice.principalId, purpose: 'reset', codeHash: '$argon2id$x', issuedAt: Date.now(), expiresAt: Date.now() + 1, attempts: 0, consumed: true })], /may not write/);
-    await refusedEverywhere(member, [forge(member, 'emailIndex', Buffer.from(alice.email).toString('hex'), { principalId: bob.principalId })], /may not write/);
-    const session = await current<Record<string, unknown>>('session', alice.wallet.address);
-    await refusedEverywhere(member, [forge(member, 'session', alice.wallet.address, session)], /may not write/);
+    for (const rogue of [member, coordinator]) {
+      await refusedEverywhere(rogue, [forge(rogue, 'secret', key, { ...secret.body, ownerPrincipalId: bob.principalId })], 'writer_not_allowed');
+      await refusedEverywhere(rogue, [forge(rogue, 'principal', alice.principalId, { ...principal.body, ed25519PublicKey: newEd25519().publicKey, keyProof: null })], 'writer_not_allowed');
+    }
+    await refusedEverywhere(member, [forge(member, 'emailIndex', Buffer.from(alice.email).toString('hex'), { principalId: bob.principalId })], 'writer_not_allowed');
     await bobCannotDecrypt();
   });
 
-  it('slot 0 serves it no operation, and no member grants it a session or releases it a share', async () => {
-    for (const [op, params] of [
-      ['claimEmail', { emailHex: Buffer.from('x@example.test').toString('hex') }],
-      ['otpAttempt', { key: `${alice.principalId}:reset`, issuedAt: 1, success: true }],
-      ['allocate', { counter: 'secretId' }],
-      ['createPermit', { requestId: randomUUID() }],
-      ['claimSecretCreate', { useKey: 'a'.repeat(64), coordinator: 'node-4', attempt: 'x' }],
-    ] as const) {
-      await expect(member.peer.requestCreate({ op, params }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }), op).rejects.toThrow(/coordinators only/);
+  it('slot 0 serves the member no operation, and the coordinator none of its own (permit request and reissue)', async () => {
+    for (const op of ['claimEmail', 'propose', 'createPermit', 'allocate']) {
+      const err = await member.peer.requestCreate({ op, params: {} }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }).catch((e: unknown) => e);
+      expect((err as AppError).code, op).toBe('FORBIDDEN');
     }
-    const release = { op: 'release', secretId, ...alice.signed(secretId, encryptedMessage), cifer, inputFormat: 'hex', vv: {} };
-    const notCoordinator = { code: 'FORBIDDEN', reason: 'not_coordinator' };
-    for (const slot of LIVING) {
-      expect(await refusalOf(() => member.peer.callMember(slot, 'shard', release, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })), `member ${slot} release`).toEqual(notCoordinator);
-      expect(await refusalOf(() => member.peer.callMember(slot, 'grant', {}, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })), `member ${slot} grant`).toEqual(notCoordinator);
-    }
+    const permitId = randomUUID();
+    const refused = await proposalRefused([{ kind: 'permit', key: permitId, body: nextVersion('permit', permitId, undefined, 'request', { permitId }) }]);
+    expect(refused.reason).toBe('not_proposable');
   });
 });
 
-describe('a coordinator cannot change an owner, a delegate or a key without the client', () => {
-  it('a secret handed to Bob is refused whatever authorisation it borrows', async () => {
-    const secret = await current<SecretBody>('secret', secretKey(secretId));
-    const key = secretKey(secretId);
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', key, { ...secret, ownerPrincipalId: bob.principalId, auth: undefined })], /without authorisation/);
-    // Alice's own create string, re-used: it made Alice the owner, nobody else.
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', key, { ...secret, ownerPrincipalId: bob.principalId })], /owner is not the signing principal/);
-    // A permit that does not exist.
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', key, { ...secret, ownerPrincipalId: bob.principalId, auth: { by: 'permit', permitId: randomUUID() } })], /unknown permit/);
-    // Bob's genuine setDelegate string for Alice's secret: he is not the owner.
-    const bobString = bob.signed(secretId, bob.principalId);
-    const bobEvidence = { data: bobString.data, signature: bobString.signature, session: await current('session', bob.wallet.address) };
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', key, { ...secret, delegatePrincipalId: bob.principalId, auth: { by: 'setDelegate', evidence: bobEvidence } })], /signer is not the owner/);
+describe('issue 27: the ten attacks of a rogue coordinator, refused', () => {
+  it('#1 no create string moves an owner: a creation only creates, on its own claim', async () => {
+    const secret = await current<SecretBody>('secret', key);
+    const bobCreate = signData(bob.wallet, `-1_0_${bob.wallet.address}_${Date.now()}`);
+    const session = (await current('session', bob.wallet.address)).body;
+    const principalRec = await current('principal', bob.principalId);
+    const auth = { by: 'create', evidence: { ...bobCreate, session }, principal: { origin: principalRec.origin, seq: principalRec.seq } };
+    // As a later version of Alice's secret…
+    const asLater = await proposalRefused([{ kind: 'secret', key, body: nextVersion('secret', key, secret, 'create', { ...secret.body, ownerPrincipalId: bob.principalId, auth }) }]);
+    expect(asLater.reason).toBe('not_proposable');
+    // …or flipping what never changes: the syncing flag, the type, the digests.
+    const d = signData(alice.wallet, `-1_${secretId}_${alice.wallet.address}_${Date.now()}_`);
+    const aliceSession = (await current('session', alice.wallet.address)).body;
+    const ap = await current('principal', alice.principalId);
+    for (const over of [{ isSyncing: true }, { secretType: 2 }, { shareDigests: ['0'.repeat(64)] }]) {
+      const body = nextVersion('secret', key, secret, 'setDelegate', { ...secret.body, ...over, auth: { by: 'setDelegate', evidence: { ...d, session: aliceSession }, principal: { origin: ap.origin, seq: ap.seq } } });
+      const refused = await proposalRefused([{ kind: 'secret', key, body }]);
+      expect(refused.reason, JSON.stringify(over)).toBe('record_refused');
+      expect(refused.message).toMatch(/fields_changed/);
+    }
+    expect((await current<SecretBody>('secret', key)).body.ownerPrincipalId).toBe(alice.principalId);
     await bobCannotDecrypt();
   });
 
-  it('Alice’s genuine setDelegate string authorises exactly its own change, once', async () => {
-    const res = await postJson(`${A}/web2/setDelegate`, alice.signed(secretId, ''));
-    expect(res.status).toBe(200);
-    await cluster.waitForConvergence({ timeoutMs: 10_000 });
-    const secret = await current<SecretBody>('secret', secretKey(secretId));
-    expect(secret.auth?.by).toBe('setDelegate');
-    // The rogue re-uses the string for another delegate, or to move the owner.
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), { ...secret, delegatePrincipalId: bob.principalId })], /names another delegate/);
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), { ...secret, ownerPrincipalId: bob.principalId })], /signer is not the owner/);
-    // The same version again under a new seq: the string is spent.
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), secret)], /already used/);
-    // Stale: a string signed 11 minutes before the record's own time.
-    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', secretKey(secretId), secret, Date.now() + 11 * 60_000 - 60_000)], /not fresh|ahead of clock/);
-    await bobCannotDecrypt();
-  });
-
-  it('Alice’s key is not replaced by a self-made proof or an invented permit', async () => {
+  it('#2 no key is removed, and no key with its own proof replaces one', async () => {
     const principal = await current<PrincipalBody>('principal', alice.principalId);
+    const removed = await proposalRefused([{ kind: 'principal', key: alice.principalId, body: nextVersion('principal', alice.principalId, principal, 'resetPassword', { ...principal.body, ed25519PublicKey: null, keyProof: null }) }]);
+    expect(removed.message).toMatch(/fields_changed/);
     const attacker = newEd25519();
-    await refusedEverywhere(coordinator, [forge(coordinator, 'principal', alice.principalId, { ...principal, ed25519PublicKey: attacker.publicKey, keyProof: attacker.sign(keyRegistrationMessage(attacker.publicKey)), keyPermitId: null })], /needs a rotate permit/);
-    await refusedEverywhere(coordinator, [forge(coordinator, 'principal', alice.principalId, { ...principal, ed25519PublicKey: attacker.publicKey, keyProof: null, keyPermitId: randomUUID() })], /does not authorise this key/);
-    // And the attacker's key opens no session as Alice.
+    const replaced = await proposalRefused([
+      { kind: 'principal', key: alice.principalId, body: nextVersion('principal', alice.principalId, principal, 'registerKey', { ...principal.body, ed25519PublicKey: attacker.publicKey, keyProof: attacker.sign(keyRegistrationMessage(attacker.publicKey)), keyPermitId: null }) },
+    ]);
+    expect(replaced.message).toMatch(/key_change_refused/);
+    // The attacker's key opens no session as Alice.
     const ts = String(Date.now());
-    const res = await postJson(`${A}/web2/session`, { principalId: alice.principalId, timestamp: ts, sessionAddress: bob.wallet.address, signature: attacker.sign(`cifer_session:${alice.principalId}:${ts}:${bob.wallet.address}`) });
+    const res = await postJson(`${A}/web2/session`, { principalId: alice.principalId, timestamp: ts, sessionAddress: mallory.wallet.address, signature: attacker.sign(`cifer_session:${alice.principalId}:${ts}:${mallory.wallet.address}`) });
     expect(res.status).toBe(401);
   });
 
-  it('a permit is consumed only with the emailed token, and created only by slot 0', async () => {
+  it('#3 a consumed permit is never consumed again, and authorises its one change only', async () => {
+    // Alice names Bob her delegate by a permit she confirms from the mail (through coordinator 0).
     const link = await requestPermit(cluster, A, ownerBody(alice, secretId, 'delegate', bob.principalId));
-    await waitFor(async () => (await cluster.members[3]!.state.get('permit', link.permitId)) !== undefined, { timeoutMs: 10_000, description: 'the permit on every member' });
-    const permit = await current<PermitBody>('permit', link.permitId);
-    const result = { secretId, delegatePrincipalId: bob.principalId };
-    const secret = await current<SecretBody>('secret', secretKey(secretId));
-    const change = (token: string | null) => [
-      forge(coordinator, 'permit', link.permitId, { ...permit, status: 'consumed', consumedAt: Date.now(), result, token }),
-      forge(coordinator, 'secret', secretKey(secretId), { ...secret, delegatePrincipalId: bob.principalId, auth: { by: 'permit', permitId: link.permitId } }),
-    ];
-    await refusedEverywhere(coordinator, change(null), /without the emailed token/);
-    await refusedEverywhere(coordinator, change('x'.repeat(43)), /without the emailed token/);
-    // A permit of its own making: pending permits come from slot 0.
-    await refusedEverywhere(coordinator, [forge(coordinator, 'permit', randomUUID(), { ...permit, permitId: randomUUID() })], /key mismatch|written by slot 0/);
-    const own = randomUUID();
-    await refusedEverywhere(coordinator, [forge(coordinator, 'permit', own, { ...permit, permitId: own })], /written by slot 0/);
-    await bobCannotDecrypt();
-
-    // The genuine link still works, and then Bob decrypts as the delegate.
     const confirmed = await fetch(`${A}${link.pathAndQuery}`, { headers: { accept: 'application/json' } });
     expect(confirmed.status).toBe(200);
+    await cluster.waitForConvergence({ timeoutMs: 10_000 });
+    const permit = await current<PermitBody>('permit', link.permitId);
+    expect(permit.body.status).toBe('consumed');
+    // Consumed again, with another result, with the emailed token the rogue saw.
+    const again = await proposalRefused([{ kind: 'permit', key: link.permitId, body: nextVersion('permit', link.permitId, permit, 'consume', { ...permit.body, result: { secretId, delegatePrincipalId: mallory.principalId } }) }]);
+    expect(again.message).toMatch(/terminal_state/);
+    // Alice removes the delegate by her own string; the rogue then re-applies the permit.
+    expect((await postJson(`${A}/web2/setDelegate`, alice.signed(secretId, ''))).status).toBe(200);
+    await cluster.waitForConvergence({ timeoutMs: 10_000 });
+    const secret = await current<SecretBody>('secret', key);
+    expect(secret.body.delegatePrincipalId).toBeNull();
+    const reapplied = await proposalRefused([{ kind: 'secret', key, body: nextVersion('secret', key, secret, 'permit', { ...secret.body, delegatePrincipalId: bob.principalId, auth: { by: 'permit', permitId: link.permitId } }) }]);
+    expect(reapplied.message).toMatch(/permit_not_adjacent/);
+    await bobCannotDecrypt();
+  });
+
+  it('#4 a 4-part string signed for another route backs no permit', async () => {
+    const fourPart = signData(alice.wallet, `-1_${secretId}_${alice.wallet.address}_${Date.now()}`);
+    const requestId = randomUUID();
+    const payload = JSON.stringify({ newOwnerPrincipalId: mallory.principalId });
+    const session = (await current('session', alice.wallet.address)).body;
+    const err = await coordinator.peer
+      .requestCreate(
+        { op: 'createPermit', params: { requestId, action: 'transfer', principalId: alice.principalId, secretId, payload, payloadDigest: 'a'.repeat(64), tokenHash: 'b'.repeat(64), requestedBy: { nodeAddress: coordinator.address, signature: '0x' + '0'.repeat(130) }, auth: { ...fourPart, session }, deadline: Date.now() + 5000 } },
+        { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) },
+      )
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).reason).toBe('record_refused');
+    expect(await cluster.members[0]!.state.get('permit', requestId)).toBeUndefined();
+  });
+
+  it('#7 a coordinator’s usage counters are taken in any order, so no gap stops a member serving anyone', async () => {
+    const usageKey = `${alice.principalId}/monthly/${Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1)}/encryption/${coordinator.address}`;
+    const high = forge(coordinator, 'usage', usageKey, { bytes: 100, requests: 1, refundedBytes: 0, refundedRequests: 0 });
+    const low = forge(coordinator, 'usage', usageKey, { bytes: 1, requests: 5, refundedBytes: 0, refundedRequests: 0 });
+    await coordinator.peer.sendApply(2, [high], { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+    await coordinator.peer.sendApply(2, [low], { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+    await coordinator.peer.sendApply(3, [low], { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+    await coordinator.peer.sendApply(3, [high], { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+    // Both members took both (an apply resolves only when every record of it is stored), and agree.
+    expect((await cluster.members[2]!.state.get('usage', usageKey))?.seq).toBe((await cluster.members[3]!.state.get('usage', usageKey))?.seq);
+    // The honest coordinator's sessions and decrypts go on.
+    const res = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { ...alice.signed(secretId, encryptedMessage), cifer });
+    expect(res.status).toBe(200);
+    expect((await openSession(A, alice)).status).toBe(201);
+  });
+
+  it('#8 slot 0 marks no string used that it did not apply: a revocation is applied and answered truly', async () => {
+    const err = await coordinator.peer.requestCreate({ op: 'signedUse', params: { useKey: 'a'.repeat(64), mark: true } }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((await postJson(`${A}/web2/setDelegate`, alice.signed(secretId, bob.principalId))).status).toBe(200);
+    const removal = alice.signed(secretId, '');
+    expect((await postJson(`${A}/web2/setDelegate`, removal)).status).toBe(200);
+    // 200 is true: every living member holds the version without a delegate.
+    for (const s of LIVING) expect(((await cluster.members[s]!.state.get('secret', key))!.body as SecretBody).delegatePrincipalId, `member ${s}`).toBeNull();
+    await bobCannotDecrypt();
+  });
+
+  it('#9 a clock pin changes no order: versions follow one another whatever their clocks', async () => {
+    // The rogue stamps a secret version 50 s ahead under its own origin (refused: not slot 0) and
+    // proposes one to slot 0 (slot 0 stamps its own clock and checks it as every member does).
+    const secret = await current<SecretBody>('secret', key);
+    await refusedEverywhere(coordinator, [forge(coordinator, 'secret', key, { ...secret.body, delegatePrincipalId: bob.principalId }, Date.now() + 50_000)], 'writer_not_allowed');
+    // Alice's later genuine change wins on every member, and so does the one after it.
+    expect((await postJson(`${A}/web2/setDelegate`, alice.signed(secretId, bob.principalId))).status).toBe(200);
+    expect((await postJson(`${A}/web2/setDelegate`, alice.signed(secretId, ''))).status).toBe(200);
+    for (const s of LIVING) expect(((await cluster.members[s]!.state.get('secret', key))!.body as SecretBody).delegatePrincipalId, `member ${s}`).toBeNull();
+  });
+
+  it('#10 a session is dead evidence from the moment its key is rotated', async () => {
+    const carol = await principalWithSession(cluster, A, 'carol');
+    const created = await postJson<{ secretId: number }>(`${A}/web2/secret`, carol.signed(0));
+    const carolKey = secretKey(created.body.secretId);
+    const oldWallet = carol.wallet;
+    const oldSession = (await current('session', oldWallet.address)).body;
+    // A string the old session signs before the rotation, held back by the rogue.
+    const held = signData(oldWallet, `-1_${created.body.secretId}_${oldWallet.address}_${Date.now()}_${mallory.principalId}`);
+    const link = await requestPermit(cluster, A, rotateBody(carol));
+    expect((await fetch(`${A}${link.pathAndQuery}`, { headers: { accept: 'application/json' } })).status).toBe(200);
+    await cluster.waitForConvergence({ timeoutMs: 10_000 });
+    const secret = await current<SecretBody>('secret', carolKey);
+    const rotated = await current('principal', carol.principalId);
+    const body = nextVersion('secret', carolKey, secret, 'setDelegate', {
+      ...secret.body,
+      delegatePrincipalId: mallory.principalId,
+      recentUses: [{ key: 'f'.repeat(64), at: Date.now() }],
+      auth: { by: 'setDelegate', evidence: { ...held, session: oldSession }, principal: { origin: rotated.origin, seq: rotated.seq } },
+    });
+    const refused = await proposalRefused([{ kind: 'secret', key: carolKey, body }]);
+    expect(refused.message).toMatch(/session_ended/);
+    // Through the honest coordinator too: the old session is inactive.
+    const honest = await postJson<{ code: string }>(`${A}/web2/setDelegate`, held);
+    expect(honest.status, JSON.stringify(honest.body)).toBe(403);
+    expect(honest.body.code).toBe('FORBIDDEN');
+    expect(((await current<SecretBody>('secret', carolKey)).body).delegatePrincipalId).toBeNull();
+  });
+});
+
+describe('the genuine flows still work', () => {
+  it('Alice’s own setDelegate and a permit she confirms; then Bob decrypts as the delegate', async () => {
+    expect((await postJson(`${A}/web2/setDelegate`, alice.signed(secretId, bob.principalId))).status).toBe(200);
     const res = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { ...bob.signed(secretId, encryptedMessage), cifer });
     expect(res.status).toBe(200);
     expect(res.body.decryptedMessage).toBe('alice only');
+    const link = await requestPermit(cluster, A, ownerBody(alice, secretId, 'delegate', null));
+    expect((await getJson(`${A}${link.pathAndQuery}`)).status).toBe(200);
+    await bobCannotDecrypt();
+    expect(await confirmLinkOf(cluster, link.permitId)).toMatchObject({ permitId: link.permitId });
   });
 });

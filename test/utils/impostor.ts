@@ -10,14 +10,14 @@ import { createLogger } from '../../src/log/index.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 
 /**
- * Stop member `slot` and take its identity; resolves once connected to slot 0. `versionVector` is
+ * Stop member `slot` and take its identity; resolves once connected to slot 0 (or `connectTo`). `versionVector` is
  * what it claims to hold (it serves nothing when a member tries to catch up from it);
  * `memberHandlers` what it answers to `grant`/`shard` calls (a lying member).
  */
 export async function startImpostor(
   cluster: LocalCluster,
   slot: number,
-  options: { versionVector?: () => Record<string, number>; memberHandlers?: Partial<Record<MemberService, MemberHandler>> } = {},
+  options: { versionVector?: () => Record<string, number>; memberHandlers?: Partial<Record<MemberService, MemberHandler>>; connectTo?: number } = {},
 ): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
   await cluster.stopMember(slot);
   const { keys } = await loadOrCreateNodeKeys(cluster.members[slot]!.config.keysDir);
@@ -42,6 +42,6 @@ export async function startImpostor(
     },
   );
   await peer.start();
-  await waitFor(() => peer.membership.isReachable(0), { timeoutMs: 5000, description: 'impostor to connect' });
+  await waitFor(() => peer.membership.isReachable(options.connectTo ?? 0), { timeoutMs: 5000, description: 'impostor to connect' });
   return { peer, signingKey: keys.signing };
 }

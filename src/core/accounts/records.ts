@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
-import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
+import { refusal, type RecordRefusal } from '../replication/refusals.ts';
 import { awaiting, checkVersion, onlyChanged, versionSchema, type Transition } from '../replication/versions.ts';
 import { kindName } from '../replication/views.ts';
 import { verifyEd25519 } from '../../crypto/index.ts';
@@ -116,7 +116,7 @@ const principalTransitions: Record<(typeof PRINCIPAL_CHANGES)[number], Transitio
       if (fields) return fields;
       const prev = await context.preceding();
       if (!prev) {
-        if (context.own) return heldBack('evidence_missing', undefined, 'the consumed permit');
+        if (context.own) return refusal('permit_not_adjacent');
         return context.seq > 1 ? awaiting(context, 'evidence_missing', { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit') : refusal('permit_not_adjacent');
       }
       const permit = prev.body as { permitId?: string; status?: string; action?: string; principalId?: string; result?: Record<string, unknown> | null };

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { RecordContext, RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
-import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
+import { refusal, type RecordRefusal } from '../replication/refusals.ts';
 import { awaiting, checkVersion, logRefSchema, onlyChanged, versionSchema, type LogRef, type Transition } from '../replication/versions.ts';
 import { kindName } from '../replication/views.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
@@ -118,7 +118,8 @@ async function permitOf(after: SecretBody, before: SecretBody, context: RecordCo
   const auth = after.auth as { by: 'permit'; permitId: string };
   const prev = await context.preceding();
   if (!prev) {
-    if (context.own) return heldBack('evidence_missing', undefined, 'the consumed permit');
+    // This node's own write: the consumption is not in its batch, so it never will be right before it.
+    if (context.own) return refusal('permit_not_adjacent');
     // The first record of its origin has nothing before it.
     return context.seq > 1 ? awaiting(context, 'evidence_missing', { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit') : refusal('permit_not_adjacent');
   }
