@@ -16,7 +16,9 @@ import { downloadJob, multipartStream, patterned, postMultipart, waitForJob } fr
 import { startTcpProxy, type TcpProxy } from '../utils/tcp-proxy.ts';
 import { startImpostor } from '../utils/impostor.ts';
 import { refusalOf } from '../utils/refusal.ts';
-import { fromHex, signPersonalMessage, toBase64 } from '../../src/crypto/index.ts';
+import { AppError } from '../../src/errors/index.ts';
+import { fromHex, signDigest, signPersonalMessage, toBase64, toHex } from '../../src/crypto/index.ts';
+import { proposalDigest } from '../../src/core/replication/versions.ts';
 import { openStore } from '../../src/store/index.ts';
 import { signRecord } from '../../src/core/replication/record.ts';
 import { web3SecretKey } from '../../src/core/web3/records.ts';
@@ -371,21 +373,30 @@ describe('a lying coordinator', () => {
 
   it('cannot record a second key for a secret, nor key one itself: it is not whitelisted', async () => {
     let seq = 1_000_000;
-    /** The rogue's own `web3Secret` record: a key it made (so it knows the seed). */
-    const forged = (id: number) => {
-      const body = { chainId: CHAIN_ID, secretId: id, clusterId: cluster.descriptor.clusterId, secretType: 1, publicKeyCid: toBase64(new Uint8Array(1184).fill(7)), createdBlock: 1, createdAt: Date.now() };
-      return signRecord(cluster.descriptor.clusterId, { kind: 'web3Secret', key: web3SecretKey(CHAIN_ID, id), origin: cluster.descriptor.nodes[1]!.nodeAddress, seq: seq++, hlc: [Date.now(), 0], body }, rogueKey);
+    const body = (id: number) => ({ chainId: CHAIN_ID, secretId: id, clusterId: cluster.descriptor.clusterId, secretType: 1, publicKeyCid: toBase64(new Uint8Array(1184).fill(7)), createdBlock: 1, createdAt: Date.now() });
+    /** The rogue's own `web3Secret` record: a key it made (so it knows the seed). Only slot 0 writes them. */
+    const forged = (id: number) => signRecord(cluster.descriptor.clusterId, { kind: 'web3Secret', key: web3SecretKey(CHAIN_ID, id), origin: cluster.descriptor.nodes[1]!.nodeAddress, seq: seq++, hlc: [Date.now(), 0], body: { ...body(id), v: { n: 1, prev: null, change: 'deal' } } }, rogueKey);
+    await expect(rogue.sendApply(2, [forged(Number(secretId))], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/writer_not_allowed/);
+    /** The rogue's proposal to slot 0, vouched for with its genuine key. */
+    const propose = (id: number) => {
+      const key = web3SecretKey(CHAIN_ID, id);
+      const unvouched = { ...body(id), v: { n: 1, prev: null, change: 'deal' } };
+      const signature = '0x' + toHex(signDigest(proposalDigest(cluster.descriptor.clusterId, 'web3Secret', key, unvouched as never), rogueKey));
+      const vouched = { ...unvouched, v: { ...unvouched.v, vouch: { nodeAddress: cluster.descriptor.nodes[1]!.nodeAddress, signature } } };
+      return rogue.requestCreate({ op: 'propose', params: { proposals: [{ kind: 'web3Secret', key, body: vouched }] } }, { signal: AbortSignal.timeout(5000) });
     };
-    await expect(rogue.sendApply(2, [forged(Number(secretId))], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/key_exists/);
-    // A secret the syncer has not keyed yet (it is down): the rogue still may not.
-    await cluster.stopMember(SYNCER);
-    try {
-      const fresh = Number(await createSecretOnChain(chain, controller, owner.privateKey));
-      await expect(rogue.sendApply(3, [forged(fresh)], { signal: AbortSignal.timeout(5000) })).rejects.toThrow(/not_whitelisted/);
-      expect(await cluster.members[3]!.state.get('web3Secret', web3SecretKey(CHAIN_ID, fresh))).toBeUndefined();
-    } finally {
-      await cluster.restartMember(SYNCER);
-    }
+    // A secret that has its key: slot 0 holds a version, so the proposal follows nothing and writes nothing.
+    expect(await propose(Number(secretId))).toMatchObject({ conflict: true });
+    // A secret the syncer (slot 0 here) has not keyed yet: the rogue still may not, not being
+    // whitelisted — slot 0 checks the proposal as every member would, against the chain.
+    const fresh = Number(await createSecretOnChain(chain, controller, owner.privateKey));
+    const refused = await propose(fresh).catch((e: unknown) => e as AppError);
+    expect(refused).toBeInstanceOf(AppError);
+    expect([(refused as AppError).code, (refused as AppError).reason]).toEqual(['FORBIDDEN', 'record_refused']);
+    expect((refused as AppError).message).toMatch(/not_whitelisted|not_on_chain/);
+    // The syncer keys it; the rogue's key is on no member.
+    await minedUntil(async () => (await cluster.members[3]!.state.get('web3Secret', web3SecretKey(CHAIN_ID, fresh))) !== undefined, 'the syncer to key the fresh secret');
+    expect((await cluster.members[3]!.state.get('web3Secret', web3SecretKey(CHAIN_ID, fresh)))!.body).not.toMatchObject({ publicKeyCid: body(fresh).publicKeyCid });
   });
 });
 

@@ -34,6 +34,9 @@ import { bad, currentForm, parsePayload, summaryOf } from './payload.ts';
 import { PERMIT_ACTIONS, UUID_V4_RE, permitKindName, permitRequestDigest, type PermitActionName, type PermitBody } from './records.ts';
 import type { PermitConfirmation, PermitConfirmInput, PermitPreview, PermitResult, PermitsService, RequestedPermit } from './types.ts';
 
+/** How long a confirmation keeps building its change again on slot 0's newer versions, ms. */
+const CONSUME_CONFLICT_BUDGET_MS = 10_000;
+
 /** Bytes of the emailed one-time token (≥ 128 bits). */
 const TOKEN_BYTES = 32;
 
@@ -148,7 +151,9 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       if (done) return delivery.consumedAnswer(done);
       return { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: 0, threshold };
     }
-    for (let attempt = 0; ; attempt++) {
+    // Racing changes to the secret meanwhile: build again on slot 0's version (as VersionWriter.update does).
+    const until = performance.now() + CONSUME_CONFLICT_BUDGET_MS;
+    for (;;) {
       // Another coordinator may have finished while we asked.
       const current = (await permits.record(permit.permitId))!;
       if (current.body.status === 'consumed') return delivery.consumedAnswer(current.body);
@@ -176,7 +181,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
           : { status: 'pending', permitId: current.key, action: current.body.action, successCount: report.acked.length, threshold };
       } catch (err) {
         // Slot 0 holds later versions (now in this replica too): build on them.
-        if (!isVersionConflict(err) || attempt >= 3) throw err;
+        if (!isVersionConflict(err) || performance.now() >= until) throw err;
       }
     }
   }

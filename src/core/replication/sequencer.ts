@@ -23,8 +23,12 @@ import { logRefSchema, proposalDigest, type LogRef, type Version, type Versioned
 
 /** Most versions one proposal writes together (a permit's consumption and the change it makes). */
 const MAX_PROPOSALS = 4;
-/** How many times a coordinator builds a version again on slot 0's newer one before it answers 503. */
-const MAX_ATTEMPTS = 5;
+/**
+ * How long a coordinator keeps building a version again on slot 0's newer one before it answers 503,
+ * ms. Slot 0 writes one proposal of a key at a time and each round writes one, so racing coordinators
+ * all get through: forty changes to one secret at once take well under a second.
+ */
+const CONFLICT_BUDGET_MS = 10_000;
 
 const proposeSchema = z.strictObject({
   proposals: z
@@ -230,7 +234,8 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
 
     async update(kind, key, next, options = {}) {
       let current = (await state.get(kind.name, key)) as Versioned<never> | undefined;
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const until = performance.now() + CONFLICT_BUDGET_MS;
+      for (let attempt = 0; performance.now() < until; attempt++) {
         const proposed = await next(current as never);
         if (!proposed) return { written: false, current: current as never };
         const body = writer.versionAfter(kind.name, key, current as never, proposed);

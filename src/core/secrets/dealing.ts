@@ -5,12 +5,16 @@
  * threshold stored shares the secret is abandoned; the members that missed theirs are retried from the
  * durable list (delivery.ts). Web2 and Web3 secrets are dealt alike; only their record differs.
  */
-import { QuorumError, type MemberFailure } from '../../errors/index.ts';
+import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { fromHex, mlkemPublicKeyFromSeed, sealTo, splitSecretForSlots, toBase64, zeroize, type RandomSource } from '../../crypto/index.ts';
-import { membersOf, type ClusterDescriptor, type MembershipView, type Replicator } from '../replication/ports.ts';
+import { membersOf, type ClusterDescriptor, type MembershipView } from '../replication/ports.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import { web3SecretKey, type Web3SecretBody } from '../web3/records.ts';
+import type { VersionWriter } from '../replication/sequencer.ts';
+import { kindName } from '../replication/views.ts';
+
+const web3SecretKindName = kindName<Web3SecretBody>('web3Secret');
 import { SECRET_TYPE_MLKEM768, shareDigest, shareStoreAad } from './records.ts';
 import { memberAddresses, shareLabel } from './rules.ts';
 import type { ShareDelivery } from './delivery.ts';
@@ -61,7 +65,8 @@ export interface DealtKey {
 /** Dependencies of {@link createKeyDealer}. */
 export interface KeyDealerDeps {
   membership: MembershipView;
-  replicator: Replicator;
+  /** Writes of sequenced kinds (a Web3 secret's key), through slot 0. */
+  versions: Pick<VersionWriter, 'update'>;
   delivery: Pick<ShareDelivery, 'deliver' | 'keepUndelivered'>;
   random: RandomSource;
   clock: () => number;
@@ -118,8 +123,12 @@ export function createKeyDealer(deps: KeyDealerDeps): KeyDealer {
         run = (async () => {
           reachableMemberSlots(membership);
           const { status, stored } = await deal(chainId, secretId, ({ publicKeyCid, shareDigests, now }) => {
-            const body: Web3SecretBody = { chainId, secretId, clusterId: descriptor.clusterId, secretType: SECRET_TYPE_MLKEM768, publicKeyCid, createdBlock, createdAt: now, shareDigests };
-            return deps.replicator.replicate({ kind: 'web3Secret', key, body });
+            const body: Omit<Web3SecretBody, 'v'> = { chainId, secretId, clusterId: descriptor.clusterId, secretType: SECRET_TYPE_MLKEM768, publicKeyCid, createdBlock, createdAt: now, shareDigests };
+            // Slot 0 writes the key's one version: the first deal wins on every member alike.
+            return deps.versions.update(web3SecretKindName, key, (current) => {
+              if (current) throw new AppError('CONFLICT', `Web3 secret ${chainId}:${secretId} already has a key`);
+              return { change: 'deal', body };
+            });
           });
           log.info({ chainId, secretId, status, stored }, 'web3 secret keyed');
         })().finally(() => dealingWeb3.delete(key));

@@ -3,16 +3,19 @@
  * what"): the ML-KEM public key the cluster dealt for a secret created on chain. Owner, delegate and
  * whether it is synced are NOT in the record: the chain holds them, and every member reads them there.
  *
- * Who writes it: a coordinator that the controller itself whitelists (`isBlackBoxWhitelisted`), i.e.
- * the chain's designated syncer. Evidence: the chain. Every node checks, before storing, that the
- * secret exists on chain with type 1, is still syncing or synced to this cluster with the sentinel
- * `cifer`, that the writer is whitelisted, and that no other key was recorded for it before: the
- * first key wins, for good.
+ * Who writes it: slot 0, as a sequenced kind with one version (src/core/replication/versions.ts):
+ * the key a coordinator that the controller itself whitelists (`isBlackBoxWhitelisted`) — the
+ * chain's designated syncer — dealt and vouched for. Evidence: the chain. Every node checks, before
+ * storing, that the secret exists on chain with type 1, is still syncing or synced to this cluster
+ * with the sentinel `cifer`, and that the coordinator that vouched is whitelisted. Slot 0 writes one
+ * first version per key, so the first key wins, for good, on every member alike — and a record no
+ * member can decide yet (a chain that does not answer) is held back, never refused.
  */
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { heldBack, refusal, type RecordRefusal } from '../replication/refusals.ts';
+import { checkVersion, versionSchema, type Transition } from '../replication/versions.ts';
 import { PUBLIC_KEY_B64_CHARS, SECRET_TYPE_MLKEM768, shareDigestsSchema } from '../secrets/records.ts';
 import type { Web3Chains } from './ports.ts';
 
@@ -44,35 +47,45 @@ export const web3SecretBodySchema = z.strictObject({
   createdAt: z.number().int().nonnegative(),
   /** Each slot's share digest (`shareDigest`), for share recovery. */
   shareDigests: shareDigestsSchema.optional(),
+  /** The version: the one deal of the key (src/core/replication/versions.ts). */
+  v: versionSchema(['deal']),
 });
 export type Web3SecretBody = z.infer<typeof web3SecretBodySchema>;
 
 /**
- * `web3Secret`, keyed by {@link web3SecretKey}; written once per secret by a whitelisted coordinator.
- * The checks read the chain (an RPC failure refuses the record for now; catch-up brings it again).
+ * `web3Secret`, keyed by {@link web3SecretKey}: one version, the key a whitelisted coordinator dealt
+ * (its vouch), written by slot 0. The checks read the chain (a chain that does not answer holds the
+ * record back; catch-up and the waiting room bring it again).
  */
 export function web3SecretKind(descriptor: ClusterDescriptor, chains: Web3Chains | undefined): RecordKindDefinition<Web3SecretBody> {
+  const transitions: Record<'deal', Transition<Web3SecretBody>> = {
+    deal: {
+      creates: true,
+      async check({ after, vouchedBy }) {
+        if (!vouchedBy) return refusal('bad_vouch', 'a key is dealt by a whitelisted coordinator');
+        const chain = chains?.get(after.chainId);
+        if (!chain) return refusal('chain_not_enabled');
+        // A chain that does not answer decides nothing: the record is held back and offered again.
+        return chainProblem(chain, vouchedBy, after.secretId).catch((err: unknown) => heldBack('chain_unavailable', undefined, (err as Error).message.slice(0, 120)));
+      },
+    },
+  };
   return {
     name: 'web3Secret',
     body: web3SecretBodySchema,
-    writers: ['coordinator'],
+    writers: ['slot0'],
+    sequenced: true,
     key: (k) => /^[1-9]\d{0,15}:\d{15}$/.test(k),
-    validate: async (b, context) => {
+    rank: (b) => b.v.n,
+    validate: (b, context) => {
       if (context.key !== web3SecretKey(b.chainId, b.secretId)) return refusal('key_mismatch');
       if (b.clusterId !== descriptor.clusterId) return refusal('another_cluster');
-      const { current } = await context.standing();
-      // One key per secret, for good: a second deal (a rogue writer, or a syncer that lost its data)
-      // would hand out a key whose shares the members do not hold.
-      if (current && (current as Web3SecretBody).publicKeyCid !== b.publicKeyCid) return refusal('key_exists');
-      const chain = chains?.get(b.chainId);
-      if (!chain) return refusal('chain_not_enabled');
-      // A chain that does not answer decides nothing: the record is held back and offered again.
-      return chainProblem(chain, context.origin, b.secretId).catch((err: unknown) => heldBack('chain_unavailable', undefined, (err as Error).message.slice(0, 120)));
+      return checkVersion(descriptor, transitions, b, context);
     },
   };
 }
 
-/** What the chain says against a key written by `writer` for `secretId`. */
+/** What the chain says against a key dealt by `writer` for `secretId`. */
 async function chainProblem(chain: NonNullable<ReturnType<Web3Chains['get']>>, writer: string, secretId: number): Promise<RecordRefusal | undefined> {
   if (!(await chain.isWhitelisted(writer))) return refusal('not_whitelisted');
   const state = await chain.getSecretState(secretId);

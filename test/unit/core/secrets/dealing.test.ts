@@ -52,10 +52,12 @@ describe('the key dealer with stub delivery', () => {
       random,
       clock: () => 1_000,
       logger: log.logger,
-      replicator: {
-        replicate: async (intent: WriteIntent) => {
+      // A Web3 secret's key is written through slot 0 (a Web2 one by the caller's callback).
+      versions: {
+        update: async (kind: { name: string }, key: string, next: (current: undefined) => unknown) => {
           steps.push('replicate');
-          written.push(intent);
+          const proposed = (await next(undefined)) as { body: WriteIntent['body'] };
+          written.push({ kind: kind.name, key, body: proposed.body });
           return {} as never;
         },
       } as never,
