@@ -111,8 +111,13 @@ async function appliedPermits(i: number): Promise<number> {
   return [...text.matchAll(/^quorumkeep_permits_applied_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
 }
 
+// Without the tools, a developer's run skips with one line; CI (which .ci/run equips) must run it.
+const missing = await netnsAvailable();
+const skip = missing !== undefined && !process.env.CI;
+if (skip) console.warn(`netns-partitions skipped: needs root, ip and iptables (${missing}); .ci/run installs them`);
+
 beforeAll(async () => {
-  const missing = await netnsAvailable();
+  if (skip) return;
   if (missing) throw new Error(`this test runs the cluster in network namespaces and needs root, ip and iptables (${missing}); .ci/run installs them`);
   lab = await createNetnsLab(SIZE);
   dir = await mkdtemp(join(tmpdir(), 'qk-netns-'));
@@ -135,7 +140,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe('a cluster of five hosts under silent partitions', () => {
+describe.skipIf(skip)('a cluster of five hosts under silent partitions', () => {
   it('every answer is true: 201s survive, 503s are retry-safe, consumed permits are applied once everywhere', async () => {
     const alice = await client(A, 0, 'alice');
     const bob = await client(B, 1, 'bob');
