@@ -79,9 +79,11 @@ export interface RecordContext {
   siblings: ReadonlyArray<Sibling>;
   /**
    * The record at (origin, seq): among the siblings, else in this node's log; undefined when this
-   * node does not hold it (yet).
+   * node does not hold it (yet). `hint` names the key it is a record of: when it is that key's current
+   * record (the usual case — the version a new one replaces), it is read from the state cache, not
+   * the log. The same (origin, seq) is the same record either way.
    */
-  recordAt(origin: string, seq: number): Promise<Sibling | undefined>;
+  recordAt(origin: string, seq: number, hint?: { kind: string; key: string }): Promise<Sibling | undefined>;
   /**
    * True when this node refused the record at (origin, seq) for good: a record that needs it can
    * never pass, and is refused rather than held back.

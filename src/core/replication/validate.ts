@@ -147,10 +147,14 @@ export function createEvidenceContexts(
     return r ? { body: r.body, origin: r.origin, seq: r.seq } : undefined;
   };
   return (kind, incoming, node, siblings) => {
-    const recordAt = async (origin: string, seq: number): Promise<Sibling | undefined> => {
+    const recordAt = async (origin: string, seq: number, hint?: { kind: string; key: string }): Promise<Sibling | undefined> => {
       for (let i = siblings.length - 1; i >= 0; i--) {
         const s = siblings[i]!;
         if (s.origin === origin && s.seq === seq) return s;
+      }
+      if (hint) {
+        const now = await read(hint.kind, hint.key);
+        if (now && now.origin === origin && now.seq === seq) return now;
       }
       return readLog(origin, seq);
     };

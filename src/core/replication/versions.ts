@@ -18,10 +18,10 @@
  *   the transitions a coordinator is trusted for (Web2 identity, a dealt key).
  */
 import { z } from 'zod';
-import { fromHex, recoverAddress, taggedHash } from '../../crypto/index.ts';
+import { fromHex, taggedHash, verifyDigest } from '../../crypto/index.ts';
 import { canonicalJson, type Json } from './canonical-json.ts';
 import type { RecordContext } from './kinds.ts';
-import { isCoordinatorEntry, signerAt, type ClusterDescriptor } from './ports.ts';
+import { isCoordinatorEntry, signerAt, type ClusterDescriptor, type ClusterNodeEntry } from './ports.ts';
 import { heldBack, refusal, type RecordRefusal, type RefusalCode } from './refusals.ts';
 
 const ADDRESS_RE = /^0x[0-9a-f]{40}$/;
@@ -72,19 +72,20 @@ export function proposalDigest(clusterId: string, kind: string, key: string, bod
   return taggedHash(`quorumkeep/proposal/v1/${clusterId}`, canonicalJson({ kind, key, body: unvouched(body) }));
 }
 
+/** Signing keys of the cluster file's nodes, parsed once (a fixed set: the cluster file's). */
+const signingKeys = new WeakMap<ClusterNodeEntry, Uint8Array>();
+
 /** The coordinator that vouched for `body`, or a refusal; undefined vouch → undefined. */
 export function vouchedBy(descriptor: ClusterDescriptor, kind: string, key: string, body: VersionedBody, atMs: number): string | RecordRefusal | undefined {
   const vouch = body.v.vouch;
   if (!vouch) return undefined;
   const node = signerAt(descriptor, vouch.nodeAddress, atMs);
   if (!node || !isCoordinatorEntry(node)) return refusal('bad_vouch', 'not a coordinator');
-  let signer: string | undefined;
-  try {
-    signer = recoverAddress(fromHex(vouch.signature.slice(2)), proposalDigest(descriptor.clusterId, kind, key, body));
-  } catch {
-    signer = undefined;
-  }
-  return signer === vouch.nodeAddress ? vouch.nodeAddress : refusal('bad_vouch', 'signature');
+  let publicKey = signingKeys.get(node);
+  if (!publicKey) signingKeys.set(node, (publicKey = fromHex(node.signingPublicKey)));
+  // A check against the node's known key (no recovery, no address hashing): its signature or nothing.
+  const ok = verifyDigest(fromHex(vouch.signature.slice(2)), proposalDigest(descriptor.clusterId, kind, key, body), publicKey);
+  return ok ? vouch.nodeAddress : refusal('bad_vouch', 'signature');
 }
 
 /**
@@ -133,7 +134,7 @@ export async function checkVersion<B extends VersionedBody>(
   if (vouched !== undefined && typeof vouched !== 'string') return vouched;
   let before: B | undefined;
   if (b.v.prev) {
-    const prev = await context.recordAt(b.v.prev.origin, b.v.prev.seq);
+    const prev = await context.recordAt(b.v.prev.origin, b.v.prev.seq, { kind: context.kind, key: context.key });
     if (!prev) return awaiting(context, 'prev_missing', b.v.prev, 'the version it replaces');
     const pv = (prev.body as unknown as Partial<VersionedBody> | null)?.v;
     if (prev.kind !== context.kind || prev.key !== context.key || pv?.n !== b.v.n - 1) return refusal('prev_mismatch');

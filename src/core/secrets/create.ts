@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../errors/index.ts';
+import { createLruCache } from '../../crypto/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
@@ -93,11 +94,18 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
 
   // Slot 0: a secret's first version only for the id its create string claimed here (a coordinator
   // cannot take an id of its choosing, a future one included).
+  // The ids claimed lately, by claim name, so the guard of a create just claimed reads no disk.
+  const claimed = createLruCache<number>(1024);
   deps.versions.guard('secret', 'create', async (proposal) => {
     const body = proposal.body as unknown as SecretBody;
     const evidence = body.auth?.by === 'create' ? body.auth.evidence : undefined;
-    const raw = evidence ? await claims.get(createClaimName(signedStringKey('createSecret', evidence.data.split('_')))) : undefined;
-    if (!raw || (JSON.parse(raw) as CreateClaim).secretId !== body.secretId) throw new AppError('FORBIDDEN', 'no create claim names this secret', undefined, { reason: 'not_proposable' });
+    const name = evidence ? createClaimName(signedStringKey('createSecret', evidence.data.split('_'))) : undefined;
+    let id = name ? claimed.get(name) : undefined;
+    if (name && id === undefined) {
+      const raw = await claims.get(name);
+      id = raw ? (JSON.parse(raw) as CreateClaim).secretId : undefined;
+    }
+    if (id !== body.secretId) throw new AppError('FORBIDDEN', 'no create claim names this secret', undefined, { reason: 'not_proposable' });
   });
 
   // Slot 0: create string → secretId, leased to the attempt creating it; claims and releases of
@@ -121,6 +129,7 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
         return { secretId: held.secretId, done: false };
       }
       const secretId = await deps.allocateWithClaim('secretId', name, (id) => JSON.stringify(leasedClaim(id, coordinator, attempt, now)));
+      claimed.set(name, secretId);
       return { secretId, done: false };
     }),
   );

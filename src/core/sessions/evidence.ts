@@ -117,7 +117,7 @@ export function signedStringKey(operation: string, parts: readonly string[]): st
  * slot 0 names no older version once it holds that one. Held back while this node lacks the version.
  */
 export async function sessionLiveAt(context: Pick<RecordContext, 'recordAt' | 'refusedAt' | 'atMs'>, ref: LogRef, session: Pick<SessionBody, 'principalId' | 'publicKey'>): Promise<RecordRefusal | undefined> {
-  const principal = await context.recordAt(ref.origin, ref.seq);
+  const principal = await context.recordAt(ref.origin, ref.seq, { kind: 'principal', key: session.principalId });
   if (!principal) return awaiting(context, 'evidence_missing', ref, 'the principal version');
   if (principal.kind !== 'principal' || principal.key !== session.principalId) return refusal('evidence_invalid', 'principal version of another principal');
   if (principal.hlc[0] > context.atMs) return refusal('evidence_invalid', 'principal version after the record');
