@@ -47,7 +47,8 @@ import type { SessionBody } from '../src/core/sessions/records.ts';
 import { createLogger } from '../src/log/index.ts';
 import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
-import { signPersonalMessage, zeroize } from '../src/crypto/index.ts';
+import { signDigest, signPersonalMessage, toHex, zeroize } from '../src/crypto/index.ts';
+import { proposalDigest } from '../src/core/replication/versions.ts';
 import { BENCH_PLAN, benchPrincipal, envFromVariable, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
@@ -233,6 +234,10 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
       },
     );
     await engine.open();
+    // Each secret's first version names the owner's principal version (slot 0 writes secrets: the
+    // writer is slot 0) and carries this coordinator's vouch for the key it dealt.
+    const principal = (await engine.get('principal', owner.principalId))!;
+    const principalRef = { origin: principal.origin, seq: principal.seq };
     let lastTimestamp = 0;
     // Two chunks dealt ahead, so the worker deals while this thread writes.
     deal(HTTP_SECRETS + 1);
@@ -249,7 +254,7 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
         lastTimestamp = Math.max(Date.now() - 60_000, lastTimestamp + 1);
         const data = `-1_0_${session.address}_${lastTimestamp}`;
         const now = Date.now();
-        const body: SecretBody = {
+        const unvouched = {
           secretId,
           ownerPrincipalId: owner.principalId,
           delegatePrincipalId: null,
@@ -260,8 +265,11 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
           createdAt: now,
           updatedAt: now,
           shareDigests: chunk.shareDigests[i]!,
-          auth: { by: 'create', evidence: { data, signature: signPersonalMessage(data, session.wallet), session: session.record } },
+          auth: { by: 'create' as const, evidence: { data, signature: signPersonalMessage(data, session.wallet), session: session.record }, principal: principalRef },
+          v: { n: 1, prev: null, change: 'create' as const },
         };
+        const vouch = { nodeAddress: self.nodeAddress, signature: '0x' + toHex(signDigest(proposalDigest(descriptor.clusterId, 'secret', secretKey(secretId), unvouched), keys.signing)) };
+        const body: SecretBody = { ...unvouched, v: { ...unvouched.v, vouch } };
         return { kind: 'secret', key: secretKey(secretId), body };
       });
       const { records } = await engine.replicateAll(intents, { requireQuorum: false });

@@ -5,7 +5,7 @@
 import type { LocalCluster } from 'quorumkeep/testing';
 import { waitFor } from 'quorumkeep/testing';
 import { createCluster, loadOrCreateNodeKeys, type Cluster } from '../../src/cluster/index.ts';
-import type { MemberHandler, MemberService } from '../../src/core/replication/ports.ts';
+import type { ClusterDescriptor, MemberHandler, MemberService } from '../../src/core/replication/ports.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 
@@ -17,15 +17,33 @@ import { createMetrics } from '../../src/metrics/index.ts';
 export async function startImpostor(
   cluster: LocalCluster,
   slot: number,
-  options: { versionVector?: () => Record<string, number>; memberHandlers?: Partial<Record<MemberService, MemberHandler>>; connectTo?: number } = {},
+  options: ImpostorOptions = {},
 ): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
   await cluster.stopMember(slot);
-  const { keys } = await loadOrCreateNodeKeys(cluster.members[slot]!.config.keysDir);
-  const self = cluster.descriptor.nodes[slot]!;
+  return startPeerImpostor(cluster.descriptor, slot, cluster.members[slot]!.config.keysDir, options);
+}
+
+/** What an impostor claims and answers, and whom it waits to reach. */
+export interface ImpostorOptions {
+  /** What it claims to hold (it serves nothing when a member tries to catch up from it). */
+  versionVector?: () => Record<string, number>;
+  /** What it answers to `grant`/`shard` calls (a lying member). */
+  memberHandlers?: Partial<Record<MemberService, MemberHandler>>;
+  /** The slot it waits to reach before it resolves. @default 0 */
+  connectTo?: number;
+}
+
+/**
+ * Node `slot`'s genuine identity (its keys from `keysDir`) driving the real cluster module, for a
+ * cluster of any kind — in-process or real processes (the node itself must be down).
+ */
+export async function startPeerImpostor(descriptor: ClusterDescriptor, slot: number, keysDir: string, options: ImpostorOptions = {}): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
+  const { keys } = await loadOrCreateNodeKeys(keysDir);
+  const self = descriptor.nodes[slot]!;
   const peer = await createCluster(
     { listen: self.multiaddrs, reconnectIntervalMs: 100, syncIntervalMs: 60_000, syncBatchSize: 100 },
     {
-      descriptor: cluster.descriptor,
+      descriptor,
       self,
       privateKey: keys.identity,
       blockedPeers: new Set(),
@@ -34,7 +52,10 @@ export async function startImpostor(
         ingest: async () => ({ applied: 0, duplicates: 0, rejected: [] }),
         prepareIngest: async () => ({ source: 'sync', refusals: [], checked: [], known: 0, awaiting: [] }),
         ingestPrepared: async () => ({ applied: 0, duplicates: 0, rejected: [] }),
-        versionVector: options.versionVector ?? (() => ({})), syncRequest: async () => ({ vv: {} }), missingFor: async function* () {} },
+        versionVector: options.versionVector ?? (() => ({})),
+        syncRequest: async () => ({ vv: {} }),
+        missingFor: async function* () {},
+      },
       logger: createLogger({ level: 'silent' }),
       metrics: createMetrics({ processMetrics: false }),
       // What it answers when members call it (none by default: every call fails).
@@ -42,6 +63,6 @@ export async function startImpostor(
     },
   );
   await peer.start();
-  await waitFor(() => peer.membership.isReachable(options.connectTo ?? 0), { timeoutMs: 5000, description: 'impostor to connect' });
+  await waitFor(() => peer.membership.isReachable(options.connectTo ?? 0), { timeoutMs: 10_000, description: 'impostor to connect' });
   return { peer, signingKey: keys.signing };
 }

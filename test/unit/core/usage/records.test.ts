@@ -158,3 +158,29 @@ describe('usage records: what every member checks', () => {
     expect(planKind.key!('../etc')).toBe(false);
   });
 });
+
+describe('order never matters for a coordinator’s counters (issue 27 #7)', () => {
+  it('any counters of one key — growing, lowering, mixed — are each accepted or refused alike in every order, and leave one state', async () => {
+    const anyCounts = fc.tuple(fc.nat(1000), fc.nat(20), fc.nat(1000), fc.nat(20)).map(([b, r, rb, rr]) => counts(b, r, rb, rr));
+    await fc.assert(
+      fc.asyncProperty(fc.array(anyCounts, { minLength: 1, maxLength: 8 }), fc.integer(), async (list, seed) => {
+        const key = keyOf(coordA);
+        const records: ReplicatedRecord[] = list.map((body, i) => ({ kind: 'usage', key, origin: coordA, seq: i + 1, hlc: [NOW + i, 0], body, sig: '0x' }));
+        /** The verdicts and the state after delivering `order`. */
+        const deliver = async (order: ReplicatedRecord[]) => {
+          let state: ReplicatedRecord | undefined;
+          const verdicts = new Map<number, string | undefined>();
+          for (const r of order) {
+            const problem = await usageKind.validate!(r.body as UsageCounts, contextFor(c, { key, origin: 0, seq: r.seq, atMs: r.hlc[0] }));
+            verdicts.set(r.seq, problem?.code);
+            if (!problem && supersedes(usageKind as never, state, r)) state = r;
+          }
+          return { verdicts: [...verdicts.entries()].sort((x, y) => x[0] - y[0]), state: state?.seq };
+        };
+        const shuffled = [...records].sort((x, y) => ((x.seq * 2654435761) ^ seed) % 97 - ((y.seq * 2654435761) ^ seed) % 97);
+        expect(await deliver(shuffled)).toEqual(await deliver(records));
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
