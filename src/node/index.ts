@@ -325,6 +325,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         state: engine,
         replicator: engine,
         ingest: (records) => engine.ingest(records, 'apply'),
+        ownWritesHeld: () => engine.ownWritesHeld(),
         signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
         logger,
       });

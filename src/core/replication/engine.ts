@@ -131,6 +131,8 @@ export interface ReplicationEngine extends Replicator, StateReader, AppliedEvent
    * (src/backup/catch-up.ts).
    */
   holdOwnWrites(until: Promise<void>): void;
+  /** True while own writes are held ({@link holdOwnWrites}). */
+  ownWritesHeld(): boolean;
 }
 
 /** Create the replication engine. */
@@ -195,5 +197,6 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     onApplied: listeners.onApplied,
     stop: queue.stop,
     holdOwnWrites: queue.holdOwnWrites,
+    ownWritesHeld: queue.ownWritesHeld,
   };
 }

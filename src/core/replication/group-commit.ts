@@ -50,6 +50,8 @@ export interface CommitQueue extends Startable {
    * later one fail with its reason.
    */
   holdOwnWrites(until: Promise<void>): void;
+  /** True while own writes are held. */
+  ownWritesHeld(): boolean;
   /** Wait until every queued apply has been committed (or failed). New applies are still taken. */
   stop(): Promise<void>;
 }
@@ -110,6 +112,7 @@ export function createCommitQueue(options: CommitQueueOptions, deps: CommitQueue
       held.catch(() => undefined);
       ownWritesHeld = held;
     },
+    ownWritesHeld: () => ownWritesHeld !== undefined,
     async stop() {
       while (working) await working;
     },
