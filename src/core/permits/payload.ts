@@ -37,7 +37,12 @@ export interface CurrentRequest extends PermitRequestInput {
  * signature, so an exact retry of one signed request is a replay and a new signature a new request.
  */
 export function legacyRequestId(data: string, signature: string): string {
-  const h = sha256Hex(`quorumkeep/legacy-permit/v1\n${data}\n${signature}`).split('');
+  return uuidV4Of(`quorumkeep/legacy-permit/v1\n${data}\n${signature}`);
+}
+
+/** A lowercase UUIDv4 drawn from `text` (its SHA-256, with the version and variant bits set). */
+export function uuidV4Of(text: string): string {
+  const h = sha256Hex(text).split('');
   h[12] = '4';
   h[16] = '89ab'[parseInt(h[16]!, 16) & 3]!;
   const x = h.join('');

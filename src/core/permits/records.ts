@@ -12,7 +12,7 @@ import { checkVersion, logRefSchema, onlyChanged, versionSchema, type Transition
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
 import { createEvidenceChecker, evidenceRefusal, principalIsCurrent, sessionLiveAt, signedEvidenceSchema, type EvidenceChecker } from '../sessions/evidence.ts';
 import { fromHex, isEd25519PublicKeyHex, recoverAddress, sha256Hex, taggedHash, utf8 } from '../../crypto/index.ts';
-import { PERMIT_ACTIONS, parsePayload, type PermitActionName } from './payload.ts';
+import { PERMIT_ACTIONS, parsePayload, uuidV4Of, type PermitActionName } from './payload.ts';
 
 export { PERMIT_ACTIONS, type PermitActionName } from './payload.ts';
 
@@ -68,11 +68,7 @@ export const permitKindName = kindName<PermitBody>('permit');
  * member stores as a successor (docs/security.md, "Transitions").
  */
 export function permitIdFor(clusterId: string, requestId: string): string {
-  const h = sha256Hex(`quorumkeep/permit-id/v1\n${clusterId}\n${requestId}`).split('');
-  h[12] = '4';
-  h[16] = '89ab'[parseInt(h[16]!, 16) & 3]!;
-  const x = h.join('');
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
+  return uuidV4Of(`quorumkeep/permit-id/v1\n${clusterId}\n${requestId}`);
 }
 
 /** What the requesting coordinator signs: everything slot 0 turns into the pending permit. */
