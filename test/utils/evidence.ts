@@ -81,7 +81,6 @@ export function contextFor(
     log?: MemoryLog;
     held?: Map<string, Json>;
     siblings?: Sibling[];
-    wins?: boolean;
     self?: { kind: string };
     /** Checked as this node's own write, not numbered yet. */
     own?: boolean;
@@ -116,7 +115,6 @@ export function contextFor(
       for (const r of log.records.values()) if (r.kind === k && r.key === key && (!best || rankOf(r) > rankOf(best))) best = r;
       return best ? { body: best.body, origin: best.origin, seq: best.seq } : undefined;
     },
-    standing: async () => ({ current: options.self ? held.get(`${options.self.kind}!${options.key}`) : undefined, wins: options.wins ?? true }),
   };
 }
 

@@ -9,6 +9,7 @@ import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ReplicateOptions, Replicator, StateReader, WriteReport } from '../replication/ports.ts';
 import type { ReplicatedRecord } from '../replication/record.ts';
 import type { VersionWrite, VersionWriter } from '../replication/sequencer.ts';
+import { withoutVersion } from '../replication/versions.ts';
 import { stateView, type StateView } from '../replication/views.ts';
 import {
   emailIndexKind,
@@ -86,11 +87,6 @@ export interface AccountReplica {
 /** A principal's transition. */
 export type PrincipalChange = (typeof PRINCIPAL_CHANGES)[number];
 
-/** A principal's body without its version. */
-export function unversioned(b: PrincipalBody): Omit<PrincipalBody, 'v'> {
-  const { v: _v, ...rest } = b;
-  return rest;
-}
 
 /** Create the accounts' view of the replica. */
 export function createAccountReplica(deps: AccountReplicaDeps): AccountReplica {
@@ -131,7 +127,7 @@ export function createAccountReplica(deps: AccountReplicaDeps): AccountReplica {
           const body = current.body;
           const changes = typeof patch === 'function' ? await patch(body) : patch;
           if (!changes) return undefined;
-          return { change, body: { ...unversioned(body), ...changes, updatedAt: Math.max(deps.clock(), body.updatedAt) } };
+          return { change, body: { ...withoutVersion(body), ...changes, updatedAt: Math.max(deps.clock(), body.updatedAt) } };
         },
         options,
       ),

@@ -8,6 +8,7 @@ import { AppError } from '../../errors/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { StateReader } from '../replication/ports.ts';
 import { currentRead, type VersionWriter } from '../replication/sequencer.ts';
+import { withoutVersion } from '../replication/versions.ts';
 import type { StateView } from '../replication/views.ts';
 import { serialQueue } from '../serial-queue.ts';
 import { signedEvidenceSchema } from '../sessions/evidence.ts';
@@ -173,8 +174,7 @@ export function registerPermitClaims(options: PermitClaimsOptions, deps: PermitC
       if (claim.mailed !== false || (claim.mailingUntil ?? 0) > clock()) return { reissued: false };
       const write = await deps.versions.update(permitKindName, claim.permitId, (current) => {
         if (!current || current.body.status !== 'pending' || clock() >= current.body.expiresAt) return undefined;
-        const { v: _v, ...rest } = current.body as PermitBody;
-        return { change: 'reissue', body: { ...rest, tokenHash, requestedBy: requestedBy as PermitBody['requestedBy'] }, vouch: false };
+        return { change: 'reissue', body: { ...withoutVersion(current.body as PermitBody), tokenHash, requestedBy: requestedBy as PermitBody['requestedBy'] }, vouch: false };
       });
       if (!write.written) return { reissued: false };
       return { reissued: true, permitId: claim.permitId, expiresAt: write.record.body.expiresAt };

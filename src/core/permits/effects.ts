@@ -6,6 +6,7 @@
 import { AppError } from '../../errors/index.ts';
 import type { PrincipalBody } from '../accounts/records.ts';
 import type { Proposed, Versioned } from '../replication/sequencer.ts';
+import { withoutVersion } from '../replication/versions.ts';
 import { secretKey, type SecretBody } from '../secrets/records.ts';
 import { verifiedPrincipal, type PermitReads } from './authorize.ts';
 import type { PermitBody } from './records.ts';
@@ -24,12 +25,6 @@ export interface PermitEffect {
 /** 409 for a permit the state has overtaken since it was requested. */
 function stale(message: string): AppError {
   return new AppError('CONFLICT', `This permit can no longer be applied: ${message}`);
-}
-
-/** A body without its version (what a proposal carries). */
-function withoutVersion<B extends { v: unknown }>(b: B): Omit<B, 'v'> {
-  const { v: _v, ...rest } = b;
-  return rest;
 }
 
 /**

@@ -21,7 +21,8 @@ import type { StateChange } from '../replication/engine.ts';
 import type { FreshReader } from '../replication/fresh-read.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import type { MembershipView, Replicator, StateReader } from '../replication/ports.ts';
-import { isVersionConflict, type Proposed, type Versioned, type VersionWriter } from '../replication/sequencer.ts';
+import type { Proposed, Versioned, VersionWriter } from '../replication/sequencer.ts';
+import { withoutVersion } from '../replication/versions.ts';
 import { kindName, stateView } from '../replication/views.ts';
 import type { SecretBody } from '../secrets/records.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
@@ -33,9 +34,6 @@ import { createConsumeLeases } from './lease.ts';
 import { bad, currentForm, parsePayload, summaryOf } from './payload.ts';
 import { PERMIT_ACTIONS, UUID_V4_RE, permitKindName, permitRequestDigest, type PermitActionName, type PermitBody } from './records.ts';
 import type { PermitConfirmation, PermitConfirmInput, PermitPreview, PermitResult, PermitsService, RequestedPermit } from './types.ts';
-
-/** How long a confirmation keeps building its change again on slot 0's newer versions, ms. */
-const CONSUME_CONFLICT_BUDGET_MS = 10_000;
 
 /** Bytes of the emailed one-time token (≥ 128 bits). */
 const TOKEN_BYTES = 32;
@@ -73,7 +71,7 @@ export interface PermitMail {
 export interface PermitsDeps {
   replicator: Replicator;
   /** Writes of sequenced kinds (permits, and the changes they make), through slot 0. */
-  versions: Pick<VersionWriter, 'update' | 'proposeAll' | 'versionAfter' | 'guard'>;
+  versions: Pick<VersionWriter, 'update' | 'proposeUntilWritten' | 'versionAfter' | 'guard'>;
   state: StateReader;
   /** Reads that catch up before answering "not found". */
   fresh?: FreshReader;
@@ -151,39 +149,39 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       if (done) return delivery.consumedAnswer(done);
       return { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: 0, threshold };
     }
-    // Racing changes to the secret meanwhile: build again on slot 0's version (as VersionWriter.update does).
-    const until = performance.now() + CONSUME_CONFLICT_BUDGET_MS;
-    for (;;) {
-      // Another coordinator may have finished while we asked.
-      const current = (await permits.record(permit.permitId))!;
-      if (current.body.status === 'consumed') return delivery.consumedAnswer(current.body);
-      const now = clock();
-      if (now >= current.body.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
-      const effect = await effectOf(current.body, now, reads);
-      // The token travels with the consumption: every member checks it against the hash it holds.
-      const { v: _v, ...pending } = current.body as PermitBody;
-      const consumed = deps.versions.versionAfter<PermitBody>('permit', current.key, current, { change: 'consume', body: { ...pending, status: 'consumed', consumedAt: now, result: effect.result, token }, vouch: false });
-      const change = deps.versions.versionAfter(effect.kind, effect.key, effect.current as Versioned<never>, effect.proposed as Proposed<never>);
-      try {
+    let result: PermitResult | undefined;
+    // Racing changes to the secret meanwhile: slot 0's newer versions are in this replica then, and
+    // the consumption is built again on them.
+    const outcome = await deps.versions.proposeUntilWritten<PermitConfirmation>(
+      async () => {
+        // Another coordinator may have finished while we asked.
+        const current = (await permits.record(permit.permitId))!;
+        if (current.body.status === 'consumed') return { done: await delivery.consumedAnswer(current.body) };
+        const now = clock();
+        if (now >= current.body.expiresAt) throw new AppError('CONFLICT', 'This permit has expired');
+        const effect = await effectOf(current.body, now, reads);
+        result = effect.result;
+        // The token travels with the consumption: every member checks it against the hash it holds.
+        const consumed = deps.versions.versionAfter<PermitBody>('permit', current.key, current, { change: 'consume', body: { ...withoutVersion(current.body as PermitBody), status: 'consumed', consumedAt: now, result: effect.result, token }, vouch: false });
+        const change = deps.versions.versionAfter(effect.kind, effect.key, effect.current as Versioned<never>, effect.proposed as Proposed<never>);
         // The consumption and its change, one batch written by slot 0: each member commits both or
         // neither, and the change is the record right after the consumption — one permit, one change.
-        const report = await deps.versions.proposeAll(
-          [
+        return {
+          proposals: [
             { kind: 'permit', key: current.key, body: consumed },
             { kind: effect.kind, key: effect.key, body: change },
           ],
-          { requireQuorum: false },
-        );
-        delivery.track(current.key, report);
-        log.info({ permitId: current.key, action: current.body.action, acked: report.acked.length, failed: report.failed.length }, 'permit consumed');
-        return report.acked.length >= threshold
-          ? { status: 'consumed', permitId: current.key, action: current.body.action, result: effect.result }
-          : { status: 'pending', permitId: current.key, action: current.body.action, successCount: report.acked.length, threshold };
-      } catch (err) {
-        // Slot 0 holds later versions (now in this replica too): build on them.
-        if (!isVersionConflict(err) || performance.now() >= until) throw err;
-      }
-    }
+        };
+      },
+      { requireQuorum: false },
+    );
+    if ('done' in outcome) return outcome.done;
+    const report = outcome.written;
+    delivery.track(permit.permitId, report);
+    log.info({ permitId: permit.permitId, action: permit.action, acked: report.acked.length, failed: report.failed.length }, 'permit consumed');
+    return report.acked.length >= threshold
+      ? { status: 'consumed', permitId: permit.permitId, action: permit.action, result: result! }
+      : { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: report.acked.length, threshold };
   }
 
   return {

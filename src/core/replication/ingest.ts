@@ -77,6 +77,17 @@ export function createIngest(deps: IngestDeps): Ingest {
   /** Records waiting for one they name (held-back.ts). */
   const held = createHeldBack({ maxRecords: deps.maxHeldBack ?? 10_000 });
 
+  /**
+   * Try again the records held back for any of `settled` (stored, or refused for good), in the
+   * background: the caller's answer is about its own records.
+   */
+  function retryHeld(settled: ReadonlyArray<{ origin: string; seq: number }>): void {
+    if (settled.length === 0) return;
+    const released = held.release(settled);
+    if (released.length === 0) return;
+    void Promise.all(released.map(({ record, source }) => ingest([record], source))).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'held-back records failed'));
+  }
+
   /** A refusal: kept for the result, counted, logged. */
   function refuseInto(refusals: Array<Positioned<Refusal>>, source: RecordSource, at: number, v: Refusal, authentic = false): void {
     refusals.push({ at, ...v, ...(authentic && !v.transient ? { authentic } : {}) });
@@ -195,9 +206,7 @@ export function createIngest(deps: IngestDeps): Ingest {
       held.hold(w.refused.waitFor!, w.c.record, source);
     }
     // Records held back for one refused here for good are tried again: they are refused too.
-    const refusedForGood = refusals.filter((r) => r.authentic === true);
-    const unblocked = refusedForGood.length > 0 ? held.release(refusedForGood) : [];
-    if (unblocked.length > 0) void Promise.all(unblocked.map(({ record, source: s }) => ingest([record], s))).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'held-back records failed'));
+    retryHeld(refusals.filter((r) => r.authentic === true));
     const rejected = refusals.sort((a, b) => a.at - b.at).map(({ reason, code, origin, seq, transient }) => ({ reason, code, origin, seq, ...(transient ? { transient } : {}) }));
     let res: IngestResult = { applied: 0, duplicates: 0, rejected: [] };
     if (valid.length > 0) {
@@ -214,12 +223,8 @@ export function createIngest(deps: IngestDeps): Ingest {
       } finally {
         for (const r of mine) inFlight.delete(`${r.origin}!${r.seq}`);
       }
-      // Records held back for one of these are tried again now (in the background: the caller's
-      // answer is about its own records).
-      const released = held.release(valid);
-      if (released.length > 0) {
-        void Promise.all(released.map(({ record, source: s }) => ingest([record], s))).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'held-back records failed'));
-      }
+      // Records held back for one of these are tried again now.
+      retryHeld(valid);
     }
     const retry: unknown[] = [];
     for (const a of awaiting) {

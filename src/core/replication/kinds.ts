@@ -68,11 +68,6 @@ export interface RecordContext {
    */
   current(kind: string, key: string): Promise<{ body: Json; origin: string; seq: number } | undefined>;
   /**
-   * This record's own key in the replica: the current winner's body, and whether this record would
-   * replace it (win the merge). A record that would not win changes nothing when stored.
-   */
-  standing(): Promise<{ current: Json | undefined; wins: boolean }>;
-  /**
    * The records that travel before this one (one `apply` message, one sync page, or one local batch)
    * and passed their own checks, e.g. a consumed permit next to the change it authorises.
    */
@@ -105,15 +100,6 @@ export interface Sibling {
   origin?: string;
   seq?: number;
   hlc: readonly [number, number];
-}
-
-/**
- * The record of (kind, key) among the siblings, else the node's current one: evidence that travels
- * with a change is found before the replica is read.
- */
-export async function evidenceOf(context: RecordContext, kind: string, key: string): Promise<Json | undefined> {
-  const sibling = context.siblings.find((s) => s.kind === kind && s.key === key);
-  return sibling ? sibling.body : (await context.current(kind, key))?.body;
 }
 
 /** A set of kinds known to a node. */

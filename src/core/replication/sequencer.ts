@@ -12,14 +12,14 @@
  *   again from it.
  */
 import { z } from 'zod';
-import { AppError, QuorumError, isAppError } from '../../errors/index.ts';
+import { AppError, QuorumError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { Json } from './canonical-json.ts';
 import type { CreatorService } from './creator.ts';
 import type { KindRegistry } from './kinds.ts';
 import { membersOf, type BatchWriteReport, type ClusterNodeEntry, type MembershipView, type Replicator, type StateReader } from './ports.ts';
 import type { ReplicatedRecord } from './record.ts';
-import { logRefSchema, proposalDigest, type LogRef, type Version, type VersionedBody } from './versions.ts';
+import { logRefSchema, nextVersion, proposalDigest, type LogRef, type Version, type VersionedBody } from './versions.ts';
 
 /** Most versions one proposal writes together (a permit's consumption and the change it makes). */
 const MAX_PROPOSALS = 4;
@@ -115,6 +115,16 @@ export interface VersionWriter {
    * versions are then in this replica too).
    */
   proposeAll(proposals: Proposal[], options?: { requireQuorum?: boolean; reads?: ProposalRead[] }): Promise<BatchWriteReport>;
+  /**
+   * {@link proposeAll} what `build` makes, built again — given slot 0's current records of the
+   * proposal's keys and reads — while slot 0 holds later versions (10 s at most, then 503 NOT_READY;
+   * slot 0 writes one proposal of a key at a time, so racing coordinators all get through). `build`
+   * returns `{ done }` to write nothing and answer that instead.
+   */
+  proposeUntilWritten<T>(
+    build: (slot0Current: Array<ReplicatedRecord | undefined> | undefined) => Promise<{ proposals: Proposal[]; reads?: ProposalRead[] } | { done: T }>,
+    options?: { requireQuorum?: boolean },
+  ): Promise<{ written: BatchWriteReport } | { done: T }>;
   /** The body of the version that follows `current` with `proposed` (vouched for unless told otherwise). */
   versionAfter<B extends VersionedBody>(kind: string, key: string, current: Versioned<B> | undefined, proposed: Proposed<B>): B;
   /**
@@ -178,9 +188,8 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
         const readNow = await currentOf(reads);
         const follows = proposals.every((p, i) => {
           const v = (p.body as { v?: Partial<Version> }).v;
-          const cur = current[i];
-          const n = cur ? ((cur.body as unknown as Partial<VersionedBody>).v?.n ?? 0) : 0;
-          return v?.n === n + 1 && (cur ? v.prev?.origin === cur.origin && v.prev.seq === cur.seq : v.prev === null);
+          const next = nextVersion(current[i]);
+          return v?.n === next.n && (next.prev ? v.prev?.origin === next.prev.origin && v.prev.seq === next.prev.seq : v.prev === null);
         });
         const stillCurrent = reads.every((r, i) => {
           const cur = readNow[i];
@@ -212,7 +221,7 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     },
 
     versionAfter(kind, key, current, proposed) {
-      const v: Version = { n: (current?.body.v.n ?? 0) + 1, prev: current ? { origin: current.origin, seq: current.seq } : null, change: proposed.change };
+      const v: Version = { ...nextVersion(current), change: proposed.change };
       const body = { ...proposed.body, v } as unknown as VersionedBody;
       if (proposed.vouch !== false) v.vouch = { nodeAddress: self.nodeAddress, signature: deps.signDigest(proposalDigest(descriptor.clusterId, kind, key, body)) };
       return body as never;
@@ -239,23 +248,34 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
       return { records, acked: res.acked ?? [], failed: res.failed ?? [] };
     },
 
-    async update(kind, key, next, options = {}) {
-      let current = (await state.get(kind.name, key)) as Versioned<never> | undefined;
+    async proposeUntilWritten(build, options = {}) {
       const until = performance.now() + CONFLICT_BUDGET_MS;
-      for (let attempt = 0; performance.now() < until; attempt++) {
-        const proposed = await next(current as never);
-        if (!proposed) return { written: false, current: current as never };
-        const body = writer.versionAfter(kind.name, key, current as never, proposed);
+      let conflict: VersionConflict | undefined;
+      do {
+        const batch = await build(conflict?.current);
+        if (!('proposals' in batch)) return batch;
         try {
-          const report = await writer.proposeAll([{ kind: kind.name, key, body }], { ...options, ...(proposed.reads ? { reads: proposed.reads } : {}) });
-          return { written: true, record: report.records[0] as never, acked: report.acked, failed: report.failed };
+          return { written: await writer.proposeAll(batch.proposals, { ...options, ...(batch.reads ? { reads: batch.reads } : {}) }) };
         } catch (err) {
           if (!(err instanceof VersionConflict)) throw err;
-          current = err.current[0] as never;
-          log.debug({ kind: kind.name, key, attempt }, 'version conflict: building on slot 0\'s version');
+          conflict = err;
+          log.debug({ keys: batch.proposals.map((p) => `${p.kind}!${p.key}`) }, "version conflict: building on slot 0's versions");
         }
-      }
+      } while (performance.now() < until);
       throw new AppError('NOT_READY', 'The record is changing; try again shortly', { retryAfterSeconds: 1 });
+    },
+
+    async update(kind, key, next, options = {}) {
+      let current = (await state.get(kind.name, key)) as Versioned<never> | undefined;
+      const outcome = await writer.proposeUntilWritten<VersionWrite<never>>(async (slot0Current) => {
+        if (slot0Current) current = slot0Current[0] as never;
+        const proposed = await next(current as never);
+        if (!proposed) return { done: { written: false, current: current as never } };
+        return { proposals: [{ kind: kind.name, key, body: writer.versionAfter(kind.name, key, current as never, proposed) }], ...(proposed.reads ? { reads: proposed.reads } : {}) };
+      }, options);
+      if ('done' in outcome) return outcome.done;
+      const report = outcome.written;
+      return { written: true, record: report.records[0] as never, acked: report.acked, failed: report.failed };
     },
 
     async ensureDurable(record) {
@@ -266,11 +286,6 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     },
   };
   return writer;
-}
-
-/** True for the conflict a proposal meets when slot 0 holds a later version. */
-export function isVersionConflict(err: unknown): err is VersionConflict {
-  return err instanceof VersionConflict || (isAppError(err) && err.name === 'VersionConflict');
 }
 
 /**

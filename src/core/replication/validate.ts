@@ -7,7 +7,7 @@
  */
 import { fromHex, isHex, uncompressedPublicKey } from '../../crypto/index.ts';
 import type { Json } from './canonical-json.ts';
-import { supersedes, type KindRegistry, type RecordContext, type RecordKindDefinition, type Sibling } from './kinds.ts';
+import { type KindRegistry, type RecordContext, type RecordKindDefinition, type Sibling } from './kinds.ts';
 import { isCoordinatorEntry, type ClusterDescriptor, type ClusterNodeEntry } from './ports.ts';
 import { recordDigest, type ReplicatedRecord } from './record.ts';
 import { reasonText, refusal, type RecordRefusal, type RefusalCode } from './refusals.ts';
@@ -175,10 +175,6 @@ export function createEvidenceContexts(
         // Own writes not numbered yet: the write before this one in the batch.
         if (incoming.seq === UNNUMBERED) return siblings.at(-1);
         return incoming.seq > 1 ? recordAt(incoming.origin, incoming.seq - 1) : undefined;
-      },
-      async standing() {
-        const now = await read(incoming.kind, incoming.key);
-        return { current: now?.body, wins: supersedes(kind, now, incoming) };
       },
     };
   };

@@ -61,6 +61,18 @@ export interface VersionedBody {
   v: Version;
 }
 
+/** A body without its version: what a proposal builds from, and what the next version is made of. */
+export function withoutVersion<B extends { v: unknown }>(b: B): Omit<B, 'v'> {
+  const { v: _v, ...rest } = b;
+  return rest;
+}
+
+/** The number and the place a version following `current` (a record of the key, or none) has. */
+export function nextVersion(current: { origin: string; seq: number; body: unknown } | undefined): { n: number; prev: LogRef | null } {
+  if (!current) return { n: 1, prev: null };
+  return { n: ((current.body as Partial<VersionedBody> | null)?.v?.n ?? 0) + 1, prev: { origin: current.origin, seq: current.seq } };
+}
+
 /** The body with its vouch left out: what a vouch signs. */
 function unvouched(body: VersionedBody): Json {
   const { vouch: _vouch, ...v } = body.v;

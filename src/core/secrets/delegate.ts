@@ -9,7 +9,7 @@ import type { Logger } from '../../log/index.ts';
 import { PRINCIPAL_ID_RE, principalKindName } from '../accounts/records.ts';
 import type { StateReader } from '../replication/ports.ts';
 import { currentRead, type VersionWriter } from '../replication/sequencer.ts';
-import type { LogRef } from '../replication/versions.ts';
+import { withoutVersion, type LogRef } from '../replication/versions.ts';
 import { stateView } from '../replication/views.ts';
 import { signedStringKey, type SignedEvidence } from '../sessions/evidence.ts';
 import type { SignedDataVerifier, SignedRequest } from '../sessions/types.ts';
@@ -47,10 +47,9 @@ export interface DelegateChange {
  * too old to be replayed anywhere dropped (docs/security.md, "Single use"), updatedAt never backwards.
  */
 export function delegatedVersion(secret: SecretBody, change: DelegateChange, now: number): Omit<SecretBody, 'v'> {
-  const { v: _v, ...rest } = secret;
   const recentUses = [...(secret.recentUses ?? []).filter((u) => u.at >= now - RECENT_USE_KEEP_MS), { key: change.useKey, at: change.signedAt }];
   return {
-    ...rest,
+    ...withoutVersion(secret),
     delegatePrincipalId: change.delegate === '' ? null : change.delegate,
     updatedAt: Math.max(now, secret.updatedAt),
     auth: { by: 'setDelegate', evidence: change.evidence, principal: change.principal },

@@ -156,8 +156,6 @@ describe('the kind rules', () => {
     expect(context).toMatchObject({ kind: 'flag', seq: 1, own: false });
     expect(await context.current('flag', 'k')).toEqual({ body: { state: 'closed' }, origin: descriptor.nodes[2]!.nodeAddress, seq: 1 });
     expect(await context.current('flag', 'other')).toBeUndefined();
-    // A later clock does not beat the absorbing, higher-ranked state.
-    expect(await context.standing()).toEqual({ current: { state: 'closed' }, wins: false });
   });
 
   it('the evidence context finds a record by its place in its origin\'s log: among the siblings first, then in this node\'s log', async () => {

@@ -98,7 +98,7 @@ describe('usage records: what every member checks', () => {
     const key = opts.key ?? keyOf(coordA);
     const refused = await usageKind.validate!(
       body,
-      contextFor(c, { key, origin: opts.origin ?? 0, atMs: opts.atMs ?? NOW, held: new Map(opts.held ? [[`usage!${key}`, opts.held]] : []), wins: opts.wins ?? true, self: { kind: 'usage' } }),
+      contextFor(c, { key, origin: opts.origin ?? 0, atMs: opts.atMs ?? NOW, held: new Map(opts.held ? [[`usage!${key}`, opts.held]] : []), self: { kind: 'usage' } }),
     );
     return refused?.code;
   };
