@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { refusal, type RecordRefusal } from '../replication/refusals.ts';
-import { awaiting, checkVersion, onlyChanged, versionSchema, type Transition } from '../replication/versions.ts';
+import { checkVersion, consumedPermitBefore, onlyChanged, versionSchema, type Transition } from '../replication/versions.ts';
 import { kindName } from '../replication/views.ts';
 import { verifyEd25519 } from '../../crypto/index.ts';
 
@@ -114,14 +114,9 @@ const principalTransitions: Record<(typeof PRINCIPAL_CHANGES)[number], Transitio
       if (before!.status !== 'active') return refusal('terminal_state');
       const fields = onlyChanged(before!, after, [...KEY_FIELDS, 'updatedAt']);
       if (fields) return fields;
-      const prev = await context.preceding();
-      if (!prev) {
-        if (context.own) return refusal('permit_not_adjacent');
-        return context.seq > 1 ? awaiting(context, 'evidence_missing', { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit') : refusal('permit_not_adjacent');
-      }
-      const permit = prev.body as { permitId?: string; status?: string; action?: string; principalId?: string; result?: Record<string, unknown> | null };
-      if (prev.kind !== 'permit' || prev.key !== after.keyPermitId) return refusal('permit_not_adjacent');
-      if (permit.status !== 'consumed') return refusal('permit_not_consumed');
+      const consumed = await consumedPermitBefore(context, after.keyPermitId);
+      if (!('body' in consumed)) return consumed;
+      const permit = consumed.body as { action?: string; principalId?: string; result?: Record<string, unknown> | null };
       if (permit.action !== 'rotate' || permit.principalId !== context.key) return refusal('permit_mismatch');
       if (after.keyProof !== null || permit.result?.newPublicKey !== after.ed25519PublicKey) return refusal('result_mismatch');
       return undefined;

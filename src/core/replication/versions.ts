@@ -108,6 +108,24 @@ export function awaiting(context: Pick<RecordContext, 'refusedAt'>, code: Refusa
   return context.refusedAt(ref.origin, ref.seq) ? refusal(code, `${what} was refused`) : heldBack(code, ref, what);
 }
 
+/**
+ * The consumed permit a change names, which must be the record right before it in its origin's log —
+ * one consumption, one change (docs/security.md, "Transitions"). Its body, or why not: not adjacent,
+ * not consumed, or (held back) not held yet.
+ */
+export async function consumedPermitBefore(context: RecordContext, permitId: string | null | undefined): Promise<{ body: Record<string, unknown> } | RecordRefusal> {
+  const prev = await context.preceding();
+  if (!prev) {
+    // This node's own write: the consumption is not in its batch, so it never will be right before
+    // it; and the first record of its origin has nothing before it.
+    if (context.own || context.seq <= 1) return refusal('permit_not_adjacent');
+    return awaiting(context, 'evidence_missing', { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit');
+  }
+  if (prev.kind !== 'permit' || prev.key !== permitId) return refusal('permit_not_adjacent');
+  const body = prev.body as Record<string, unknown>;
+  return body.status === 'consumed' ? { body } : refusal('permit_not_consumed');
+}
+
 /** What a transition's check sees. */
 export interface TransitionInput<B> {
   /** The version replaced (undefined for the first version). */

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { RecordContext, RecordKindDefinition } from '../replication/kinds.ts';
 import type { ClusterDescriptor } from '../replication/ports.ts';
 import { refusal, type RecordRefusal } from '../replication/refusals.ts';
-import { awaiting, checkVersion, logRefSchema, onlyChanged, versionSchema, type LogRef, type Transition } from '../replication/versions.ts';
+import { checkVersion, consumedPermitBefore, logRefSchema, onlyChanged, versionSchema, type LogRef, type Transition } from '../replication/versions.ts';
 import { kindName } from '../replication/views.ts';
 import { PRINCIPAL_ID_RE } from '../accounts/records.ts';
 import { createEvidenceChecker, evidenceRefusal, principalIsCurrent, sessionLiveAt, signedEvidenceSchema, signedStringKey, type CheckedEvidence, type EvidenceChecker, type SignedEvidence } from '../sessions/evidence.ts';
@@ -116,16 +116,9 @@ async function signedBy(checkSignedEvidence: EvidenceChecker, auth: { evidence: 
  */
 async function permitOf(after: SecretBody, before: SecretBody, context: RecordContext): Promise<PermitBody | RecordRefusal> {
   const auth = after.auth as { by: 'permit'; permitId: string };
-  const prev = await context.preceding();
-  if (!prev) {
-    // This node's own write: the consumption is not in its batch, so it never will be right before it.
-    if (context.own) return refusal('permit_not_adjacent');
-    // The first record of its origin has nothing before it.
-    return context.seq > 1 ? awaiting(context, 'evidence_missing', { origin: context.origin, seq: context.seq - 1 }, 'the consumed permit') : refusal('permit_not_adjacent');
-  }
-  if (prev.kind !== 'permit' || prev.key !== auth.permitId) return refusal('permit_not_adjacent');
-  const permit = prev.body as PermitBody;
-  if (permit.status !== 'consumed') return refusal('permit_not_consumed');
+  const consumed = await consumedPermitBefore(context, auth.permitId);
+  if (!('body' in consumed)) return consumed;
+  const permit = consumed.body as unknown as PermitBody;
   if (permit.action === 'rotate' || permit.secretId !== after.secretId) return refusal('permit_mismatch');
   if (permit.principalId !== before.ownerPrincipalId) return refusal('not_owner', 'the permit was requested by someone who does not own the secret');
   return permit;
