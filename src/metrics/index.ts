@@ -75,6 +75,30 @@ export interface NodeMetrics {
   web3SecretsDealt: Counter<'chain'>;
   /** Failed `markSecretSynced` attempts of the syncer (retried with the range), per chain. */
   web3SyncFailures: Counter<'chain'>;
+  /** Constant 1, labelled with this build's `version` (package.json) and `commit` (git, or `unknown`). */
+  buildInfo: Gauge<'version' | 'commit'>;
+  /** 1 when this node's `/readyz` says ready, else 0. */
+  nodeReady: Gauge;
+  /** 1 while this node holds its own writes (it has not yet learnt its own log from a quorum), else 0. */
+  ownWritesHeld: Gauge;
+  /** 1 when slot 0 (the sequencer: every create and change goes through it) is reachable from this node, else 0. */
+  slot0Reachable: Gauge;
+  /** Per member slot: 1 when reachable from this node, else 0. */
+  memberReachable: Gauge<'slot'>;
+  /** Per member slot: shares the member holds, as it last reported (docs/operations.md, "Data safety"). */
+  memberSharesHeld: Gauge<'slot'>;
+  /** Per member slot: shares the replicated records say the member should hold (acknowledged losses not counted). */
+  memberSharesExpected: Gauge<'slot'>;
+  /** Per member slot: 1 while its status is `recovering`, else 0. */
+  memberRecovering: Gauge<'slot'>;
+  /** Per member slot: seconds since it started recovering, 0 when it is not. */
+  memberRecoveringSeconds: Gauge<'slot'>;
+  /** Secrets held by exactly `threshold` members: one more loss and they are gone. */
+  secretsAtRisk: Gauge;
+  /** Secrets held by fewer than `threshold` members whose loss no operator acknowledged. */
+  secretsLost: Gauge;
+  /** Secrets whose loss an operator acknowledged (`quorumkeep secrets acknowledge-loss`). */
+  secretsLostAcknowledged: Gauge;
   /** Render in Prometheus text format. */
   render(): Promise<string>;
   /** Content-Type of {@link render}'s output. */
@@ -268,8 +292,33 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     labelNames: ['chain'] as const,
     registers: [registry],
   });
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge<L>({ name, help, labelNames, registers: [registry] });
+  const buildInfo = gauge('quorumkeep_build_info', 'Constant 1; the labels name the build (version from package.json, git commit)', ['version', 'commit'] as const);
+  const nodeReady = gauge('quorumkeep_node_ready', '1 when this node is ready (GET /readyz answers 200), else 0');
+  const ownWritesHeld = gauge('quorumkeep_own_writes_held', '1 while this node writes nothing under its own origin (it has not learnt its own log from a quorum yet)');
+  const slot0Reachable = gauge('quorumkeep_slot0_reachable', '1 when slot 0 (the sequencer) is reachable from this node, else 0');
+  const memberReachable = gauge('quorumkeep_member_reachable', 'Per member slot: 1 when reachable from this node, else 0', ['slot'] as const);
+  const memberSharesHeld = gauge('quorumkeep_member_shares_held', 'Per member slot: secret shares the member holds, as it last reported', ['slot'] as const);
+  const memberSharesExpected = gauge('quorumkeep_member_shares_expected', 'Per member slot: secret shares the replicated records say it holds (acknowledged losses not counted)', ['slot'] as const);
+  const memberRecovering = gauge('quorumkeep_member_recovering', 'Per member slot: 1 while it is recovering its shares, else 0', ['slot'] as const);
+  const memberRecoveringSeconds = gauge('quorumkeep_member_recovering_seconds', 'Per member slot: seconds since it started recovering, 0 when it is not', ['slot'] as const);
+  const secretsAtRisk = gauge('quorumkeep_secrets_at_risk', 'Secrets held by exactly threshold members: one more loss and they are gone');
+  const secretsLost = gauge('quorumkeep_secrets_lost', 'Secrets held by fewer than threshold members whose loss was not acknowledged');
+  const secretsLostAcknowledged = gauge('quorumkeep_secrets_lost_acknowledged', 'Secrets whose loss an operator acknowledged');
   return {
     registry,
+    buildInfo,
+    nodeReady,
+    ownWritesHeld,
+    slot0Reachable,
+    memberReachable,
+    memberSharesHeld,
+    memberSharesExpected,
+    memberRecovering,
+    memberRecoveringSeconds,
+    secretsAtRisk,
+    secretsLost,
+    secretsLostAcknowledged,
     chainRpcDuration,
     chainRpcErrors,
     chainHead,
