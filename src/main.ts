@@ -3,7 +3,7 @@
  *
  * Exit codes: 0 success (and `status`: cluster ok); 1 `status`: cluster degraded, or a failed shutdown;
  * 2 bad usage, bad config, a failed start, a refused backup or restore (or a damaged archive), or
- * `status`: coordinator unreachable or answer malformed;
+ * `status`: cluster unavailable (below quorum), coordinator unreachable or answer malformed;
  * 130 a second Ctrl-C during shutdown. Failures print one line, `quorumkeep: <message>`, to stderr.
  */
 import { resolve } from 'node:path';
@@ -198,7 +198,25 @@ function printConfig(options: OverrideOptions): void {
 
 /** The part of `GET /healthz` (docs/http.md) that `status` shows; other fields are ignored. */
 const healthAnswerSchema = z.object({
-  status: z.enum(['ok', 'degraded']),
+  status: z.enum(['ok', 'degraded', 'unavailable']),
+  problems: z.array(z.string()).default([]),
+  dataSafety: z
+    .object({
+      members: z.array(
+        z.object({
+          slot: z.number(),
+          status: z.string(),
+          shares: z.object({ expected: z.number(), held: z.number(), missing: z.number(), pending: z.number() }).nullable(),
+        }),
+      ),
+      secretsAtRisk: z.number(),
+      secretsLost: z.number(),
+      secretsLostAcknowledged: z.number(),
+      atRisk: z.array(z.object({ chainId: z.number(), secretId: z.number() })),
+      lost: z.array(z.object({ chainId: z.number(), secretId: z.number() })),
+      exact: z.boolean(),
+    })
+    .optional(),
   cluster: z.object({
     clusterId: z.string(),
     size: z.number(),
@@ -234,18 +252,31 @@ async function showStatus(options: { url: string; json?: boolean }): Promise<voi
     printLine(JSON.stringify(body, null, 2));
   } else {
     const { cluster } = health;
-    printLine(`status:     ${health.status}`);
+    printLine(`status:     ${health.status}${health.problems.length > 0 ? ` (${health.problems.join(', ')})` : ''}`);
     printLine(`cluster:    ${cluster.clusterId}`);
     printLine(`reachable:  ${cluster.reachable}/${cluster.size} members (threshold ${cluster.threshold})`);
     printLine(`slot 0:     ${cluster.slot0Reachable ? 'reachable' : 'UNREACHABLE (creates fail)'}`);
+    const safety = health.dataSafety;
+    const bySlot = new Map(safety?.members.map((m) => [m.slot, m]));
     const members = Object.values(health.clusterMap).sort((a, b) => a.slot - b.slot);
     const idWidth = Math.max(...members.map((m) => m.nodeId.length), 0);
     for (const m of members) {
       const mark = m.self ? '  (answering)' : '';
-      printLine(`  slot ${String(m.slot).padStart(2)}  ${m.nodeId.padEnd(idWidth)}  ${m.nodeAddress}  ${m.reachable ? 'reachable' : 'UNREACHABLE'}${mark}`);
+      const facts = bySlot.get(m.slot);
+      const shares = facts?.shares ? `  shares ${facts.shares.held}/${facts.shares.expected}${facts.shares.missing > 0 ? ` (${facts.shares.missing} MISSING)` : ''}` : '';
+      const recovering = facts?.status === 'recovering' ? '  RECOVERING' : '';
+      printLine(`  slot ${String(m.slot).padStart(2)}  ${m.nodeId.padEnd(idWidth)}  ${m.nodeAddress}  ${m.reachable ? 'reachable' : 'UNREACHABLE'}${shares}${recovering}${mark}`);
+    }
+    if (safety) {
+      const floor = safety.exact ? '' : 'at least ';
+      const named = (list: Array<{ chainId: number; secretId: number }>, total: number) =>
+        list.map((s) => `${s.chainId}:${s.secretId}`).join(' ') + (total > list.length ? ` … (${total - list.length} more)` : '');
+      printLine(`secrets:    ${floor}${safety.secretsAtRisk} at risk (held by only ${cluster.threshold} members), ${safety.secretsLost} lost, ${safety.secretsLostAcknowledged} lost and acknowledged`);
+      if (safety.secretsAtRisk > 0) printLine(`  at risk (chainId:secretId): ${named(safety.atRisk, safety.secretsAtRisk)}`);
+      if (safety.secretsLost > 0) printLine(`  LOST (chainId:secretId): ${named(safety.lost, safety.secretsLost)} — see docs/operations.md, "Data safety"`);
     }
   }
-  process.exitCode = health.status === 'ok' ? EXIT_OK : EXIT_DEGRADED;
+  process.exitCode = health.status === 'ok' ? EXIT_OK : health.status === 'degraded' ? EXIT_DEGRADED : EXIT_FAILURE;
 }
 
 /** `backup` options. */
@@ -392,7 +423,7 @@ function buildProgram(): Command {
 
   program
     .command('status')
-    .description('show cluster health as a coordinator sees it (exit 0 ok, 1 degraded, 2 unreachable)')
+    .description('show cluster health as a node sees it (exit 0 ok, 1 degraded, 2 unavailable or unreachable)')
     .requiredOption('--url <url>', 'coordinator base URL, e.g. http://127.0.0.1:3010')
     .option('--json', 'print the raw /healthz answer')
     .action(showStatus);

@@ -25,6 +25,11 @@ export const ERROR_CODES = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  /**
+   * The secret's shares are lost: fewer than `threshold` members hold one (they said so), so it can
+   * never be decrypted again. Permanent: a retry gets the same answer (docs/operations.md, "Data safety").
+   */
+  SECRET_LOST: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,

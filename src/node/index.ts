@@ -71,6 +71,9 @@ import type { Web3Chains } from '../core/web3/ports.ts';
 import { web3SecretKind } from '../core/web3/records.ts';
 import { memberStatusKind } from '../core/secrets/member-records.ts';
 import { createMemberAdmin, createShareRecovery, type ShareRecovery } from '../core/secrets/recovery.ts';
+import { createShareInventory, type ShareInventory } from '../core/secrets/inventory.ts';
+import { createDataSafety, type DataSafety, type DataSafetyMonitor } from '../core/secrets/data-safety.ts';
+import { lostSecretKind } from '../core/secrets/lost-records.ts';
 import { parseShardRequest } from '../core/secrets/shard-messages.ts';
 import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 import { createNodeBackup } from '../backup/index.ts';
@@ -94,6 +97,7 @@ function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains, acceptLe
     secretKind(descriptor, evidence),
     web3SecretKind(descriptor, chains),
     memberStatusKind(descriptor),
+    lostSecretKind(descriptor),
     permitKind(descriptor, evidence, { acceptLegacy: acceptLegacyPermits }),
     ...usageKinds,
   ]);
@@ -143,6 +147,25 @@ function accountCrypto(options: NodeConfig['accounts'], metrics: Pick<NodeMetric
   };
 }
 
+/** The data-safety gauges (src/metrics) from one round of the monitor; fixed label sets: the member slots. */
+function publishSafety(metrics: NodeMetrics, view: DataSafety): void {
+  const now = Date.now();
+  for (const m of view.members) {
+    const slot = String(m.slot);
+    metrics.memberReachable.set({ slot }, m.reachable ? 1 : 0);
+    metrics.memberRecovering.set({ slot }, m.status === 'recovering' ? 1 : 0);
+    metrics.memberRecoveringSeconds.set({ slot }, m.status === 'recovering' && m.since !== null ? Math.max(0, (now - m.since) / 1000) : 0);
+    if (m.shares) {
+      metrics.memberSharesHeld.set({ slot }, m.shares.held);
+      metrics.memberSharesExpected.set({ slot }, m.shares.expected);
+    }
+  }
+  metrics.slot0Reachable.set(view.members.find((m) => m.slot === 0)?.reachable ? 1 : 0);
+  metrics.secretsAtRisk.set(view.secretsAtRisk);
+  metrics.secretsLost.set(view.secretsLost);
+  metrics.secretsLostAcknowledged.set(view.secretsLostAcknowledged);
+}
+
 interface Running {
   store: NodeStore;
   engine: ReplicationEngine;
@@ -159,6 +182,10 @@ interface Running {
   chains: ChainClients;
   web3: Web3Service | undefined;
   recovery: ShareRecovery | undefined;
+  /** A member's inventory of its own shares (none on a node without a slot). */
+  inventory: ShareInventory | undefined;
+  /** What this node knows of the cluster's data safety. */
+  safety: DataSafetyMonitor;
   /** Private keys zeroed at stop. */
   keys: Uint8Array[];
   verifyPool: VerifyPool;
@@ -197,7 +224,9 @@ async function stopParts(parts: Partial<Running>): Promise<void> {
       closing(parts.operator),
       parts.files,
       parts.web3,
+      parts.safety,
       parts.recovery,
+      parts.inventory,
       parts.secrets,
       // After the HTTP server and the jobs, before the cluster: the last counts reach the members.
       parts.usage,
@@ -243,13 +272,18 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
 
   const health: HealthSource = {
     nodeAddress: self.nodeAddress,
-    clusterHealth: () => clusterHealthOf(need().cluster.membership, need().engine.equivocators()),
+    clusterHealth: () => clusterHealthOf(need().cluster.membership, need().safety.view(), need().engine.equivocators()),
     readiness: () => {
       const r = running;
       const quorumReachable = !!r && r.cluster.membership.reachableCount() >= descriptor.threshold;
       const caughtUp = !!r && r.cluster.caughtUp();
       const started = !!r && !stopping;
-      return { ready: started && quorumReachable && caughtUp, checks: { started, quorumReachable, caughtUp } };
+      // A member is ready only while it holds every share the records say it holds (docs/operations.md, "Data safety").
+      const inventory = r?.inventory?.last();
+      const sharesHeld = !!r && (r.inventory === undefined || (inventory !== undefined && inventory.missingTotal === 0 && inventory.pending === 0));
+      const ready = started && quorumReachable && caughtUp && sharesHeld;
+      metrics.nodeReady.set(ready ? 1 : 0);
+      return { ready, checks: { started, quorumReachable, caughtUp, sharesHeld } };
     },
   };
 
@@ -523,11 +557,26 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       );
       parts.permits = permits;
       engine.onApplied(({ changes }) => permits.onStateChanges(changes));
-      // Share recovery (docs/operations.md, "Lose a disk"): members help and recover; coordinators mark.
-      const recovery =
+      // A member's inventory of its own shares (docs/operations.md, "Data safety").
+      const inventory =
         self!.slot === null
           ? undefined
+          : createShareInventory({
+              state: engine,
+              held: { shares: store.shares, keyring: nodeKeyring(keys.signing, keys.storage), clusterId: descriptor.clusterId, slot: self!.slot },
+              caughtUp: () => network.get().caughtUp(),
+              signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
+              clock,
+              logger,
+              signal,
+            });
+      parts.inventory = inventory;
+      // Share recovery (docs/operations.md, "Lose a disk"): members help and recover; coordinators mark.
+      const recovery =
+        inventory === undefined
+          ? undefined
           : createShareRecovery({
+              inventory,
               state: engine,
               replicator: engine,
               membership,
@@ -543,7 +592,13 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               signal,
             });
       parts.recovery = recovery;
-      const memberAdmin = createMemberAdmin({ state: engine, replicator: engine, membership, clock, logger });
+      // Every node watches the members' shares and the secrets at risk (docs/operations.md, "Data safety").
+      const safety = createDataSafety({ membership, members, state: engine, replicator: engine, clock, logger, signal, onRound: (view) => {
+        publishSafety(metrics, view);
+        health.readiness();
+      } });
+      parts.safety = safety;
+      const memberAdmin = createMemberAdmin({ state: engine, replicator: engine, membership, clock, logger, safety });
       const memberHandlers: Partial<Record<MemberService, MemberHandler>> | undefined =
         self!.slot === null
           ? undefined
@@ -552,7 +607,16 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               // Each call is decoded once, here at the edge (src/core/secrets/shard-messages.ts).
               shard: (body, from) => {
                 const request = parseShardRequest(body);
-                return request.op === 'recover' ? recovery!.handleRecover(request, from) : secrets.handleShard(request, from);
+                switch (request.op) {
+                  case 'recover':
+                    return recovery!.handleRecover(request, from);
+                  case 'inventory':
+                    return recovery!.handleInventory();
+                  case 'attestMissing':
+                    return recovery!.handleAttestMissing(request, from);
+                  default:
+                    return secrets.handleShard(request, from);
+                }
               },
             };
       const cluster = await createCluster(
@@ -587,7 +651,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await backup.restore.run(cluster, () => stopping !== undefined);
       accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
       secrets.start();
+      inventory?.start();
       recovery?.start();
+      safety.start();
       // In the background: a chain that cannot be read must not hold the node's start.
       web3?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'web3: could not start following the chains'));
       await files.start();

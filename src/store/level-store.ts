@@ -381,6 +381,9 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         cacheShare(label, box);
         return box;
       },
+      async has(label) {
+        return shareCache.has(label) || (await shares.get(labelKey(label))) !== undefined;
+      },
       async put(label, box, options) {
         if (options?.durable === false) await shares.put(labelKey(label), Buffer.from(box).toString('base64'));
         else await durablePut(shares, labelKey(label), Buffer.from(box).toString('base64'));

@@ -3,6 +3,41 @@
  */
 import type { MembershipView } from '../replication/ports.ts';
 import { membersOf } from '../replication/ports.ts';
+import type { DataSafety } from '../secrets/data-safety.ts';
+
+/**
+ * The cluster's status, defined once (docs/http.md, GET /healthz; `quorumkeep status` exits 0, 1, 2):
+ * `unavailable` — fewer than `threshold` members reachable: no secret can be created or decrypted;
+ * `degraded` — everything works, but something an operator must see is wrong ({@link HealthProblem});
+ * `ok` — nothing is.
+ */
+export type ClusterStatus = 'ok' | 'degraded' | 'unavailable';
+
+/**
+ * What makes a cluster not `ok`, as a closed set of codes: `quorum_unreachable` (unavailable); the
+ * rest degraded — `slot0_unreachable` (every create and change fails), `member_unreachable`,
+ * `member_recovering` (a member rebuilding its shares), `shares_missing` (a member lacks shares the
+ * records say it holds), `secrets_at_risk` (held by only `threshold` members), `secrets_lost` (held by
+ * fewer, loss not acknowledged), `equivocation` (a node signed two records under one seq).
+ */
+export const HEALTH_PROBLEMS = ['quorum_unreachable', 'slot0_unreachable', 'member_unreachable', 'member_recovering', 'shares_missing', 'secrets_at_risk', 'secrets_lost', 'equivocation'] as const;
+export type HealthProblem = (typeof HEALTH_PROBLEMS)[number];
+
+/** The status and its reasons from the facts of a {@link ClusterHealth}. */
+export function statusOf(facts: Pick<ClusterHealth, 'size' | 'threshold' | 'reachable' | 'slot0Reachable' | 'equivocating'> & { dataSafety?: DataSafety | undefined }): { status: ClusterStatus; problems: HealthProblem[] } {
+  const problems: HealthProblem[] = [];
+  if (facts.reachable < facts.threshold) problems.push('quorum_unreachable');
+  if (!facts.slot0Reachable) problems.push('slot0_unreachable');
+  if (facts.reachable < facts.size) problems.push('member_unreachable');
+  const safety = facts.dataSafety;
+  if (safety?.members.some((m) => m.status === 'recovering')) problems.push('member_recovering');
+  if (safety?.members.some((m) => (m.shares?.missing ?? 0) > 0)) problems.push('shares_missing');
+  if ((safety?.secretsAtRisk ?? 0) > 0) problems.push('secrets_at_risk');
+  if ((safety?.secretsLost ?? 0) > 0) problems.push('secrets_lost');
+  if (facts.equivocating.length > 0) problems.push('equivocation');
+  const status: ClusterStatus = problems.includes('quorum_unreachable') ? 'unavailable' : problems.length > 0 ? 'degraded' : 'ok';
+  return { status, problems };
+}
 
 /** One member's entry in `clusterMap`. */
 export interface ClusterMapEntry {
@@ -25,8 +60,12 @@ export interface ClusterHealth {
   /** Members reachable from this node, self included. */
   reachable: number;
   slot0Reachable: boolean;
-  /** `degraded` when reachable < threshold. */
-  status: 'ok' | 'degraded';
+  /** See {@link ClusterStatus}. */
+  status: ClusterStatus;
+  /** Why the status is not `ok` (empty when it is). */
+  problems: HealthProblem[];
+  /** Members' shares and the secrets at risk or lost ({@link DataSafety}). */
+  dataSafety: DataSafety;
   /** Members keyed by slot (as a string). */
   clusterMap: Record<string, ClusterMapEntry>;
   /**
@@ -39,7 +78,8 @@ export interface ClusterHealth {
 /** Readiness: can this node serve quorum work now? */
 export interface Readiness {
   ready: boolean;
-  checks: { started: boolean; quorumReachable: boolean; caughtUp: boolean };
+  /** `sharesHeld`: a member holds every share the records say it holds (always true on a node without a slot). */
+  checks: { started: boolean; quorumReachable: boolean; caughtUp: boolean; sharesHeld: boolean };
 }
 
 /** What the discovery endpoints read (implemented in src/node from membership and sync state). */
@@ -51,7 +91,7 @@ export interface HealthSource {
 }
 
 /** Build a health snapshot from a membership view. */
-export function clusterHealthOf(view: MembershipView, equivocators: ReadonlyArray<{ origin: string; seq: number; at: number }> = []): ClusterHealth {
+export function clusterHealthOf(view: MembershipView, dataSafety: DataSafety, equivocators: ReadonlyArray<{ origin: string; seq: number; at: number }> = []): ClusterHealth {
   const d = view.descriptor;
   const clusterMap: Record<string, ClusterMapEntry> = {};
   for (const m of membersOf(d)) {
@@ -66,14 +106,8 @@ export function clusterHealthOf(view: MembershipView, equivocators: ReadonlyArra
     };
   }
   const reachable = view.reachableCount();
-  return {
-    clusterId: d.clusterId,
-    size: d.size,
-    threshold: d.threshold,
-    reachable,
-    slot0Reachable: view.isReachable(0),
-    status: reachable >= d.threshold ? 'ok' : 'degraded',
-    clusterMap,
-    equivocating: equivocators.map((e) => ({ nodeAddress: e.origin, nodeId: (d.nodes.find((n) => n.nodeAddress === e.origin) ?? d.retired?.find((r) => r.nodeAddress === e.origin))?.id, seq: e.seq, since: new Date(e.at).toISOString() })),
-  };
+  const equivocating = equivocators.map((e) => ({ nodeAddress: e.origin, nodeId: (d.nodes.find((n) => n.nodeAddress === e.origin) ?? d.retired?.find((r) => r.nodeAddress === e.origin))?.id, seq: e.seq, since: new Date(e.at).toISOString() }));
+  const slot0Reachable = view.isReachable(0);
+  const { status, problems } = statusOf({ size: d.size, threshold: d.threshold, reachable, slot0Reachable, equivocating, dataSafety });
+  return { clusterId: d.clusterId, size: d.size, threshold: d.threshold, reachable, slot0Reachable, status, problems, dataSafety, clusterMap, equivocating };
 }

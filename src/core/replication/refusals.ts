@@ -75,6 +75,8 @@ export const REFUSAL_CODES = [
   'not_on_chain',
   'type_not_served',
   'synced_elsewhere',
+  // Acknowledged losses (src/core/secrets/lost-records.ts).
+  'loss_unattested',
 ] as const;
 
 /** A reason a member refuses a record. */

@@ -25,7 +25,8 @@ export interface ReleaseShortfall {
 }
 
 /**
- * The answer to a release short of threshold, when it is not a 503: members that refused outright (a
+ * The answer to a release short of threshold, when it is not a 503: members that hold no share (the
+ * secret is lost: SECRET_LOST), members that refused outright (a
  * spent string, no right to decrypt: 403 or 400) will refuse a retry too, so once too many did for a
  * quorum to be possible, the first refusal says why; members that could not read the chain say the
  * chain is what is down (CHAIN_UNAVAILABLE with the chainId). Undefined otherwise. The first refusal's
@@ -33,6 +34,12 @@ export interface ReleaseShortfall {
  */
 export function releaseShortfall(failures: GatherFailure[], descriptor: Pick<ClusterDescriptor, 'size' | 'threshold'>, chainId: number): ReleaseShortfall | undefined {
   const errors = failures.map((f) => f.error);
+  // Members are trusted for their own slot: when more than size − threshold say they hold no share,
+  // fewer than threshold do — the secret can neither be decrypted nor recovered again.
+  const without = errors.filter((e) => e instanceof AppError && (e.reason === 'no_share' || e.reason === 'share_mismatch'));
+  if (without.length > descriptor.size - descriptor.threshold) {
+    return { refused: without.length, error: new AppError('SECRET_LOST', 'The shares of this secret are lost: fewer than threshold members hold one; it cannot be decrypted', { chainId }) };
+  }
   const refusals = errors.filter((e): e is AppError => e instanceof AppError && (e.code === 'FORBIDDEN' || e.code === 'BAD_REQUEST'));
   if (refusals.length > descriptor.size - descriptor.threshold) {
     const first = refusals[0]!;

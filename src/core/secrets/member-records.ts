@@ -3,10 +3,11 @@
  * a disk"): whether a member slot is `recovering` its shares. Keyed by the slot.
  *
  * Who writes it: a coordinator (the operator's `quorumkeep member recover`, behind the admin token)
- * sets `recovering`; the member itself, and only for its own slot, sets `active` when it holds every
- * share again. Evidence: the writer's role. Helpers answer a recovery request only from the slot's
- * own identity while its status is `recovering` — and what they answer is that slot's own share,
- * masked so that nothing else is learnt — so a wrongly set status gives nobody anything new.
+ * sets `recovering`; the member itself, and only for its own slot, sets `recovering` when its store
+ * lacks shares the records say it holds (inventory.ts) and `active` when it holds every share again.
+ * Evidence: the writer's role. Helpers answer a recovery request only from the slot's own identity
+ * while its status is `recovering` — and what they answer is that slot's own share, masked so that
+ * nothing else is learnt — so a wrongly set status gives nobody anything new.
  */
 import { z } from 'zod';
 import type { RecordKindDefinition } from '../replication/kinds.ts';
@@ -34,8 +35,8 @@ export function memberStatusKind(descriptor: ClusterDescriptor): RecordKindDefin
     validate: (b, context) => {
       if (context.key !== String(b.slot)) return refusal('key_mismatch');
       if (b.slot >= descriptor.size) return refusal('not_member_slot');
-      // A member that is not a coordinator speaks only for itself, and only to say it is done.
-      if (!context.originIsCoordinator && (context.originSlot !== b.slot || b.status !== 'active')) return refusal('member_own_slot_only');
+      // A member that is not a coordinator speaks only for itself.
+      if (!context.originIsCoordinator && context.originSlot !== b.slot) return refusal('member_own_slot_only');
       return undefined;
     },
   };

@@ -9,6 +9,8 @@
  */
 export interface ShareStore {
   get(label: number | string): Promise<Uint8Array | undefined>;
+  /** Whether a box is stored for `label` (no decryption, no cache fill): the inventory's cheap look. */
+  has(label: number | string): Promise<boolean>;
   /** Durable, unless `durable: false` (then durable at the next {@link ShareStore.flush}). */
   put(label: number | string, box: Uint8Array, options?: { durable?: boolean }): Promise<void>;
   /** Make every earlier put durable. */

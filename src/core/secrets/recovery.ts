@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, refusal } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
-import { membersOf } from '../replication/ports.ts';
+import { isCoordinatorEntry, membersOf } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { fromBase64, fromHex, gfMul, lagrangeAt, pairwisePad, sealTo, shareXOfSlot, toBase64, utf8, zeroize } from '../../crypto/index.ts';
@@ -35,7 +35,10 @@ import { MEMBER_SLOT_RE, type MemberStatusBody } from './member-records.ts';
 import { isSlotShare, readHeldShare, requireHeldShare, type HeldShares } from './held-share.ts';
 import { secretRecordOf } from './reads.ts';
 import { shareLabel } from './rules.ts';
-import { shareRecoverRequest, type SecretItem, type ShareRecoverRequest } from './shard-messages.ts';
+import { shareRecoverRequest, type AttestMissingRequest, type SecretItem, type ShareRecoverRequest } from './shard-messages.ts';
+import type { InventoryReport, ShareInventory } from './inventory.ts';
+import type { DataSafety, DataSafetyMonitor, LossAcknowledgement, MemberSafety } from './data-safety.ts';
+import { lostSecretKey } from './lost-records.ts';
 
 /** Secrets per recovery round (one call per helper for all of them; a helper answers up to `RECOVER_MAX_ITEMS`, shard-messages.ts). */
 const BATCH_SIZE = 32;
@@ -45,6 +48,8 @@ const BATCHES_AT_ONCE = 4;
 const ATTEMPTS_PER_SECRET = 4;
 /** An incomplete run starts again this long after the last one started, ms. */
 const RERUN_AFTER_MS = 30_000;
+/** …or this soon, once more members are reachable than when it started (a helper came back), ms. */
+const RERUN_ON_REACHABLE_MS = 2_000;
 /** How often the recovering member looks at its status, ms. */
 const STATUS_CHECK_INTERVAL_MS = 500;
 /** Bytes of a seed share's y part (a 64-byte ML-KEM seed). */
@@ -92,6 +97,8 @@ export interface RecoveryDeps {
   logger: Logger;
   /** Deadline of one helper call, ms. */
   timeoutMs: number;
+  /** This member's inventory (inventory.ts): a member that lacks shares marks itself recovering. */
+  inventory: ShareInventory;
   /** The node's lifetime: ends the loop (and a run under way, at its next batch) when aborted. @default only {@link ShareRecovery.stop} ends it */
   signal?: AbortSignal;
 }
@@ -106,6 +113,10 @@ export interface ShareRecovery extends Startable {
   handleRecover(request: ShareRecoverRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** This member's progress. */
   progress(): RecoveryProgress;
+  /** The `shard` op `inventory`: this member's last inventory, to any node of the cluster (the not-yet-taken one: 503 NOT_READY). */
+  handleInventory(): Promise<InventoryReport>;
+  /** The `shard` op `attestMissing`: signed statements of the named secrets this member holds no share of, to a coordinator. */
+  handleAttestMissing(request: AttestMissingRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** Start watching this member's status (recovers while it is `recovering`). */
   start(): void;
   /** Stop watching (a run under way stops at its next batch, and is waited for); idempotent. */
@@ -201,6 +212,8 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
 
   let progress: RecoveryProgress = { state: 'idle', total: 0, held: 0, recovered: 0, failed: 0, startedAt: null };
   let watching: Periodic | undefined;
+  /** Members reachable when the last run started. */
+  let reachableAtStart = 0;
 
   /** The helper sets to try, in order: reachable members but this one, rotated per attempt. */
   function helperSets(): number[][] {
@@ -300,6 +313,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     // or a member that started empty a moment ago would call itself done after the first few.
     await deps.syncAll();
     const all = await secrets();
+    reachableAtStart = membership.reachableCount();
     progress = { state: 'running', total: all.length, held: 0, recovered: 0, failed: 0, startedAt: deps.clock() };
     log.info({ total: all.length }, 'share recovery started');
     const missing = await withoutShare(all);
@@ -324,6 +338,8 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     if (now.length > all.length) progress.failed += (await withoutShare(now)).length;
     progress.state = progress.failed === 0 ? 'done' : 'incomplete';
     log.info({ total: progress.total, recovered: progress.recovered, failed: progress.failed }, 'share recovery finished');
+    // The inventory (and with it readiness) sees the recovered shares now, not at its next scan.
+    await deps.inventory.refresh();
     if (progress.failed === 0) {
       await deps.replicator.replicate({ kind: 'memberStatus', key: String(self.slot), body: { slot: self.slot!, status: 'active', since: deps.clock() } satisfies MemberStatusBody });
     }
@@ -342,25 +358,50 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
         zeroize(read.share);
         continue;
       }
+      // An acknowledged loss (lost-records.ts) is not tried again: fewer than threshold members hold it.
+      if (await deps.state.get('lostSecret', lostSecretKey(ref.chainId, ref.secretId))) continue;
       if (read.missing !== 'none') log.warn({ chainId: ref.chainId, secretId: ref.secretId, held: read.missing }, "share held is not this slot's: recovering it");
       out.push(ref);
     }
     return out;
   }
 
-  /** One look at this member's status: recover while it says `recovering` (an incomplete run again after a pause). */
+  /**
+   * One look at this member's status: recover while it says `recovering` (an incomplete run again
+   * after a pause). A member whose inventory finds shares missing marks itself recovering first: no
+   * operator command is needed (docs/operations.md, "Data safety").
+   */
   async function tick(signal: AbortSignal): Promise<void> {
     if ((await statusOf(self.slot!))?.status !== 'recovering') {
       if (progress.state !== 'idle' && progress.state !== 'done') progress.state = 'idle';
-      return;
+      const inventory = deps.inventory.last();
+      if (!inventory || inventory.missingTotal === 0) return;
+      log.warn({ missing: inventory.missingTotal, expected: inventory.expected }, 'shares missing: this member marks itself recovering');
+      await deps.replicator.replicate({ kind: 'memberStatus', key: String(self.slot), body: { slot: self.slot!, status: 'recovering', since: deps.clock() } satisfies MemberStatusBody });
     }
-    if (progress.state === 'incomplete' && deps.clock() - (progress.startedAt ?? 0) < RERUN_AFTER_MS) return;
+    if (progress.state === 'incomplete') {
+      const since = deps.clock() - (progress.startedAt ?? 0);
+      const helperBack = membership.reachableCount() > reachableAtStart;
+      // Nothing left to rebuild (a share delivered meanwhile, a loss acknowledged): finish now.
+      const inventory = deps.inventory.last();
+      const nothingLacking = inventory !== undefined && inventory.at > (progress.startedAt ?? 0) && inventory.missingTotal === 0 && inventory.pending === 0;
+      if (!nothingLacking && since < (helperBack ? RERUN_ON_REACHABLE_MS : RERUN_AFTER_MS)) return;
+    }
     await recoverAll(signal);
   }
 
   return {
     handleRecover,
     progress: () => ({ ...progress }),
+    async handleInventory() {
+      const report = deps.inventory.last();
+      if (!report) throw refusal('NOT_READY', 'not_ready', 'this member has not taken its inventory yet');
+      return report;
+    },
+    async handleAttestMissing(request, from) {
+      if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'only a coordinator asks for statements of missing shares');
+      return { attestations: await deps.inventory.attestMissing(request.items) };
+    },
     start() {
       if (self.slot === null) return;
       watching ??= runPeriodic(tick, { intervalMs: STATUS_CHECK_INTERVAL_MS, signal: deps.signal ?? new AbortController().signal, logger: log, name: 'share recovery', immediate: true });
@@ -383,25 +424,37 @@ export interface MemberView {
   /** When the status was set, Unix ms, or null when never set. */
   since: number | null;
   reachable: boolean;
+  /** Its shares as it last reported them (data-safety.ts), or null when it never answered. */
+  shares: MemberSafety['shares'];
 }
 
-/** The operator's side of recovery: the members' statuses, and marking a slot `recovering`. */
+/** The operator's side of recovery: the members' statuses, marking a slot `recovering`, and acknowledging losses. */
 export interface MemberAdmin {
   list(): Promise<MemberView[]>;
   /** Mark `slot` (raw path string) recovering, replicated; 400 for a slot that is not a member's. */
   markRecovering(slotRaw: string): Promise<MemberView>;
+  /** The secrets at risk and lost, freshly asked of the members. */
+  dataSafety(): Promise<DataSafety>;
+  /** Record the loss of `items` (default: every lost secret), with the members' statements (data-safety.ts). */
+  acknowledgeLoss(items?: SecretItem[]): Promise<LossAcknowledgement>;
 }
 
 /** Create the operator's member admin (coordinators). */
-export function createMemberAdmin(deps: Pick<RecoveryDeps, 'state' | 'replicator' | 'membership' | 'clock' | 'logger'>): MemberAdmin {
+export function createMemberAdmin(deps: Pick<RecoveryDeps, 'state' | 'replicator' | 'membership' | 'clock' | 'logger'> & { safety: DataSafetyMonitor }): MemberAdmin {
   const { descriptor } = deps.membership;
   const log = deps.logger.child({ module: 'recovery' });
   const viewOf = async (m: ClusterNodeEntry & { slot: number }): Promise<MemberView> => {
     const status = (await deps.state.get('memberStatus', String(m.slot)))?.body as MemberStatusBody | undefined;
-    return { slot: m.slot, nodeId: m.id, nodeAddress: m.nodeAddress, status: status?.status ?? 'active', since: status?.since ?? null, reachable: deps.membership.isReachable(m.slot) };
+    const shares = deps.safety.view().members.find((f) => f.slot === m.slot)?.shares ?? null;
+    return { slot: m.slot, nodeId: m.id, nodeAddress: m.nodeAddress, status: status?.status ?? 'active', since: status?.since ?? null, reachable: deps.membership.isReachable(m.slot), shares };
   };
   return {
-    list: () => Promise.all(membersOf(descriptor).map(viewOf)),
+    dataSafety: () => deps.safety.refresh(),
+    acknowledgeLoss: (items) => deps.safety.acknowledge(items),
+    async list() {
+      await deps.safety.refresh();
+      return Promise.all(membersOf(descriptor).map(viewOf));
+    },
     async markRecovering(slotRaw) {
       const slot = MEMBER_SLOT_RE.test(slotRaw) ? Number(slotRaw) : NaN;
       const member = membersOf(descriptor).find((m) => m.slot === slot);

@@ -98,7 +98,24 @@ const recoverSchema = z.object({
   vv: versionVectorSchema,
 });
 
-const shardRequestSchema = z.discriminatedUnion('op', [storeSchema, releaseSchema, recoverSchema]);
+/** Largest batch of secrets one `attestMissing` call names. */
+export const ATTEST_MAX_ITEMS = 1_000;
+
+/** The `inventory` call: what a member holds of what it should (inventory.ts), asked by any node of the cluster. */
+export const shareInventoryRequest = (): Record<string, unknown> => ({ op: 'inventory' });
+
+/** The `attestMissing` call: a coordinator asks a member to sign that it holds no share of each named secret it lacks. */
+export function attestMissingRequest(items: SecretItem[]): Record<string, unknown> {
+  return { op: 'attestMissing', items: items.map(({ chainId, secretId }) => (chainId === WEB2_CHAIN_ID ? { secretId } : { chainId, secretId })) };
+}
+
+const inventorySchema = z.object({ op: z.literal('inventory') });
+const attestMissingSchema = z.object({
+  op: z.literal('attestMissing'),
+  items: z.array(z.object({ chainId: chainIdSchema, secretId: secretIdSchema })).min(1).max(ATTEST_MAX_ITEMS),
+});
+
+const shardRequestSchema = z.discriminatedUnion('op', [storeSchema, releaseSchema, recoverSchema, inventorySchema, attestMissingSchema]);
 
 /** A `store` call as a member accepts it. */
 export type ShareStoreRequest = z.output<typeof storeSchema>;
@@ -106,6 +123,8 @@ export type ShareStoreRequest = z.output<typeof storeSchema>;
 export type ShareReleaseRequest = z.output<typeof releaseSchema>;
 /** A `recover` call as a helper accepts it. */
 export type ShareRecoverRequest = z.output<typeof recoverSchema>;
+/** An `attestMissing` call as a member accepts it. */
+export type AttestMissingRequest = z.output<typeof attestMissingSchema>;
 /** Any `shard` call, decoded. */
 export type ShardRequest = z.output<typeof shardRequestSchema>;
 

@@ -61,6 +61,7 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
     // Still 200 when degraded: clients read `status`; load balancers use /readyz.
     ctx.body = {
       status: cluster.status,
+      problems: cluster.problems,
       serverTime: clock(),
       enclaveWalletAddress: health.nodeAddress,
       supportedChains,
@@ -74,6 +75,8 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
         slot0Reachable: cluster.slot0Reachable,
         equivocating: cluster.equivocating,
       },
+      // For operators: each member's shares, and the secrets at risk or lost (docs/operations.md, "Data safety").
+      dataSafety: cluster.dataSafety,
       // For operators: head, cursor lag and reachability per chain, as last seen (no RPC per request).
       chainStatus: (deps.chainStatus?.() ?? []).map(({ chainId, name, head, headAt, cursor, lag, reachable, lastError }) => ({ chainId, name, head, headAt, cursor, lag, reachable, lastError })),
       // For operators: this member's share recovery (`idle` unless its slot is being recovered).

@@ -17,6 +17,7 @@ describe('GET /healthz', () => {
     const cluster = healthyCluster();
     expect(body).toEqual({
       status: 'ok',
+      problems: [],
       serverTime: expect.any(Number),
       enclaveWalletAddress: NODE_ADDRESS,
       supportedChains: [8453],
@@ -25,6 +26,7 @@ describe('GET /healthz', () => {
       },
       clusterMap: cluster.clusterMap,
       cluster: { clusterId: 'test-cluster', size: 3, threshold: 2, reachable: 3, slot0Reachable: true, equivocating: [] },
+      dataSafety: cluster.dataSafety,
       chainStatus: [],
     });
     expect(body).not.toHaveProperty('ipfsGatewayUrl');
@@ -62,12 +64,12 @@ describe('GET /readyz', () => {
     const { url } = await start();
     const res = await fetch(`${url}/readyz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true } });
+    expect(await res.json()).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } });
   });
 
   it('answers 503 NOT_READY with the checks when not ready', async () => {
     const app = await start();
-    const checks = { started: true, quorumReachable: false, caughtUp: false };
+    const checks = { started: true, quorumReachable: false, caughtUp: false, sharesHeld: true };
     app.health.ready = { ready: false, checks };
     const res = await fetch(`${app.url}/readyz`);
     expect(res.status).toBe(503);

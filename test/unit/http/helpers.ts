@@ -42,6 +42,8 @@ export function healthyCluster(): ClusterHealth {
     reachable: 3,
     slot0Reachable: true,
     status: 'ok',
+    problems: [],
+    dataSafety: { members: [], secretsAtRisk: 0, secretsLost: 0, secretsLostAcknowledged: 0, atRisk: [], lost: [], exact: true, checkedAt: null },
     clusterMap: { '0': entry(0, true), '1': entry(1, true), '2': entry(2, true) },
     equivocating: [],
   };
@@ -59,7 +61,7 @@ export function stubHealth(): StubHealth {
   return {
     nodeAddress: NODE_ADDRESS,
     cluster: healthyCluster(),
-    ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true } },
+    ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } },
     failure: undefined,
     clusterHealth() {
       if (this.failure) throw this.failure;
@@ -391,8 +393,13 @@ export interface TestServer {
 
 /** A member admin answering one active slot (the real one is tested in test/integration/share-recovery.test.ts). */
 function stubMembers(): MemberAdmin {
-  const view = { slot: 0, nodeId: 'node-0', nodeAddress: '0x' + '00'.repeat(20), status: 'active' as const, since: null, reachable: true };
-  return { list: async () => [view], markRecovering: async () => ({ ...view, status: 'recovering' as const, since: 1 }) };
+  const view = { slot: 0, nodeId: 'node-0', nodeAddress: '0x' + '00'.repeat(20), status: 'active' as const, since: null, reachable: true, shares: null };
+  return {
+    list: async () => [view],
+    markRecovering: async () => ({ ...view, status: 'recovering' as const, since: 1 }),
+    dataSafety: async () => healthyCluster().dataSafety,
+    acknowledgeLoss: async (items) => ({ acknowledged: [], notLost: items ?? [] }),
+  };
 }
 
 /** Start the real app on 127.0.0.1:0. Close it with `server.close()` (see {@link useServers}). */

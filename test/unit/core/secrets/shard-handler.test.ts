@@ -125,7 +125,7 @@ function member(records: Map<string, object> = new Map(), self: ClusterNodeEntry
     reads: { requireSecret: () => Promise.reject(new Error('unused')), requireWeb3: () => Promise.reject(new Error('unused')) as never, web3Enabled: () => false },
     verifier: { verify: () => Promise.reject(new Error('unused')) },
     catchUp: async () => undefined,
-    shares: { get: async (label) => stored.get(label), put: async (label, box) => void stored.set(label, box), flush: async () => undefined },
+    shares: { get: async (label) => stored.get(label), has: async (label) => stored.has(label), put: async (label, box) => void stored.set(label, box), flush: async () => undefined },
     usedStrings: { use: async () => true, chains: async () => [], prune: async () => 0 },
     keyring: {
       openSealed: (box, aad) => openSealed(keys[SLOT]!, box, aad),

@@ -1,0 +1,184 @@
+/**
+ * A member's inventory of its own shares (docs/operations.md, "Data safety"): which secrets the
+ * replicated records say it holds a share of, and which of those its store lacks. A member whose
+ * store lacks shares — started on an empty data directory, restored from an old backup, or down while
+ * a secret was dealt — finds out here by itself, marks itself `recovering` (recovery.ts) and is not
+ * ready until it holds them again (docs/http.md, GET /readyz).
+ *
+ * A share counts as held when a box is stored for it (no decryption: the look is cheap enough to
+ * repeat); recovery itself checks every box against its record's digest (held-share.ts). A share of a
+ * secret whose latest version is younger than {@link PENDING_GRACE_MS} is `pending`, not missing: its
+ * dealer may still be delivering it. A secret whose loss an operator acknowledged (lost-records.ts)
+ * and whose share this member lacks is neither expected nor missing.
+ *
+ * Members also sign, on a coordinator's request, that they hold no share of named secrets: the
+ * evidence of a `lostSecret` record.
+ */
+import type { Logger } from '../../log/index.ts';
+import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
+import type { StateReader } from '../replication/ports.ts';
+import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
+import type { Web3SecretBody } from '../web3/records.ts';
+import { readHeldShare, type HeldShares } from './held-share.ts';
+import { lostSecretKey, missingShareDigest, type MissingShareAttestation } from './lost-records.ts';
+import type { SecretBody } from './records.ts';
+import type { ShareStore } from './ports.ts';
+import { secretRecordOf } from './reads.ts';
+import { shareLabel } from './rules.ts';
+import type { SecretItem } from './shard-messages.ts';
+
+/** A share lacking for less than this may still be on its way from its dealer, ms. */
+export const CONFIRM_MISSING_MS = 3_000;
+/** Most missing secrets a report names (the count is always whole). */
+export const INVENTORY_MAX_LISTED = 20_000;
+/** How often the inventory is taken at most, ms (a large store waits longer: see {@link createShareInventory}). */
+const SCAN_INTERVAL_MS = 2_000;
+/** A scan waits this many times its own last duration before the next (a 100,000-secret store is not scanned back to back). */
+const SCAN_SPACING = 10;
+
+/** One member's inventory, as it reports it (`shard` op `inventory`). */
+export interface InventoryReport {
+  slot: number;
+  /** When the scan began, Unix ms. */
+  at: number;
+  /** Shares the records say this member holds (acknowledged losses it lacks not counted). */
+  expected: number;
+  /** Of those, the ones it holds. */
+  held: number;
+  /** Secrets whose share it has lacked for {@link CONFIRM_MISSING_MS} or more: up to {@link INVENTORY_MAX_LISTED}. */
+  missing: SecretItem[];
+  /** How many it lacks in all (may exceed `missing.length`). */
+  missingTotal: number;
+  /** Lacking for less than {@link CONFIRM_MISSING_MS}: perhaps on their way. */
+  pending: number;
+  /** Secrets lost by acknowledgement whose share it lacks. */
+  acknowledgedLost: number;
+}
+
+/** Dependencies of {@link createShareInventory}. */
+export interface InventoryDeps {
+  state: StateReader;
+  /** This member's shares, and how to open them (for the signed statements). */
+  held: Omit<HeldShares, 'shares'> & { shares: Pick<ShareStore, 'get' | 'has'> };
+  /** True once the replica holds what the cluster held when this node started (no scan counts before). */
+  caughtUp(): boolean;
+  /** Sign a 32-byte digest with this node's signing key: 0x + 130 hex. */
+  signDigest(digest: Uint8Array): string;
+  clock: () => number;
+  logger: Logger;
+  signal: AbortSignal;
+}
+
+/** The member's inventory. */
+export interface ShareInventory extends Startable {
+  /** The last complete scan taken since the node caught up, or undefined before the first. */
+  last(): InventoryReport | undefined;
+  /** Scan now (or wait for the scan under way) and answer it. */
+  refresh(): Promise<InventoryReport | undefined>;
+  /** Signed statements that this member holds no usable share of each of `items` it lacks (the others, and secrets it has no record of, are left out). */
+  attestMissing(items: SecretItem[]): Promise<Array<SecretItem & MissingShareAttestation>>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** Every secret of the replica, Web2 then Web3. */
+async function* secretsOf(state: StateReader): AsyncGenerator<SecretItem> {
+  for await (const r of state.list('secret')) yield { chainId: WEB2_CHAIN_ID, secretId: (r.body as SecretBody).secretId };
+  for await (const r of state.list('web3Secret')) {
+    const b = r.body as Web3SecretBody;
+    yield { chainId: b.chainId, secretId: b.secretId };
+  }
+}
+
+/** Create a member's share inventory. */
+export function createShareInventory(deps: InventoryDeps): ShareInventory {
+  const { held } = deps;
+  const log = deps.logger.child({ module: 'inventory' });
+  let report: InventoryReport | undefined;
+  let lastDurationMs = 0;
+  let lastEnd = 0;
+  let loop: Periodic | undefined;
+  let scanning: Promise<InventoryReport | undefined> | undefined;
+  /** When each lacking share was first found lacking (Unix ms), by label. */
+  let lackingSince = new Map<number | string, number>();
+
+  async function scan(): Promise<InventoryReport | undefined> {
+    if (!deps.caughtUp()) return undefined;
+    const at = deps.clock();
+    const started = performance.now();
+    const next: InventoryReport = { slot: held.slot, at, expected: 0, held: 0, missing: [], missingTotal: 0, pending: 0, acknowledgedLost: 0 };
+    const lacking = new Map<number | string, number>();
+    for await (const s of secretsOf(deps.state)) {
+      const label = shareLabel(s.chainId, s.secretId);
+      if (await held.shares.has(label)) {
+        next.expected++;
+        next.held++;
+        continue;
+      }
+      if (await deps.state.get('lostSecret', lostSecretKey(s.chainId, s.secretId))) {
+        next.acknowledgedLost++;
+        continue;
+      }
+      next.expected++;
+      const since = lackingSince.get(label) ?? at;
+      lacking.set(label, since);
+      if (at - since < CONFIRM_MISSING_MS) {
+        next.pending++;
+        continue;
+      }
+      next.missingTotal++;
+      if (next.missing.length < INVENTORY_MAX_LISTED) next.missing.push({ chainId: s.chainId, secretId: s.secretId });
+    }
+    lackingSince = lacking;
+    lastDurationMs = performance.now() - started;
+    lastEnd = performance.now();
+    if (next.missingTotal > 0 && (report === undefined || report.missingTotal !== next.missingTotal)) {
+      log.warn({ expected: next.expected, held: next.held, missing: next.missingTotal }, 'this member lacks shares the records say it holds');
+    }
+    report = next;
+    return next;
+  }
+
+  function refresh(): Promise<InventoryReport | undefined> {
+    scanning ??= scan().finally(() => (scanning = undefined));
+    return scanning;
+  }
+
+  async function attestMissing(items: SecretItem[]): Promise<Array<SecretItem & MissingShareAttestation>> {
+    const out: Array<SecretItem & MissingShareAttestation> = [];
+    for (const item of items) {
+      const label = shareLabel(item.chainId, item.secretId);
+      // Only a share that opens and is the one its record names counts: junk, or a box that does not open, is no share.
+      // Only of a secret that exists: a statement about an id not handed out yet would outlive it.
+      const record = await secretRecordOf(deps.state, item.chainId, item.secretId);
+      if (!record) continue;
+      const read = await readHeldShare(held, label, record.shareDigests?.[held.slot]);
+      if ('share' in read) {
+        read.share.fill(0);
+        continue;
+      }
+      const at = deps.clock();
+      out.push({ ...item, slot: held.slot, at, signature: deps.signDigest(missingShareDigest(held.clusterId, label, held.slot, at)) });
+    }
+    return out;
+  }
+
+  return {
+    last: () => report,
+    refresh,
+    attestMissing,
+    start() {
+      loop ??= runPeriodic(
+        async () => {
+          if (performance.now() - lastEnd < SCAN_SPACING * lastDurationMs) return;
+          await refresh();
+        },
+        { intervalMs: SCAN_INTERVAL_MS, signal: deps.signal, logger: log, name: 'share inventory', immediate: true },
+      );
+    },
+    async stop() {
+      await loop?.stop();
+      await scanning;
+    },
+  };
+}
