@@ -2,8 +2,8 @@
  * The `quorumkeep` CLI: parse arguments → load config → create node → handle signals (CONTRIBUTING.md, "Where things live").
  *
  * Exit codes: 0 success (and `status`: cluster ok); 1 `status`: cluster degraded, or a failed shutdown;
- * 2 bad usage, bad config, a failed start, a refused backup or restore (or a damaged archive), or
- * `status`: coordinator unreachable or answer malformed;
+ * 2 bad usage, bad config, a failed start, a refused backup or restore (a damaged archive, a restore
+ * over a running node), or `status`: coordinator unreachable or answer malformed;
  * 130 a second Ctrl-C during shutdown. Failures print one line, `quorumkeep: <message>`, to stderr.
  */
 import { resolve } from 'node:path';
@@ -318,6 +318,14 @@ async function restoreBackup(options: RestoreCliOptions): Promise<void> {
   const when = new Date(header.createdAt).toISOString();
   if (options.dryRun) {
     printLine(`dry run: ${options.in} restores ${header.nodeId} (cluster ${header.clusterId}): ${report.entries} store entries from the snapshot at ${when}; nothing written`);
+    if (report.present.length > 0) {
+      const held = `${report.present.slice(0, 5).join(', ')}${report.present.length > 5 ? ', …' : ''}`;
+      printLine(
+        options.force
+          ? `  the data directory ${report.dataDir} holds ${held}: --force would replace its store${report.present.includes('db') ? '' : ' (it has none)'} and leave the rest`
+          : `  the data directory ${report.dataDir} is not empty (${held}): the restore needs --force, which replaces its store, or a new data directory`,
+      );
+    }
     return;
   }
   printLine(`restored ${header.nodeId} (cluster ${header.clusterId}) into ${report.dataDir}: ${report.entries} store entries from the snapshot at ${when}${report.replacedStore ? ' (the previous store was replaced)' : ''}`);
