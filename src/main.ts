@@ -20,6 +20,7 @@ import {
   type ClusterInitHost,
 } from './node/cluster-init.ts';
 import { setNodeAddress } from './node/cluster-set-address.ts';
+import { packageVersion, readBuildInfo } from './build-info.ts';
 import type * as BackupModuleType from './backup/index.ts';
 
 /** The backup module, loaded when a backup command runs. */
@@ -180,7 +181,8 @@ async function startNode(options: OverrideOptions): Promise<void> {
   if (missing.length > 0) {
     process.emitWarning(`started without ${missing.join(' and ')}: its memory use will be higher than docs/deployment.md's sizing (see "Run each node under systemd")`, 'QuorumkeepProcessSettings');
   }
-  const node = await createNode(config, { descriptor });
+  // The commit is read here, at a node's start only (src/build-info.ts).
+  const node = await createNode(config, { descriptor, build: readBuildInfo(env) });
   try {
     await node.start();
   } catch (err) {
@@ -361,6 +363,7 @@ function buildProgram(): Command {
     .description('Distributed secret-management daemon: threshold-held secrets replicated over libp2p, served over HTTP.')
     // Settings are inherited by the subcommands defined below: usage errors throw instead of exiting,
     // and read `quorumkeep: …` like every other failure.
+    .version(packageVersion(), '-V, --version', "print this build's version")
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`quorumkeep: ${text.replace(/^error: /, '').trimEnd()} (see --help)\n`) });
 

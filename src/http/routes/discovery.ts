@@ -61,6 +61,9 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
     // Still 200 when degraded: clients read `status`; load balancers use /readyz.
     ctx.body = {
       status: cluster.status,
+      // Which build answers: a rolling upgrade shows up here and in quorumkeep_build_info.
+      version: health.build.version,
+      commit: health.build.commit,
       serverTime: clock(),
       enclaveWalletAddress: health.nodeAddress,
       supportedChains,

@@ -17,6 +17,8 @@ describe('GET /healthz', () => {
     const cluster = healthyCluster();
     expect(body).toEqual({
       status: 'ok',
+      version: '1.2.3',
+      commit: 'a'.repeat(40),
       serverTime: expect.any(Number),
       enclaveWalletAddress: NODE_ADDRESS,
       supportedChains: [8453],
