@@ -2,8 +2,9 @@
  * The `quorumkeep` CLI: parse arguments → load config → create node → handle signals (CONTRIBUTING.md, "Where things live").
  *
  * Exit codes: 0 success (and `status`: cluster ok); 1 `status`: cluster degraded, or a failed shutdown;
- * 2 bad usage, bad config, a failed start, a refused backup or restore (or a damaged archive), or
- * `status`: cluster unavailable (below quorum), coordinator unreachable or answer malformed;
+ * 2 bad usage, bad config, a failed start, a refused backup or restore (a damaged archive, a restore
+ * over a running node), or `status`: cluster unavailable (below quorum), coordinator unreachable or
+ * answer malformed;
  * 130 a second Ctrl-C during shutdown. Failures print one line, `quorumkeep: <message>`, to stderr.
  */
 import { resolve } from 'node:path';
@@ -20,6 +21,7 @@ import {
   type ClusterInitHost,
 } from './node/cluster-init.ts';
 import { setNodeAddress } from './node/cluster-set-address.ts';
+import { packageVersion, readBuildInfo } from './build-info.ts';
 import type * as BackupModuleType from './backup/index.ts';
 
 /** The backup module, loaded when a backup command runs. */
@@ -180,7 +182,8 @@ async function startNode(options: OverrideOptions): Promise<void> {
   if (missing.length > 0) {
     process.emitWarning(`started without ${missing.join(' and ')}: its memory use will be higher than docs/deployment.md's sizing (see "Run each node under systemd")`, 'QuorumkeepProcessSettings');
   }
-  const node = await createNode(config, { descriptor });
+  // The commit is read here, at a node's start only (src/build-info.ts).
+  const node = await createNode(config, { descriptor, build: readBuildInfo(env) });
   try {
     await node.start();
   } catch (err) {
@@ -349,6 +352,14 @@ async function restoreBackup(options: RestoreCliOptions): Promise<void> {
   const when = new Date(header.createdAt).toISOString();
   if (options.dryRun) {
     printLine(`dry run: ${options.in} restores ${header.nodeId} (cluster ${header.clusterId}): ${report.entries} store entries from the snapshot at ${when}; nothing written`);
+    if (report.present.length > 0) {
+      const held = `${report.present.slice(0, 5).join(', ')}${report.present.length > 5 ? ', …' : ''}`;
+      printLine(
+        options.force
+          ? `  the data directory ${report.dataDir} holds ${held}: --force would replace its store${report.present.includes('db') ? '' : ' (it has none)'} and leave the rest`
+          : `  the data directory ${report.dataDir} is not empty (${held}): the restore needs --force, which replaces its store, or a new data directory`,
+      );
+    }
     return;
   }
   printLine(`restored ${header.nodeId} (cluster ${header.clusterId}) into ${report.dataDir}: ${report.entries} store entries from the snapshot at ${when}${report.replacedStore ? ' (the previous store was replaced)' : ''}`);
@@ -384,6 +395,7 @@ function buildProgram(): Command {
     .description('Distributed secret-management daemon: threshold-held secrets replicated over libp2p, served over HTTP.')
     // Settings are inherited by the subcommands defined below: usage errors throw instead of exiting,
     // and read `quorumkeep: …` like every other failure.
+    .version(packageVersion(), '-V, --version', "print this build's version")
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`quorumkeep: ${text.replace(/^error: /, '').trimEnd()} (see --help)\n`) });
 

@@ -19,11 +19,18 @@ import { decodeArchive, encodeArchive, type BackupHeader, type BackupSummary } f
 import { nodeKeysProblem, readKeysDir, storageKeyCheckIn, type KeyFile } from './keys.ts';
 import { snapshotArchive } from './snapshot.ts';
 
+/** Why a backup or restore was refused, where a caller tells one refusal from another: `NODE_RUNNING`, a restore over a running node. */
+export type BackupErrorCode = 'NODE_RUNNING';
+
 /** A backup or restore that cannot be done; the message says why and what to do. */
 export class BackupError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
+  /** Set for the refusals a caller may tell apart. */
+  readonly code: BackupErrorCode | undefined;
+
+  constructor(message: string, options?: ErrorOptions & { code?: BackupErrorCode }) {
     super(message, options);
     this.name = 'BackupError';
+    this.code = options?.code;
   }
 }
 

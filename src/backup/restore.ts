@@ -2,6 +2,9 @@
  * `quorumkeep restore` (docs/operations.md, "Back up and restore a node"): a backup archive into the
  * data directory of the node a config describes, for a node whose store was lost.
  *
+ * A node that is running is refused first, whatever the flags: its store is locked
+ * (`<dataDir>/db`, LevelDB's lock), or its operator port answers `GET /healthz` as this node. The
+ * lock is then held until the restore is done, so the node cannot start on the store meanwhile.
  * Nothing is written before the archive's header matches the config and the cluster file (cluster
  * id, node id, node address) and the node's keys are known to be right (in the keys directory, or in
  * the archive). The store is written into a temporary folder next to `db` while the archive is read,
@@ -14,11 +17,11 @@ import { access, chmod, mkdir, readdir, rename, rm, writeFile } from 'node:fs/pr
 import { randomBytes } from 'node:crypto';
 import { join, relative, sep } from 'node:path';
 import type { NodeConfig } from '../config/schema.ts';
-import type { ClusterDescriptor } from '../core/replication/ports.ts';
+import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/ports.ts';
 import { zeroize } from '../crypto/bytes.ts';
-import { importStore, openStore, STORE_SCHEMA_VERSION, type StoreEntry } from '../store/index.ts';
+import { importStore, isStoreLocked, lockStore, openStore, STORE_SCHEMA_VERSION, type StoreEntry, type StoreLock } from '../store/index.ts';
 import { decodeArchive, type BackupHeader, type BackupSummary } from './archive.ts';
-import { BackupError, keysDirOf, selfEntry } from './backup.ts';
+import { BackupError, keysDirOf, operatorUrlOf, selfEntry } from './backup.ts';
 import { RESTORE_META_KEY, type RestoreMarker } from './catch-up.ts';
 import { nodeKeysProblem, readKeysDir, type KeyFile } from './keys.ts';
 import type { SnapshotFacts } from './snapshot.ts';
@@ -40,6 +43,17 @@ export interface RestoreOptions {
   dryRun?: boolean;
 }
 
+/** Dependencies of {@link runRestore}. */
+export interface RestoreDeps {
+  /** Unix ms, for the restore marker. @default Date.now */
+  clock?: () => number;
+  /** For the operator port's `GET /healthz`. @default globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+/** Deadline for the operator port's `/healthz` answer, ms: a running node answers at once. */
+const HEALTH_CHECK_TIMEOUT_MS = 2000;
+
 /** What a restore did (or, dry, would do). */
 export interface RestoreReport {
   dataDir: string;
@@ -51,6 +65,58 @@ export interface RestoreReport {
   keysWritten: boolean;
   /** A store that was there before and is now replaced (`--force`). */
   replacedStore: boolean;
+  /**
+   * What the data directory held besides the keys directory. A dry run reports it rather than
+   * refusing: without `force`, a restore into it is refused.
+   */
+  present: string[];
+}
+
+/** True when `body`, a `GET /healthz` answer (docs/http.md), is the answer of node `self`. */
+function answersAs(body: unknown, self: ClusterNodeEntry): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const { enclaveWalletAddress, clusterMap } = body as { enclaveWalletAddress?: unknown; clusterMap?: unknown };
+  if (typeof enclaveWalletAddress === 'string' && enclaveWalletAddress.toLowerCase() === self.nodeAddress.toLowerCase()) return true;
+  if (typeof clusterMap !== 'object' || clusterMap === null) return false;
+  return Object.values(clusterMap).some((m: { self?: unknown; nodeId?: unknown } | null) => m?.self === true && m.nodeId === self.id);
+}
+
+/** True when something answers `GET /healthz` at `url` as node `self`; anything else (nothing listening, no answer in time, another node) is false. */
+async function operatorPortAnswers(url: string, self: ClusterNodeEntry, fetchFn: typeof fetch): Promise<boolean> {
+  try {
+    const response = await fetchFn(`${url}/healthz`, { signal: AbortSignal.timeout(HEALTH_CHECK_TIMEOUT_MS), headers: { accept: 'application/json' } });
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      return false;
+    }
+    return answersAs(await response.json(), self);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Refuse when the node is running (docs/operations.md, "Restore"): its store's lock is held, or its
+ * operator port (when the config enables one) answers as this node. Returns the store's lock, held
+ * for the restore, or undefined when there is no store to lock.
+ */
+async function refuseRunningNode(config: NodeConfig, self: ClusterNodeEntry, location: string, fetchFn: typeof fetch): Promise<StoreLock | undefined> {
+  const refuse = (why: string) => new BackupError(`${self.id} is running (${why}); stop it first, then restore`, { code: 'NODE_RUNNING' });
+  let lock: StoreLock | undefined;
+  try {
+    lock = await lockStore(location);
+  } catch (err) {
+    if (isStoreLocked(err)) throw refuse(`data directory ${config.dataDir} locked`);
+    throw err;
+  }
+  if (config.operator.enabled) {
+    const url = operatorUrlOf(config);
+    if (await operatorPortAnswers(url, self, fetchFn)) {
+      await lock?.release();
+      throw refuse(`operator port ${new URL(url).host} answers`);
+    }
+  }
+  return lock;
 }
 
 /** What the data directory holds besides the keys directory (when the keys live inside it). */
@@ -75,16 +141,31 @@ async function writeKeyFiles(dir: string, files: KeyFile[]): Promise<void> {
 }
 
 /** Restore an archive; see the module comment. */
-export async function runRestore(options: RestoreOptions, deps: { clock?: () => number } = {}): Promise<RestoreReport> {
+export async function runRestore(options: RestoreOptions, deps: RestoreDeps = {}): Promise<RestoreReport> {
+  const self = selfEntry(options.config, options.descriptor);
+  const lock = await refuseRunningNode(options.config, self, join(options.config.dataDir, 'db'), deps.fetch ?? fetch);
+  let released = false;
+  const releaseLock = async () => {
+    if (released) return;
+    released = true;
+    await lock?.release();
+  };
+  try {
+    return await restoreStopped(options, self, deps.clock ?? Date.now, releaseLock);
+  } finally {
+    await releaseLock();
+  }
+}
+
+/** {@link runRestore} once the node is known stopped; `releaseLock` frees the old store's lock once the restored one is in place. */
+async function restoreStopped(options: RestoreOptions, self: ClusterNodeEntry, clock: () => number, releaseLock: () => Promise<void>): Promise<RestoreReport> {
   const { config, descriptor } = options;
-  const clock = deps.clock ?? Date.now;
-  const self = selfEntry(config, descriptor);
   const dataDir = config.dataDir;
   const keysDir = keysDirOf(config);
   const location = join(dataDir, 'db');
 
   const present = await dataDirContents(dataDir, keysDir);
-  if (present.length > 0 && !options.force) {
+  if (present.length > 0 && !options.force && !options.dryRun) {
     throw new BackupError(`the data directory ${dataDir} is not empty (${present.slice(0, 5).join(', ')}${present.length > 5 ? ', …' : ''}); restore into a new one, or pass --force to replace its store`);
   }
 
@@ -172,6 +253,8 @@ export async function runRestore(options: RestoreOptions, deps: { clock?: () => 
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
       await rename(temp, location);
+      // The old store's lock moved with it; the restored one is in place, and is the one a node opens.
+      await releaseLock();
       if (replacedStore) await rm(previous, { recursive: true, force: true });
     }
   } catch (err) {
@@ -182,5 +265,5 @@ export async function runRestore(options: RestoreOptions, deps: { clock?: () => 
     keyFiles = [];
     await decoded.return(undefined).catch(() => undefined);
   }
-  return { dataDir, header, summary, entries, keysWritten, replacedStore };
+  return { dataDir, header, summary, entries, keysWritten, replacedStore, present };
 }

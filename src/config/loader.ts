@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { nodeConfigSchema, type NodeConfig } from './schema.ts';
+import { COMMIT_ENV } from '../build-info.ts';
 
 /** A configuration problem, worded as one line that names the key at fault and its origin. */
 export class ConfigError extends Error {
@@ -38,6 +39,9 @@ export interface ConfigLeaf {
 
 /** Prefix of every config environment variable. */
 export const CONFIG_ENV_PREFIX = 'QK_';
+
+/** `QK_*` variables that are not config keys, and so not refused: `QK_COMMIT` names the build's commit (src/build-info.ts). */
+const NOT_CONFIG_ENV: ReadonlySet<string> = new Set([COMMIT_ENV]);
 
 /** Environment variable name of a dotted config path: camelCase → UPPER_SNAKE, segments joined by `_`. */
 export function configEnvName(path: string): string {
@@ -105,7 +109,7 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   const overrides = new Map<string, string>();
 
   for (const [name, text] of Object.entries(options.env)) {
-    if (!name.startsWith(CONFIG_ENV_PREFIX) || text === undefined) continue;
+    if (!name.startsWith(CONFIG_ENV_PREFIX) || text === undefined || NOT_CONFIG_ENV.has(name)) continue;
     const leaf = LEAF_BY_ENV.get(name);
     if (!leaf) throw new ConfigError(`config: unknown environment variable ${name} (it names no config key)`);
     const source = `from env ${name}`;

@@ -77,6 +77,10 @@ export interface NodeMetrics {
   web3SyncFailures: Counter<'chain'>;
   /** Constant 1, labelled with this build's `version` (package.json) and `commit` (git, or `unknown`). */
   buildInfo: Gauge<'version' | 'commit'>;
+  /** Member slots in the cluster file (its `size`), set at start. */
+  clusterSize: Gauge;
+  /** Members a quorum needs (the cluster file's `threshold`), set at start: compare `quorumkeep_cluster_reachable_members` with it. */
+  clusterThreshold: Gauge;
   /** 1 when this node's `/readyz` says ready, else 0. */
   nodeReady: Gauge;
   /** 1 while this node holds its own writes (it has not yet learnt its own log from a quorum), else 0. */
@@ -294,6 +298,8 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
   });
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge<L>({ name, help, labelNames, registers: [registry] });
   const buildInfo = gauge('quorumkeep_build_info', 'Constant 1; the labels name the build (version from package.json, git commit)', ['version', 'commit'] as const);
+  const clusterSize = gauge('quorumkeep_cluster_size', 'Member slots in the cluster file (size)');
+  const clusterThreshold = gauge('quorumkeep_cluster_threshold', 'Members a quorum needs (the cluster file threshold)');
   const nodeReady = gauge('quorumkeep_node_ready', '1 when this node is ready (GET /readyz answers 200), else 0');
   const ownWritesHeld = gauge('quorumkeep_own_writes_held', '1 while this node writes nothing under its own origin (it has not learnt its own log from a quorum yet)');
   const slot0Reachable = gauge('quorumkeep_slot0_reachable', '1 when slot 0 (the sequencer) is reachable from this node, else 0');
@@ -308,6 +314,8 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
   return {
     registry,
     buildInfo,
+    clusterSize,
+    clusterThreshold,
     nodeReady,
     ownWritesHeld,
     slot0Reachable,

@@ -9,6 +9,7 @@ import type { NodeConfig } from '../config/schema.ts';
 import { loadClusterFile, parseClusterProposal } from '../config/cluster-file.ts';
 import { createLogger, type Logger } from '../log/index.ts';
 import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
+import { readBuildInfo } from '../build-info.ts';
 import { AppError, refusal } from '../errors/index.ts';
 import { createHash } from 'node:crypto';
 import { stopAll, type Startable } from '../core/lifecycle.ts';
@@ -270,8 +271,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     return running;
   };
 
+  const build = deps.build ?? readBuildInfo();
   const health: HealthSource = {
     nodeAddress: self.nodeAddress,
+    build,
     clusterHealth: () => clusterHealthOf(need().cluster.membership, need().safety.view(), need().engine.equivocators()),
     readiness: () => {
       const r = running;
@@ -288,6 +291,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
   };
 
   async function doStart(): Promise<void> {
+    // Constant for the node's life (docs/deployment.md, "Alerts and dashboard" compares them across nodes).
+    metrics.buildInfo.set({ version: build.version, commit: build.commit }, 1);
+    metrics.clusterSize.set(descriptor.size);
+    metrics.clusterThreshold.set(descriptor.threshold);
     const { keys } = await loadOrCreateNodeKeys(keysDir);
     const facts = describeNodeKeys(keys);
     if (facts.peerId !== self!.peerId || facts.nodeAddress !== self!.nodeAddress) {

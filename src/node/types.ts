@@ -8,6 +8,7 @@ import type { ClusterDescriptor, Creator, MembershipView, Replicator, StateReade
 import type { HealthSource } from '../core/health/index.ts';
 import type { Startable } from '../core/lifecycle.ts';
 import type { VersionVector } from '../core/replication/ports.ts';
+import type { BuildInfo } from '../build-info.ts';
 
 /** A running (or startable) quorumkeep node. */
 export interface QuorumNode extends Startable {
@@ -57,6 +58,8 @@ export interface NodeDeps {
   metrics?: NodeMetrics;
   /** The cluster file, already loaded (else read from config.clusterFile). */
   descriptor?: ClusterDescriptor;
+  /** This build, for `/healthz` and `quorumkeep_build_info`. @default readBuildInfo() (git, else `unknown`; src/build-info.ts) */
+  build?: BuildInfo;
   /** Fault injection for tests: peers whose connections this node refuses (partition). */
   blockedPeers?: ReadonlySet<string>;
   /**

@@ -48,6 +48,32 @@ export function isStoreLocked(err: unknown): boolean {
   return false;
 }
 
+/** A LevelDB held open, unused, for its lock: {@link lockStore}. */
+export interface StoreLock {
+  /** Close the store: the lock is free again. */
+  release(): Promise<void>;
+}
+
+/**
+ * Take the lock of the LevelDB at `location` by opening it. LevelDB holds a lock on its `LOCK` file
+ * while a store is open (an fcntl lock, one per process; a second open in the same process is refused
+ * too), so this fails, with an error {@link isStoreLocked} recognizes, while a running node holds the
+ * store — and keeps that node from starting on it until released. Undefined when there is no store at
+ * `location`, or one that does not open for another reason (a damaged store is nobody's). Opening
+ * rolls LevelDB's log over (a new log file; the entries are unchanged).
+ */
+export async function lockStore(location: string): Promise<StoreLock | undefined> {
+  if (!(await storeExists(location))) return undefined;
+  const db = new Level<Uint8Array, Uint8Array>(location, { keyEncoding: 'view', valueEncoding: 'view', createIfMissing: false });
+  try {
+    await db.open();
+  } catch (err) {
+    if (isStoreLocked(err)) throw err;
+    return undefined;
+  }
+  return { release: () => db.close() };
+}
+
 /**
  * Write raw entries into a new LevelDB at `location` (which must not hold one), in bounded batches,
  * the last one fsync'd. Returns how many were written. The caller decides whether to keep the

@@ -6,8 +6,11 @@
  * Member 4 writes records of its own (probes through its own API) before and after the backup, so the
  * restored store lacks records of its own origin that its peers hold: it must catch them up before it
  * writes again, or it would reuse their seqs (docs/operations.md, "What the node does at start").
+ *
+ * Issue 28: `restore` over a running node is refused (exit 2), `--force` and `--dry-run --force`
+ * included, and leaves its store alone; once the node is stopped the same restore goes through.
  */
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from 'quorumkeep/testing';
@@ -155,4 +158,56 @@ describe('backup and restore of a member (real CLI, child processes)', () => {
     expect(decrypted.status, JSON.stringify(decrypted.body)).toBe(200);
     expect(decrypted.body.decryptedMessage).toBe(plaintext);
   }, 240_000);
+
+  it('refuses to restore over a running node, --force and --dry-run --force included; restores once it is stopped', async () => {
+    const dir = await tempDir(stack, 'qk-restore-live-e2e-');
+    const pc = await startProcessCluster(dir, { size: 3, threshold: 2 });
+    stack.push(() => pc.stopAll());
+    const NODE = 2;
+    await waitFor(async () => (await healthOf(pc, 0)).reachable === 3, { timeoutMs: 20_000, description: 'every member reachable' });
+    const auth = { authorization: `Bearer ${pc.adminTokens[NODE]}` };
+    const probe = (key: string) => postJson<{ origin: string; seq: number }>(`${pc.urls[NODE]}/admin/probe`, { key }, auth);
+    expect((await probe('before-backup')).status).toBe(201);
+    const archive = join(dir, 'node-2.qkbackup');
+    const backup = await runCli(['backup', '--config', pc.configPath(NODE), '--out', archive]);
+    expect(backup.code, backup.stderr).toBe(0);
+    expect((await probe('after-backup')).status).toBe(201);
+    const storeInode = async () => (await stat(join(pc.dataDir(NODE), 'db'))).ino;
+    const inodeBefore = await storeInode();
+
+    // Its store is locked: refused whatever the flags, one line naming the node.
+    const restore = (...args: string[]) => runCli(['restore', '--config', pc.configPath(NODE), '--in', archive, ...args]);
+    for (const flags of [['--force'], ['--dry-run', '--force'], []]) {
+      const refused = await restore(...flags);
+      expect(refused.code, `restore ${flags.join(' ')}: ${refused.stdout}${refused.stderr}`).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain('node-2');
+    }
+    // Into another data dir (its keys where they are): no store is locked there, but the operator port answers as node-2.
+    const elsewhere = ['--data-dir', join(dir, 'node-2-elsewhere'), '--set', `keysDir=${join(pc.dataDir(NODE), 'keys')}`];
+    const viaPort = await restore('--force', ...elsewhere);
+    expect(viaPort.code, viaPort.stdout + viaPort.stderr).toBe(2);
+    expect(await readdir(dir)).not.toContain('node-2-elsewhere');
+
+    // The node kept serving on its store, neither moved nor replaced, no temporary store beside it: it
+    // reads what it wrote after the backup, and writes on.
+    expect(await storeInode()).toBe(inodeBefore);
+    expect((await readdir(pc.dataDir(NODE))).filter((n) => n.startsWith('.'))).toEqual([]);
+    expect((await getJson(`${pc.urls[NODE]}/admin/probe/after-backup`, auth)).status).toBe(200);
+    expect((await probe('while-refused')).status).toBe(201);
+    expect((await getJson(`${pc.operatorUrls[NODE]}/readyz`)).status).toBe(200);
+
+    // Stopped, the same restores go through (the dry run first: it writes nothing).
+    expect(await pc.stop(NODE)).toBe(0);
+    const dry = await restore('--dry-run', '--force');
+    expect(dry.code, dry.stderr).toBe(0);
+    const forced = await restore('--force');
+    expect(forced.code, forced.stderr).toBe(0);
+    const moved = await restore('--force', ...elsewhere);
+    expect(moved.code, moved.stderr).toBe(0);
+    // Restarted on the restored store, it catches its own records up from its peers.
+    await pc.start(NODE);
+    await waitFor(async () => (await getJson(`${pc.urls[NODE]}/admin/probe/while-refused`, auth)).status === 200, { timeoutMs: 20_000, description: 'the restored node to catch up' });
+    expect((await probe('after-restore')).status).toBe(201);
+  }, 180_000);
 });

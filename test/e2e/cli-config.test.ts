@@ -76,6 +76,17 @@ describe('quorumkeep CLI', () => {
     expect(failureLine(again)).toMatch(/^quorumkeep: cluster init: .*cluster\.json already exists/);
   });
 
+  it('--version prints package.json\'s version, and QK_COMMIT is no config error', async () => {
+    const { version } = JSON.parse(await readFile(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const result = await cli([flag], { QK_COMMIT: 'abc123' });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe(`${version}\n`);
+    }
+    const printed = await cli(['config', 'print', '--config', await generated()], { QK_COMMIT: 'abc123' });
+    expect(printed.code, printed.stderr).toBe(0);
+  });
+
   it('start with an unknown config key', async () => {
     const file = await generated();
     const config = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;

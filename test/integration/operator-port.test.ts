@@ -1,8 +1,10 @@
 /**
  * The operator port on every node (issue 11): a member that serves no API answers `/healthz`,
  * `/readyz` and `/metrics` there, with the same cluster view as a coordinator; the port closes with
- * the node and comes back on restart.
+ * the node and comes back on restart. Both name the build (issue 28): `/healthz` `version` and
+ * `commit`, `quorumkeep_build_info`.
  */
+import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor } from 'quorumkeep/testing';
 import { cleanupStack } from '../utils/temp.ts';
@@ -13,6 +15,8 @@ afterEach(() => stack.run());
 
 interface Health {
   status: string;
+  version: string;
+  commit: string;
   clusterMap: Record<string, { nodeId: string; reachable: boolean; self: boolean }>;
   cluster: { clusterId: string; size: number; threshold: number; reachable: number; slot0Reachable: boolean };
 }
@@ -30,6 +34,9 @@ describe('operator port', () => {
     expect(health.status).toBe(200);
     expect(health.body.cluster).toMatchObject({ clusterId: cluster.descriptor.clusterId, size: 3, threshold: 2, reachable: 3, slot0Reachable: true });
     expect(health.body.clusterMap['2']).toMatchObject({ nodeId: 'node-2', self: true, reachable: true });
+    const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(health.body.version).toBe(version);
+    expect(health.body.commit).toMatch(/^[0-9a-f]{40}$|^unknown$/);
 
     // The same cluster view as the coordinator's API (which answers as node-0).
     const api = await getJson<Health>(`${cluster.coordinators[0]}/healthz`);
@@ -43,6 +50,12 @@ describe('operator port', () => {
     expect(metrics.status).toBe(200);
     const text = await metrics.text();
     expect(text).toMatch(/^quorumkeep_cluster_reachable_members\{[^}]*\} 3$/m);
+    const buildInfo = text.split('\n').filter((line) => line.startsWith('quorumkeep_build_info{'));
+    expect(buildInfo).toEqual([expect.stringMatching(/ 1$/)]);
+    expect(buildInfo[0]).toContain(`version="${version}"`);
+    expect(buildInfo[0]).toContain(`commit="${health.body.commit}"`);
+    expect(text).toMatch(/^quorumkeep_cluster_size\{[^}]*\} 3$/m);
+    expect(text).toMatch(/^quorumkeep_cluster_threshold\{[^}]*\} 2$/m);
     // The API's own /metrics still wants the admin token.
     expect((await fetch(`${cluster.coordinators[0]}/metrics`)).status).toBe(401);
     // Nothing but discovery on this port.

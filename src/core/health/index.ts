@@ -86,6 +86,8 @@ export interface Readiness {
 export interface HealthSource {
   /** This node's secp256k1 address (`enclaveWalletAddress`). */
   readonly nodeAddress: string;
+  /** The build the node runs (`version`, `commit`): package.json's version and the git commit, or `unknown`. */
+  readonly build: { readonly version: string; readonly commit: string };
   clusterHealth(): ClusterHealth;
   readiness(): Readiness;
 }

@@ -62,6 +62,9 @@ export function createDiscoveryRouter(options: DiscoveryOptions, deps: Discovery
     ctx.body = {
       status: cluster.status,
       problems: cluster.problems,
+      // Which build answers: a rolling upgrade shows up here and in quorumkeep_build_info.
+      version: health.build.version,
+      commit: health.build.commit,
       serverTime: clock(),
       enclaveWalletAddress: health.nodeAddress,
       supportedChains,

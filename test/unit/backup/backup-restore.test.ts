@@ -2,8 +2,10 @@
  * `runBackup` of a stopped node's store and `runRestore` (src/backup), on real LevelDB in temp dirs:
  * the restored store holds every entry (jobs excepted) byte for byte plus the restore marker; the
  * archive is 0600 and holds no key unless asked; wrong cluster, wrong node, a busy data dir, missing
- * or wrong keys, slot 0 and a damaged archive are refused with nothing left behind.
+ * or wrong keys, slot 0 and a damaged archive are refused with nothing left behind; so is a restore
+ * over a running node (its store locked, or its operator port answering as it), whatever the flags.
  */
+import { createServer } from 'node:http';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -184,6 +186,60 @@ describe('backup and restore of a stopped node', () => {
     const dry = setup(1, { dataDir: join(dir, 'dry'), keysDir: join(original.config.dataDir, 'keys') });
     expect((await runRestore({ config: dry.config, descriptor: dry.descriptor, input: out, dryRun: true })).entries).toBeGreaterThan(0);
     expect(await readdir(dir)).not.toContain('dry');
+  });
+
+  it('a running node is refused, --force and --dry-run included: its store locked, or its operator port answering as it', async () => {
+    const { dir, setup } = await cluster();
+    const original = setup(1);
+    await fillStore(join(original.config.dataDir, 'db'));
+    const out = join(dir, 'node-1.qkbackup');
+    await runBackup({ config: original.config, descriptor: original.descriptor, out });
+    const running = (run: Promise<unknown>) => expect(run).rejects.toMatchObject({ name: 'BackupError', code: 'NODE_RUNNING' });
+    const { config, descriptor } = original;
+
+    // The store held open, as a running node holds it (LevelDB refuses a second open in one process too).
+    const held = await openStore({ location: join(config.dataDir, 'db') });
+    const before = await rawEntries(held);
+    for (const flags of [{}, { force: true }, { force: true, dryRun: true }, { dryRun: true }]) await running(runRestore({ config, descriptor, input: out, ...flags }));
+    expect(await rawEntries(held)).toEqual(before);
+    expect((await readdir(config.dataDir)).filter((n) => n.startsWith('.'))).toEqual([]);
+    await held.close();
+
+    // Its operator port answers /healthz as this node: refused, even into a new data dir.
+    const nodeAddress = descriptor.nodes.find((n) => n.id === 'node-1')!.nodeAddress;
+    let answerAs = nodeAddress;
+    const server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(req.url === '/healthz' ? { status: 'ok', enclaveWalletAddress: answerAs, clusterMap: {} } : {}));
+    });
+    await new Promise<void>((r) => server.listen(config.operator.port, '127.0.0.1', r));
+    stack.push(() => new Promise((r) => server.close(r)));
+    const elsewhere = setup(1, { dataDir: join(dir, 'elsewhere'), keysDir: join(config.dataDir, 'keys') });
+    for (const flags of [{ force: true }, { force: true, dryRun: true }]) await running(runRestore({ config: elsewhere.config, descriptor, input: out, ...flags }));
+    expect(await readdir(dir)).not.toContain('elsewhere');
+    // Another node answering there is not this one.
+    answerAs = descriptor.nodes.find((n) => n.id === 'node-2')!.nodeAddress;
+    expect((await runRestore({ config: elsewhere.config, descriptor, input: out })).entries).toBeGreaterThan(0);
+  });
+
+  it('a dry run into a data dir that holds a store reports it (a restore needs --force) instead of refusing, and writes nothing', async () => {
+    const { dir, setup } = await cluster();
+    const original = setup(1);
+    await fillStore(join(original.config.dataDir, 'db'));
+    const out = join(dir, 'node-1.qkbackup');
+    await runBackup({ config: original.config, descriptor: original.descriptor, out });
+    const { config, descriptor } = original;
+    const store = await openStore({ location: join(config.dataDir, 'db') });
+    const before = await rawEntries(store);
+    await store.close();
+    const dry = await runRestore({ config, descriptor, input: out, dryRun: true });
+    expect(dry).toMatchObject({ present: ['db'], replacedStore: false });
+    expect(dry.entries).toBeGreaterThan(0);
+    expect((await runRestore({ config, descriptor, input: out, dryRun: true, force: true })).present).toEqual(['db']);
+    const after = await openStore({ location: join(config.dataDir, 'db') });
+    stack.push(() => after.close());
+    expect(await rawEntries(after)).toEqual(before);
+    expect((await readdir(config.dataDir)).sort()).toEqual(['db', 'keys']);
   });
 
   it('errors are BackupErrors for the CLI to print as one line', async () => {

@@ -210,6 +210,11 @@ describe('loadConfig errors name the key and its origin in one line', () => {
     );
   });
 
+  it('QK_COMMIT names the build (src/build-info.ts), not a config key: not refused', async () => {
+    const file = await writeConfig(MINIMAL);
+    expect(loadConfig({ file, env: { QK_COMMIT: 'abc123' } })).toEqual(loadConfig({ file, env: {} }));
+  });
+
   it('unknown or wrongly typed flag', async () => {
     const file = await writeConfig(MINIMAL);
     expect(configErrorOf(() => loadConfig({ file, env: {}, flags: { 'http.prot': '1' } })).message).toBe(

@@ -18,6 +18,8 @@ describe('GET /healthz', () => {
     expect(body).toEqual({
       status: 'ok',
       problems: [],
+      version: '1.2.3',
+      commit: 'a'.repeat(40),
       serverTime: expect.any(Number),
       enclaveWalletAddress: NODE_ADDRESS,
       supportedChains: [8453],

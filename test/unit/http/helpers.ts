@@ -60,6 +60,7 @@ export interface StubHealth extends HealthSource {
 export function stubHealth(): StubHealth {
   return {
     nodeAddress: NODE_ADDRESS,
+    build: { version: '1.2.3', commit: 'a'.repeat(40) },
     cluster: healthyCluster(),
     ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } },
     failure: undefined,

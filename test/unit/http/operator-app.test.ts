@@ -31,6 +31,7 @@ describe('operator app', () => {
     const cluster = healthyCluster();
     expect(await res.json()).toMatchObject({
       status: 'ok',
+      version: '1.2.3',
       serverTime: 1_700_000_000_000,
       enclaveWalletAddress: NODE_ADDRESS,
       supportedChains: [8453],
