@@ -55,6 +55,11 @@ export const ERROR_CODES = {
    * `retryAfterSeconds` (also sent as `Retry-After`).
    */
   OVERLOADED: 503,
+  /**
+   * A permit's confirmation mail did not go out, or could not be recorded as sent (docs/permits.md,
+   * "The confirmation mail"): the permit is kept, and the exact retry (same requestId) mails the link.
+   */
+  MAIL_UNAVAILABLE: 503,
 } as const;
 
 /** A machine-readable error code. */

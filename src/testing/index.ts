@@ -9,7 +9,7 @@
  * ```
  */
 export { startLocalCluster, type LocalCluster, type LocalClusterOptions } from './local-cluster.ts';
-export { startMailbox, type Mailbox, type CaughtMail } from './mailbox.ts';
+export { startMailbox, type Mailbox, type MailboxOptions, type CaughtMail } from './mailbox.ts';
 export { waitFor, type WaitForOptions } from './wait.ts';
 export { getFreePorts, getFreePortRange } from './ports.ts';
 export type { QuorumNode } from '../node/types.ts';

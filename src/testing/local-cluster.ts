@@ -15,7 +15,7 @@ import { createLogger } from '../log/index.ts';
 import type { DestinationStream } from 'pino';
 import { createMetrics } from '../metrics/index.ts';
 import { getFreePorts } from './ports.ts';
-import { startMailbox, type Mailbox } from './mailbox.ts';
+import { startMailbox, type Mailbox, type MailboxOptions } from './mailbox.ts';
 import { waitFor } from './wait.ts';
 
 /** Options of {@link startLocalCluster}. */
@@ -59,8 +59,8 @@ export interface LocalClusterOptions {
   operator?: boolean;
   /** Fixed operator ports (size + gateways of them) when `operator`; random free ports when omitted. */
   operatorPorts?: number[];
-  /** Start a catching SMTP mailbox and point the nodes at it. @default true */
-  mailbox?: boolean;
+  /** Start a catching SMTP mailbox and point the nodes at it (with these options). @default true */
+  mailbox?: boolean | MailboxOptions;
 }
 
 /** A running local cluster. */
@@ -167,7 +167,7 @@ async function startLocalClusterOnce(options: LocalClusterOptions): Promise<Loca
   const ports = options.ports ?? (await getFreePorts(total));
   const httpPorts = options.httpPorts ?? (await getFreePorts(httpCount));
   const operatorPorts = options.operator ? (options.operatorPorts ?? (await getFreePorts(total))) : [];
-  const mailbox = options.mailbox === false ? undefined : await startMailbox();
+  const mailbox = options.mailbox === false ? undefined : await startMailbox(options.mailbox === true || options.mailbox === undefined ? {} : options.mailbox);
   const clusterId = `qk-test-${randomBytes(4).toString('hex')}`;
 
   const entries: ClusterNodeEntry[] = [];

@@ -9,6 +9,7 @@ import { isAppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { CreatorService } from '../replication/creator.ts';
 import type { StateView } from '../replication/views.ts';
+import { createKeyedWakeups } from '../wakeups.ts';
 import { bad } from './payload.ts';
 import { UUID_V4_RE, permitBodySchema, type PermitBody } from './records.ts';
 
@@ -74,23 +75,7 @@ export function createConsumeLeases(options: ConsumeLeasesOptions, deps: Consume
   });
 
   /** Coordinator: who waits for a change of which permit. */
-  const waiting = new Map<string, Set<() => void>>();
-  /** Resolves at the next change of `permitId`, or when `signal` aborts (never rejects). */
-  function nextChange(permitId: string, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const listeners = waiting.get(permitId) ?? new Set();
-      waiting.set(permitId, listeners);
-      const wake = (): void => {
-        signal.removeEventListener('abort', wake);
-        listeners.delete(wake);
-        if (listeners.size === 0 && waiting.get(permitId) === listeners) waiting.delete(permitId);
-        resolve();
-      };
-      listeners.add(wake);
-      signal.addEventListener('abort', wake, { once: true });
-    });
-  }
+  const changes = createKeyedWakeups();
 
   return {
     async claim(permitId) {
@@ -113,7 +98,7 @@ export function createConsumeLeases(options: ConsumeLeasesOptions, deps: Consume
       try {
         for (;;) {
           // Listening before the read: a change between the two is not missed.
-          const changed = nextChange(permitId, deadline.signal);
+          const changed = changes.next(permitId, deadline.signal);
           const p = await deps.permits.get(permitId);
           if (p?.status === 'consumed') return p;
           if (deadline.signal.aborted || deps.clock() >= until) return undefined;
@@ -127,8 +112,7 @@ export function createConsumeLeases(options: ConsumeLeasesOptions, deps: Consume
     },
 
     permitChanged(permitId) {
-      // Each listener removes itself.
-      for (const wake of [...(waiting.get(permitId) ?? [])]) wake();
+      changes.wake(permitId);
     },
   };
 }

@@ -5,8 +5,9 @@
  * authorize.ts), then asks slot 0 to create the permit (claims.ts): slot 0 serialises creates, keeps
  * requestId → immutable context in its durable `claims` sublevel, and replicates the `permit` record
  * before it answers, so a 503 creates nothing and an exact replay returns the original permit without
- * a second email. The confirmation link's one-time token is drawn by the coordinator, mailed once, and
- * stored only as a hash. A confirmation takes slot 0's consume lease (lease.ts), writes the
+ * a second email. The confirmation link's one-time token is drawn by the coordinator, mailed before
+ * the answer (docs/permits.md, "The confirmation mail": a 201 or 200 only once it went out and slot 0
+ * recorded it), and stored only as a hash. A confirmation takes slot 0's consume lease (lease.ts), writes the
  * consumption with its change (effects.ts) and keeps delivering both to every member (delivery.ts).
  */
 import { constantTimeEqual, sha256Hex } from '../../crypto/index.ts';
@@ -117,7 +118,7 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
   const reads: PermitReads = { principals: stateView(state, principalKindName), secrets: stateView(state, kindName<SecretBody>('secret')) };
   const threshold = descriptor.threshold;
 
-  registerPermitClaims({ ttlMs: options.ttlMs }, { creator: deps.creator, claims: deps.claims, versions: deps.versions, clusterId: descriptor.clusterId, state, permits, clock });
+  registerPermitClaims({ ttlMs: options.ttlMs }, { creator: deps.creator, selfId: membership.self.id, claims: deps.claims, versions: deps.versions, clusterId: descriptor.clusterId, state, permits, clock });
   const leases = createConsumeLeases({ leaseMs: options.consumeLeaseMs ?? 10_000, coordinator: membership.self.id }, { creator: deps.creator, permits, clock, logger: log });
   const delivery = createPermitDelivery({ redeliverIntervalMs: options.redeliverIntervalMs }, { replicator: deps.replicator, membership, permits, log: deps.log, logger: log, signal: deps.signal ?? new AbortController().signal });
 
@@ -184,6 +185,44 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       : { status: 'pending', permitId: permit.permitId, action: permit.action, successCount: report.acked.length, threshold };
   }
 
+  /** A 503 for a link not (known to be) mailed: the permit is kept, and the exact retry mails it (docs/permits.md, "The confirmation mail"). */
+  function notMailed(permitId: string, reason: 'mailing' | 'send_failed' | 'not_recorded' | 'superseded', message: string, cause?: unknown): AppError {
+    log.warn({ permitId, reason }, 'permit link not mailed');
+    return new AppError('MAIL_UNAVAILABLE', message, undefined, cause === undefined ? undefined : { cause });
+  }
+
+  /**
+   * Mail a permit's link and have slot 0 record it (docs/permits.md, "The confirmation mail"): resolves
+   * only once the mail transport took the message and slot 0 counts this very link as mailed, so a
+   * 201 or 200 is never given for a link that did not go out. Otherwise 503 MAIL_UNAVAILABLE, and the
+   * exact retry mails a link (a new token: this one is never stored).
+   */
+  async function mailLink(m: { requestId: string; permitId: string; principalId: string; action: PermitActionName; link: string; tokenHash: string; expiresAt: Date; summary: string }): Promise<void> {
+    const mark = async (sent: boolean) => ((await deps.creator.call('permitMailed', { requestId: m.requestId, tokenHash: m.tokenHash, sent })) as { current?: unknown }).current === true;
+    // Gives the mailing lease up, so the retry does not wait for it; slot 0 unreachable: the lease ends by itself.
+    const release = () => mark(false).catch(() => false);
+    const principal = await activePrincipal(reads.principals, m.principalId);
+    if (!principal) {
+      await release();
+      throw new AppError('CONFLICT', 'This permit can no longer be applied: the account is not active');
+    }
+    const message = deps.mail.permitMail({ action: m.action, link: m.link, expiresAt: m.expiresAt, summary: m.summary });
+    try {
+      await deps.mail.send({ to: principal.email, ...message, category: `permit-${m.action}` });
+    } catch (err) {
+      await release();
+      throw notMailed(m.permitId, 'send_failed', 'The confirmation mail could not be sent; retry with the same requestId', err);
+    }
+    let current: boolean;
+    try {
+      current = await mark(true);
+    } catch (err) {
+      // The mail went out, but slot 0 cannot count it: a replay after the lease may replace this link.
+      throw notMailed(m.permitId, 'not_recorded', 'The confirmation mail could not be recorded; retry with the same requestId', err);
+    }
+    if (!current) throw notMailed(m.permitId, 'superseded', 'A newer confirmation link was issued meanwhile; retry with the same requestId');
+  }
+
   return {
     onStateChanges(changes) {
       for (const { before, after } of changes) {
@@ -242,7 +281,8 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
         return { token, tokenHash, requestedBy };
       };
       let { token, tokenHash, requestedBy } = newToken();
-      const deadline = clock() + (options.createTimeoutMs ?? 2000);
+      const createTimeoutMs = options.createTimeoutMs ?? 2000;
+      const deadline = clock() + createTimeoutMs;
       const res = (await deps.creator.call('createPermit', { requestId: input.requestId, action, principalId, secretId, payload: input.payload, payloadDigest, tokenHash, requestedBy, auth, deadline })) as {
         permitId: string;
         expiresAt: number;
@@ -252,22 +292,19 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
       let mailNow = res.created;
       if (!res.created && !res.mailed) {
         // A replay of a request whose link never went out (the first answer was lost, or the mail
-        // failed): mail it now, with a new token — the old one was never seen by anyone.
+        // failed): mail it now, with a new token — the old one was never seen by anyone. If another
+        // coordinator is still mailing it, slot 0 waits a while for its mark.
         ({ token, tokenHash, requestedBy } = newToken());
-        const re = (await deps.creator.call('reissuePermitToken', { requestId: input.requestId, tokenHash, requestedBy })) as { reissued: boolean };
+        const re = (await deps.creator.call('reissuePermitToken', { requestId: input.requestId, tokenHash, requestedBy, deadline: clock() + createTimeoutMs, waitMs: Math.floor(createTimeoutMs / 2) })) as {
+          reissued: boolean;
+          mailing?: boolean;
+        };
+        if (re.mailing) throw notMailed(res.permitId, 'mailing', 'The confirmation link is still being mailed; retry with the same requestId');
         mailNow = re.reissued;
       }
       const expiresAt = new Date(res.expiresAt);
       if (mailNow) {
-        const principal = await activePrincipal(reads.principals, principalId);
-        if (principal) {
-          const link = `${options.publicUrl}/web2/confirm?permitId=${res.permitId}&token=${token}`;
-          const mail = deps.mail.permitMail({ action, link, expiresAt, summary: summaryOf(action, secretId, value) });
-          deps.mail
-            .send({ to: principal.email, ...mail, category: `permit-${action}` })
-            .then(() => deps.creator.call('permitMailed', { requestId: input.requestId }))
-            .catch((err: unknown) => log.error({ err: (err as Error).message, permitId: res.permitId }, 'permit mail failed'));
-        }
+        await mailLink({ requestId: input.requestId, permitId: res.permitId, principalId, action, link: `${options.publicUrl}/web2/confirm?permitId=${res.permitId}&token=${token}`, tokenHash, expiresAt, summary: summaryOf(action, secretId, value) });
         log.info({ permitId: res.permitId, action, secretId, legacy: input.legacy, resent: !res.created }, res.created ? 'permit created' : 'permit link mailed on replay');
       }
       return {
