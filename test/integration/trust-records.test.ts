@@ -19,6 +19,9 @@ import { secretKey, type SecretBody } from '../../src/core/secrets/records.ts';
 import type { PermitBody } from '../../src/core/permits/records.ts';
 import { keyRegistrationMessage, type PrincipalBody } from '../../src/core/accounts/records.ts';
 import { signDigest, toHex } from '../../src/crypto/index.ts';
+import { lostSecretKey, missingShareDigest } from '../../src/core/secrets/lost-records.ts';
+import { shareLabel } from '../../src/core/secrets/rules.ts';
+import { attestMissingRequest } from '../../src/core/secrets/shard-messages.ts';
 import { startImpostor } from '../utils/impostor.ts';
 import { getJson, postJson } from '../utils/http.ts';
 import { openSession, principalWithSession, signData, type Principal } from '../utils/session.ts';
@@ -278,6 +281,34 @@ describe('issue 27: the ten attacks of a rogue coordinator, refused', () => {
     expect(honest.status, JSON.stringify(honest.body)).toBe(403);
     expect(honest.body.code).toBe('FORBIDDEN');
     expect(((await current<SecretBody>('secret', carolKey)).body).delegatePrincipalId).toBeNull();
+  });
+});
+
+describe('issue 28: a rogue coordinator cannot call a healthy secret lost, nor a member speak for another slot', () => {
+  it('a lostSecret without the statements of size − threshold + 1 members is refused by every member (none, its own signatures, too few)', async () => {
+    const lostKey = lostSecretKey(-1, secretId);
+    const label = shareLabel(-1, secretId);
+    const now = Date.now();
+    const signedBy = (slot: number, signingKey: Uint8Array) => ({ slot, at: now, signature: '0x' + toHex(signDigest(missingShareDigest(cluster.descriptor.clusterId, label, slot, now), signingKey)) });
+    const body = (attestations: unknown[]) => ({ chainId: -1, secretId, acknowledgedAt: now, attestations });
+    // Statements in the name of members 0, 2 and 3, signed with the coordinator's own key.
+    await refusedEverywhere(coordinator, [forge(coordinator, 'lostSecret', lostKey, body([0, 2, 3].map((s) => signedBy(s, coordinator.signingKey))))], 'loss_unattested');
+    // Genuine statements of the two members it controls (slots 1 and 4): one short.
+    await refusedEverywhere(coordinator, [forge(coordinator, 'lostSecret', lostKey, body([signedBy(1, coordinator.signingKey), signedBy(4, member.signingKey)]))], 'loss_unattested');
+    // A member that is not a coordinator writes none, even with enough statements.
+    await refusedEverywhere(member, [forge(member, 'lostSecret', lostKey, body([signedBy(1, coordinator.signingKey), signedBy(4, member.signingKey), signedBy(0, coordinator.signingKey)]))], 'writer_not_allowed');
+    // Members that hold their share state nothing; a member answers a coordinator only.
+    const asked = await Promise.all(LIVING.map((slot) => coordinator.peer.callMember(slot, 'shard', attestMissingRequest([{ chainId: -1, secretId }]), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })));
+    for (const answer of asked) expect(answer).toEqual({ attestations: [] });
+    const notCoordinator = await member.peer.callMember(0, 'shard', attestMissingRequest([{ chainId: -1, secretId }]), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }).catch((e: unknown) => e);
+    expect(notCoordinator).toBeInstanceOf(AppError);
+    expect((notCoordinator as AppError).reason).toBe('not_coordinator');
+    // Alice still decrypts.
+    expect((await postJson(`${A}/decrypt-payload`, { ...alice.signed(secretId, encryptedMessage), cifer })).status).toBe(200);
+  });
+
+  it('a member marks only its own slot recovering', async () => {
+    await refusedEverywhere(member, [forge(member, 'memberStatus', '2', { slot: 2, status: 'recovering', since: Date.now() })], 'member_own_slot_only');
   });
 });
 

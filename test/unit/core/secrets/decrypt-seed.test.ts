@@ -29,6 +29,16 @@ describe('release shortfall', () => {
     expect(releaseShortfall([], cluster, -1)).toBeUndefined();
   });
 
+  it('more members without a share than may fail: the secret is lost, 410 SECRET_LOST, whatever else failed', () => {
+    const none = refusal('NOT_FOUND', 'no_share', 'this member holds no share of the secret');
+    const mismatch = refusal('CONFLICT', 'share_mismatch', "the share held does not match the secret's digest for this slot");
+    const lost = releaseShortfall(at(none, mismatch, none, new Error('timeout')), cluster, -1)!;
+    expect(lost.error).toMatchObject({ code: 'SECRET_LOST', extra: { chainId: -1 } });
+    expect(lost.refused).toBe(3);
+    // Two without a share and two unreachable: the third holder may come back — a retry may help.
+    expect(releaseShortfall(at(none, none, new Error('unreachable'), new Error('unreachable')), cluster, -1)).toBeUndefined();
+  });
+
   it('a member that could not read the chain: CHAIN_UNAVAILABLE naming the chain', () => {
     const shortfall = releaseShortfall(at(new Error('timeout'), chainDown), cluster, 31337)!;
     expect(shortfall.refused).toBeUndefined();
