@@ -159,24 +159,29 @@ describe('quorumkeep status', () => {
   function health(reachable: boolean[]) {
     const up = reachable.filter(Boolean).length;
     return {
-      status: up >= 2 ? 'ok' : 'degraded',
+      status: up < 2 ? 'unavailable' : up < reachable.length ? 'degraded' : 'ok',
+      problems: [...(up < 2 ? ['quorum_unreachable'] : []), ...(reachable[0] ? [] : ['slot0_unreachable']), ...(up < reachable.length ? ['member_unreachable'] : [])],
       serverTime: Date.now(),
       clusterMap: Object.fromEntries(reachable.map((r, slot) => [String(slot), member(slot, r)])),
       cluster: { clusterId: 'qk-status', size: reachable.length, threshold: 2, reachable: up, slot0Reachable: reachable[0] },
     };
   }
 
-  it('prints a summary and exits 0 when ok, 1 when degraded', async () => {
-    const ok = await cli(['status', '--url', await fakeCoordinator(health([true, true, false]))]);
+  it('prints a summary and exits 0 when ok, 1 when degraded (a member down), 2 when unavailable (below quorum)', async () => {
+    const ok = await cli(['status', '--url', await fakeCoordinator(health([true, true, true]))]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/status:\s+ok/);
     expect(ok.stdout).toContain('qk-status');
-    expect(ok.stdout).toContain('2/3 members (threshold 2)');
-    expect(ok.stdout).toMatch(/slot +2 +node-2 +0x2{40} +UNREACHABLE/);
+    expect(ok.stdout).toContain('3/3 members (threshold 2)');
 
-    const degraded = await cli(['status', '--url', await fakeCoordinator(health([true, false, false])), '--json']);
-    expect(degraded.code).toBe(1);
-    expect((JSON.parse(degraded.stdout) as { status: string }).status).toBe('degraded');
+    const degraded = await cli(['status', '--url', await fakeCoordinator(health([true, true, false]))]);
+    expect(degraded.code, degraded.stderr).toBe(1);
+    expect(degraded.stdout).toMatch(/status:\s+degraded \(member_unreachable\)/);
+    expect(degraded.stdout).toMatch(/slot +2 +node-2 +0x2{40} +UNREACHABLE/);
+
+    const unavailable = await cli(['status', '--url', await fakeCoordinator(health([true, false, false])), '--json']);
+    expect(unavailable.code).toBe(2);
+    expect((JSON.parse(unavailable.stdout) as { status: string }).status).toBe('unavailable');
   });
 
   it('exits 2 when the coordinator is unreachable or its answer malformed', async () => {

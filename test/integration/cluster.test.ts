@@ -73,9 +73,10 @@ describe('5 members, threshold 3', () => {
     expect(res.status).toBe(503);
     expect(res.body).toMatchObject({ code: 'QUORUM_UNAVAILABLE' });
     expect(typeof res.body.error).toBe('string');
-    const health = await getJson<{ status: string; cluster: { reachable: number } }>(`${cluster.coordinators[0]}/healthz`);
+    const health = await getJson<{ status: string; problems: string[]; cluster: { reachable: number } }>(`${cluster.coordinators[0]}/healthz`);
     expect(health.status).toBe(200);
-    expect(health.body.status).toBe('degraded');
+    expect(health.body.status).toBe('unavailable');
+    expect(health.body.problems).toContain('quorum_unreachable');
     expect(health.body.cluster.reachable).toBe(2);
     // Reads from the local replica still work.
     const read = await getJson(`${cluster.coordinators[0]}/admin/probe/two-down`, { authorization: `Bearer ${cluster.adminToken}` });
