@@ -39,7 +39,11 @@ export interface ClusterHealth {
 /** Readiness: can this node serve quorum work now? */
 export interface Readiness {
   ready: boolean;
-  checks: { started: boolean; quorumReachable: boolean; caughtUp: boolean };
+  /**
+   * `ownLogKnown`: this node has learnt its own log from its peers and writes (docs/architecture.md,
+   * "Failure model"); false while it holds its own writes at start.
+   */
+  checks: { started: boolean; quorumReachable: boolean; caughtUp: boolean; ownLogKnown: boolean };
 }
 
 /** What the discovery endpoints read (implemented in src/node from membership and sync state). */

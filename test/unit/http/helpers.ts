@@ -59,7 +59,7 @@ export function stubHealth(): StubHealth {
   return {
     nodeAddress: NODE_ADDRESS,
     cluster: healthyCluster(),
-    ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true } },
+    ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, ownLogKnown: true } },
     failure: undefined,
     clusterHealth() {
       if (this.failure) throw this.failure;
