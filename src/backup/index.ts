@@ -23,6 +23,8 @@ export interface NodeBackupDeps {
   self: ClusterNodeEntry;
   /** Only a one-way check value of it is kept (and written into archives). */
   storageKey: Uint8Array;
+  /** Other members the node's own-log catch-up waits for (src/core/replication/own-log.ts): said at a restored start. */
+  membersNeeded: number;
   clock: () => number;
   logger: Logger;
 }
@@ -31,14 +33,11 @@ export interface NodeBackupDeps {
 export interface NodeBackup {
   /** Snapshots for the operator port's `GET /admin/backup`. */
   source: { snapshot(): { nodeId: string; createdAt: number; chunks: AsyncIterable<Uint8Array> } };
-  /** The first start after a restore (./catch-up.ts); `run` it once the cluster has started. */
+  /** The first start after a restore (./catch-up.ts): mark it caught up before own writes are released. */
   restore: RestoreCatchUp;
 }
 
-/**
- * The node's backup side, created after the engine opened and before the cluster starts: a pending
- * restore holds own writes from here on.
- */
+/** The node's backup side, created after the engine opened and before the cluster starts. */
 export async function createNodeBackup(deps: NodeBackupDeps): Promise<NodeBackup> {
   const identity: BackupIdentity = {
     clusterId: deps.descriptor.clusterId,
@@ -47,7 +46,7 @@ export async function createNodeBackup(deps: NodeBackupDeps): Promise<NodeBackup
     slot: deps.self.slot,
     storageKeyCheck: storageKeyCheckOf(deps.storageKey),
   };
-  const restore = await prepareRestoreCatchUp(deps);
+  const restore = await prepareRestoreCatchUp(deps, deps.membersNeeded);
   return {
     source: {
       snapshot() {

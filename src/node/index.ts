@@ -22,6 +22,7 @@ import { createReplicationEngine, type ReplicationEngine } from '../core/replica
 import { createKindRegistry } from '../core/replication/kinds.ts';
 import { createCreator, type CreatorService } from '../core/replication/creator.ts';
 import { createSequencer } from '../core/replication/sequencer.ts';
+import { createOwnLogCatchUp, membersToLearnOwnLog, type OwnLogCatchUp } from '../core/replication/own-log.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberRpc, MemberService } from '../core/replication/ports.ts';
 import { isCoordinatorEntry, membersOf } from '../core/replication/ports.ts';
 import { clusterHealthOf, type HealthSource } from '../core/health/index.ts';
@@ -76,6 +77,7 @@ import { createShareInventory, type ShareInventory } from '../core/secrets/inven
 import { createDataSafety, type DataSafety, type DataSafetyMonitor } from '../core/secrets/data-safety.ts';
 import { lostSecretKind } from '../core/secrets/lost-records.ts';
 import { parseShardRequest } from '../core/secrets/shard-messages.ts';
+import { raiseSecretIdCounter } from '../core/secrets/create.ts';
 import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 import { createNodeBackup } from '../backup/index.ts';
 import { membershipChangeProblem } from '../core/membership/epoch.ts';
@@ -171,6 +173,8 @@ interface Running {
   store: NodeStore;
   engine: ReplicationEngine;
   cluster: Cluster;
+  /** The start-time hold of own writes until this node knows its own log. */
+  ownLog: OwnLogCatchUp;
   creator: CreatorService;
   http: { url: string; close(): Promise<void> } | undefined;
   /** The operator port (health, readiness, metrics), when `operator.enabled`. */
@@ -223,6 +227,7 @@ async function stopParts(parts: Partial<Running>): Promise<void> {
     await stopAll([
       closing(parts.http),
       closing(parts.operator),
+      parts.ownLog,
       parts.files,
       parts.web3,
       parts.safety,
@@ -281,12 +286,14 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       const quorumReachable = !!r && r.cluster.membership.reachableCount() >= descriptor.threshold;
       const caughtUp = !!r && r.cluster.caughtUp();
       const started = !!r && !stopping;
+      // docs/architecture.md, "Failure model": no write before the node knows its own log.
+      const ownLogKnown = !!r && !r.engine.ownWritesHeld();
       // A member is ready only while it holds every share the records say it holds (docs/operations.md, "Data safety").
       const inventory = r?.inventory?.last();
       const sharesHeld = !!r && (r.inventory === undefined || (inventory !== undefined && inventory.missingTotal === 0 && inventory.pending === 0));
-      const ready = started && quorumReachable && caughtUp && sharesHeld;
+      const ready = started && quorumReachable && caughtUp && ownLogKnown && sharesHeld;
       metrics.nodeReady.set(ready ? 1 : 0);
-      return { ready, checks: { started, quorumReachable, caughtUp, sharesHeld } };
+      return { ready, checks: { started, quorumReachable, caughtUp, ownLogKnown, sharesHeld } };
     },
   };
 
@@ -353,7 +360,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       await engine.open();
       const creator = createCreator(
         { timeoutMs: config.replication.createTimeoutMs },
-        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => network.get().requestCreate(req, o), logger },
+        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => network.get().requestCreate(req, o), ownWritesReleased: (waitMs) => engine.ownWritesReleased(waitMs), logger },
       );
       parts.creator = creator;
       // Writes of the sequenced kinds (secret, principal, permit): proposed to slot 0, which writes
@@ -366,7 +373,6 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         state: engine,
         replicator: engine,
         ingest: (records) => engine.ingest(records, 'apply'),
-        ownWritesHeld: () => engine.ownWritesHeld(),
         signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
         logger,
       });
@@ -389,6 +395,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           mail: { send: (m) => mailer.send(m), otpMail },
           clock,
           logger,
+          ownWritesHeld: () => engine.ownWritesHeld(),
         },
       );
       engine.onApplied(({ records }) => accounts.onRecordsApplied(records));
@@ -652,11 +659,27 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // The binding point (see `network` above).
       network.bind(cluster);
       parts.cluster = cluster;
-      // Backups (src/backup): a node restored from one holds its own writes until it has caught its own records up.
-      const backup = await createNodeBackup({ store, engine, descriptor, self: self!, storageKey: keys.storage, clock, logger });
+      // No write before this node knows its own log (src/core/replication/own-log.ts): own writes are
+      // held from here, before the cluster starts, until a sync round with enough members completed —
+      // in the background, so `start()` does not wait for the other nodes. Then slot 0 raises its id
+      // counter past the ids in its replica, and a restored node (src/backup) marks its restore caught up.
+      const backup = await createNodeBackup({ store, engine, descriptor, self: self!, storageKey: keys.storage, membersNeeded: membersToLearnOwnLog(descriptor, self!), clock, logger });
+      const raiseIds = async () => {
+        const { before, highest } = await raiseSecretIdCounter({ state: engine, raiseTo: (counter, atLeast) => store.counters.raiseTo(counter, atLeast) });
+        if (before < highest) log.warn({ before, raisedTo: highest }, 'slot 0: the secret id counter was behind the ids in its replica (an empty or older data dir); raised');
+      };
+      const ownLog = createOwnLogCatchUp(
+        {},
+        { engine, descriptor, self: self!, cluster: network.get, beforeRelease: [...(self!.slot === 0 ? [raiseIds] : []), backup.restore.markCaughtUp], clock, logger, signal },
+      );
+      parts.ownLog = ownLog;
       await cluster.start();
-      await backup.restore.run(cluster, () => stopping !== undefined);
-      accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed'));
+      ownLog.start();
+      // Key acks skipped while own writes were held, and any in flight at the last stop.
+      ownLog.released.then(
+        () => accounts.reconcileNodeRegistrations().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'node registration reconcile failed')),
+        () => undefined,
+      );
       secrets.start();
       inventory?.start();
       recovery?.start();

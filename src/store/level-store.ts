@@ -94,6 +94,11 @@ export interface CounterRepo {
    * create-string → secretId registry.
    */
   nextWithClaim(name: string, claim: string, value: (allocated: number) => string): Promise<number>;
+  /**
+   * Make the last value allocated at least `atLeast`, durably (nothing at or below it is handed out
+   * again); returns the last value allocated before. Serialised with the allocations.
+   */
+  raiseTo(name: string, atLeast: number): Promise<number>;
 }
 
 /** Durable name → value claims (slot 0's uniqueness registry); callers serialise claims per name. */
@@ -239,7 +244,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     },
     async *listState(kind, opts = {}) {
       const prefix = `${kind}!${opts.prefix ?? ''}`;
-      yield* state.values({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1 });
+      yield* state.values({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1, reverse: opts.reverse === true });
     },
     getLog: (origin, seq) => log.get(logKey(origin, seq)),
     allLog: () => log.values(),
@@ -338,31 +343,35 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
 
   // Allocations are read-modify-write: serialise them so two callers never get the same value.
   let counterChain: Promise<unknown> = Promise.resolve();
+  const serialised = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = counterChain.then(work);
+    counterChain = run.catch(() => undefined);
+    return run;
+  };
+  const lastAllocated = async (name: string) => (await counters.get(name)) ?? 0;
   const counterRepo: CounterRepo = {
-    next(name) {
-      const run = counterChain.then(async () => {
-        const value = ((await counters.get(name)) ?? 0) + 1;
+    next: (name) =>
+      serialised(async () => {
+        const value = (await lastAllocated(name)) + 1;
         await durablePut(counters, name, value);
         return value;
-      });
-      counterChain = run.catch(() => undefined);
-      return run;
-    },
-    async current(name) {
-      return (await counters.get(name)) ?? 0;
-    },
-    nextWithClaim(name, claim, value) {
-      const run = counterChain.then(async () => {
-        const allocated = ((await counters.get(name)) ?? 0) + 1;
+      }),
+    current: lastAllocated,
+    nextWithClaim: (name, claim, value) =>
+      serialised(async () => {
+        const allocated = (await lastAllocated(name)) + 1;
         const batch = db.batch();
         batch.put(name, allocated, { sublevel: counters as unknown as typeof meta });
         batch.put(claim, value(allocated), { sublevel: claims as unknown as typeof meta });
         await batch.write({ sync });
         return allocated;
-      });
-      counterChain = run.catch(() => undefined);
-      return run;
-    },
+      }),
+    raiseTo: (name, atLeast) =>
+      serialised(async () => {
+        const last = await lastAllocated(name);
+        if (atLeast > last) await durablePut(counters, name, atLeast);
+        return last;
+      }),
   };
 
   return {

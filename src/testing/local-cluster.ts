@@ -82,7 +82,11 @@ export interface LocalCluster {
   readonly adminToken: string;
   /** Stop a member (its data stays). */
   stopMember(slot: number): Promise<void>;
-  /** Start a stopped member again on the same data dir and ports; resolves when it is connected. */
+  /**
+   * Start a stopped member again on the same data dir and ports; resolves when it is connected. It may
+   * still hold its own writes (until it has learnt its own log: `/readyz` `ownLogKnown`); a write
+   * through it meanwhile waits up to `replication.applyTimeoutMs`, then answers 503 NOT_READY.
+   */
   restartMember(slot: number): Promise<QuorumNode>;
   /** True when the member is running. */
   isRunning(slot: number): boolean;
@@ -132,9 +136,10 @@ function isAddressInUse(err: unknown, depth = 0): boolean {
 }
 
 /**
- * Start a local cluster and wait until every member sees a quorum. Free ports are picked, released
- * and bound a moment later; another process (an outgoing connection's ephemeral port, a test's
- * `--port 0` server) may take one in between. The cluster is then started again on new ports, up to
+ * Start a local cluster and wait until every member sees a quorum and every node knows its own log
+ * (its own writes released). Free ports are picked, released and bound a moment later; another
+ * process (an outgoing connection's ephemeral port, a test's `--port 0` server) may take one in
+ * between. The cluster is then started again on new ports, up to
  * {@link PORT_RACE_ATTEMPTS} times, unless the caller fixed the ports. In a data directory the caller
  * gave, the nodes' folders the failed attempt made are removed first: that attempt wrote every
  * node's keys afresh (a key file that already exists fails the start before any port is bound).
@@ -252,6 +257,9 @@ async function startLocalClusterOnce(options: LocalClusterOptions): Promise<Loca
       }),
     );
     await waitFor(() => slots.every(seesAllRunning), { timeoutMs: 15_000, description: 'members to connect' });
+    // Every node holds its own writes until it has learnt its own log from its peers (docs/architecture.md,
+    // "Failure model"): a test's first write should not have to wait for that.
+    await waitFor(() => slots.every((s) => s.node.health.readiness().checks.ownLogKnown), { timeoutMs: 15_000, description: 'every node to learn its own log' });
   } catch (err) {
     await Promise.allSettled(slots.filter((s) => s.node).map((s) => s.node.stop()));
     await mailbox?.close();

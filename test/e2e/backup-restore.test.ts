@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from 'quorumkeep/testing';
 import { getJson, postJson } from '../utils/http.ts';
-import { runCli, startProcessCluster, type ProcessCluster } from '../utils/process-cluster.ts';
+import { runCli, startProcessCluster, writeProbes, type ProcessCluster } from '../utils/process-cluster.ts';
 import { outboxPrincipalWithSession } from '../utils/process-web2.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 
@@ -23,35 +23,6 @@ const stack = cleanupStack();
 afterEach(() => stack.run());
 
 const RESTORED = 4;
-
-interface Ack {
-  key: string;
-  origin: string;
-  seq: number;
-}
-
-/** Probe writes through node `i` until stopped; every acknowledged one is recorded. */
-function writer(pc: ProcessCluster, i: number, tag: string) {
-  const acked: Ack[] = [];
-  let stopped = false;
-  let n = 0;
-  const done = (async () => {
-    while (!stopped) {
-      const key = `${tag}-${n++}`;
-      const res = await postJson<{ origin: string; seq: number }>(`${pc.urls[i]}/admin/probe`, { key }, { authorization: `Bearer ${pc.adminTokens[i]}` }).catch(() => undefined);
-      if (res?.status === 201) acked.push({ key, origin: res.body.origin, seq: res.body.seq });
-      // A stopped node refuses at once; do not spin on it.
-      else if (!res) await new Promise((r) => setImmediate(r));
-    }
-  })();
-  return {
-    acked,
-    async stop() {
-      stopped = true;
-      await done;
-    },
-  };
-}
 
 async function healthOf(pc: ProcessCluster, i: number) {
   return (await getJson<{ cluster: { reachable: number; equivocating: unknown[] } }>(`${pc.urls[i]}/healthz`)).body.cluster;
@@ -75,8 +46,8 @@ describe('backup and restore of a member (real CLI, child processes)', () => {
     expect(encrypted.status, JSON.stringify(encrypted.body)).toBe(200);
 
     // Writes through coordinator 0 and through member 4 itself, all along.
-    const viaZero = writer(pc, 0, 'zero');
-    let viaFour = writer(pc, RESTORED, 'four');
+    const viaZero = writeProbes(pc, 0, 'zero');
+    let viaFour = writeProbes(pc, RESTORED, 'four');
     const fourBefore = viaFour;
     stack.push(() => viaZero.stop());
     stack.push(() => fourBefore.stop());
@@ -118,7 +89,7 @@ describe('backup and restore of a member (real CLI, child processes)', () => {
 
     // Start it: it catches its own records up before it writes, then writes with fresh seqs.
     await pc.start(RESTORED);
-    viaFour = writer(pc, RESTORED, 'four-after');
+    viaFour = writeProbes(pc, RESTORED, 'four-after');
     const fourAfter = viaFour;
     stack.push(() => fourAfter.stop());
     await waitFor(() => fourAfter.acked.length >= 20, { timeoutMs: 20_000, description: 'writes through the restored member' });

@@ -170,8 +170,10 @@ describe('slot 0 create', () => {
     const health = await getJson<{ cluster: { slot0Reachable: boolean; reachable: number } }>(`${cluster.coordinators[1]}/healthz`);
     expect(health.body.cluster).toMatchObject({ slot0Reachable: false, reachable: 4 });
 
-    // The counter is durable: slot 0 restarted on its data dir continues after 30.
+    // The counter is durable: slot 0 restarted on its data dir continues after 30 — once it knows its
+    // own log (it runs no create operation before: docs/architecture.md, "Failure model").
     await cluster.restartMember(0);
+    await waitFor(() => cluster.members[0]!.health.readiness().checks.ownLogKnown, { timeoutMs: 10_000, description: 'slot 0 to learn its own log' });
     expect(await cluster.members[2]!.creator.allocate('test-ids')).toBe(31);
   });
 });

@@ -44,7 +44,7 @@ describe('operator port', () => {
     expect(Object.values(api.body.clusterMap).map((m) => [m.nodeId, m.reachable])).toEqual(Object.values(health.body.clusterMap).map((m) => [m.nodeId, m.reachable]));
 
     await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 10_000, description: 'member ready' });
-    expect((await getJson(`${url}/readyz`)).body).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } });
+    expect((await getJson(`${url}/readyz`)).body).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, ownLogKnown: true, sharesHeld: true } });
 
     const metrics = await fetch(`${url}/metrics`);
     expect(metrics.status).toBe(200);
@@ -80,7 +80,7 @@ describe('operator port', () => {
     await cluster.restartMember(2);
     const url = cluster.operatorUrls[2]!;
     await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 20_000, description: 'restarted member ready' });
-    expect((await getJson(`${url}/readyz`)).body).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } });
+    expect((await getJson(`${url}/readyz`)).body).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, ownLogKnown: true, sharesHeld: true } });
   }, 60_000);
 
   it('is off by default', async () => {

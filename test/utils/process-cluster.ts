@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getFreePortRange, waitFor } from '../../src/testing/index.ts';
 import { NODE_PROCESS_SETTINGS } from '../../src/node/v8-heap.ts';
+import { postJson } from './http.ts';
 
 const REPO = resolve(fileURLToPath(import.meta.url), '../../..');
 
@@ -143,4 +144,34 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
   };
   await Promise.all(urls.map((_, i) => pc.start(i)));
   return pc;
+}
+
+/** A probe a node acknowledged: its key, and the (origin, seq) it was written under. */
+export interface AckedProbe {
+  key: string;
+  origin: string;
+  seq: number;
+}
+
+/** Probe writes (`POST /admin/probe`, keys `<tag>-<n>`) through node `i` until stopped; every acknowledged one is kept. */
+export function writeProbes(pc: ProcessCluster, i: number, tag: string): { acked: AckedProbe[]; stop(): Promise<void> } {
+  const acked: AckedProbe[] = [];
+  let stopped = false;
+  let n = 0;
+  const done = (async () => {
+    while (!stopped) {
+      const key = `${tag}-${n++}`;
+      const res = await postJson<{ origin: string; seq: number }>(`${pc.urls[i]}/admin/probe`, { key }, { authorization: `Bearer ${pc.adminTokens[i]}` }).catch(() => undefined);
+      if (res?.status === 201) acked.push({ key, origin: res.body.origin, seq: res.body.seq });
+      // A stopped node refuses at once: do not spin on it.
+      else if (!res) await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    acked,
+    async stop() {
+      stopped = true;
+      await done;
+    },
+  };
 }

@@ -76,8 +76,8 @@ export interface AccountClaimsDeps {
   creator: Pick<CreatorService, 'register' | 'call'>;
   /** Slot 0's durable claims (used only on slot 0). */
   claims: AccountClaims;
-  /** Slot 0's replica: whether an email's principal is still active. */
-  replica: Pick<AccountReplica, 'principal'>;
+  /** Slot 0's replica: whether an email's principal is still active, and the email index (claims lost with a data dir). */
+  replica: Pick<AccountReplica, 'principal' | 'emailIndex'>;
   /** Wall clock, Unix ms: the guess budget's window and the cooldown. */
   clock: () => number;
 }
@@ -112,20 +112,20 @@ export function createAccountClaims(options: AccountClaimsOptions, deps: Account
       const emailHex = params.emailHex;
       if (typeof emailHex !== 'string' || !EMAIL_HEX_RE.test(emailHex)) throw new AppError('BAD_REQUEST', 'malformed email claim');
       const claimKey = `email:${emailHex}`;
-      let principalId = await claims.get(claimKey);
-      if (principalId) {
-        // A principal this replica does not hold yet keeps its claim: only a deleted one frees it.
-        const p = await deps.replica.principal(principalId);
-        if (p && p.body.status !== 'active') principalId = undefined;
-      }
-      if (!principalId) {
-        principalId = randomUUID();
-        await claims.put(claimKey, principalId);
-      }
+      const claimed = await claims.get(claimKey);
+      // A slot 0 that lost its claims (it started on an empty data dir, and has since learnt its log:
+      // docs/operations.md, "Lose a disk, keep the keys") finds the email's principal in the replica.
+      let principalId = claimed ?? (await deps.replica.emailIndex.get(emailHex))?.principalId ?? undefined;
+      let principal = principalId ? await deps.replica.principal(principalId) : undefined;
+      // A principal this replica does not hold yet keeps its claim: only a deleted one frees it.
+      if (principal && principal.body.status !== 'active') principalId = principal = undefined;
+      principalId ??= randomUUID();
+      if (principalId !== claimed) await claims.put(claimKey, principalId);
       // Counted here, where registrations are serialised: the coordinator compares the count with
-      // the record it sees to tell whether one password provably runs through all of them.
+      // the record it sees to tell whether one password provably runs through all of them. The
+      // record's count is a floor (a count lost with slot 0's claims).
       const countKey = `registrations:${principalId}`;
-      const registration = (await readClaim(countKey, 0)) + 1;
+      const registration = Math.max(await readClaim(countKey, 0), principal?.body.registration ?? 0) + 1;
       await claims.put(countKey, JSON.stringify(registration));
       return { principalId, registration };
     }),

@@ -26,6 +26,12 @@ export interface NodeRegistrationsDeps {
   clock: () => number;
   /** The accounts module's logger. */
   log: Logger;
+  /**
+   * True while this node holds its own writes (src/core/replication/own-log.ts): its own acks may be
+   * on their way back by sync, so none is written from applied records then; the node reconciles once
+   * the writes are released. @default never
+   */
+  ownWritesHeld?(): boolean;
 }
 
 /** Key registration for the HTTP layer, and the hooks through which members acknowledge keys. */
@@ -33,9 +39,9 @@ export interface NodeRegistrations extends Pick<AccountsService, 'registerKey' |
   /** After records are stored: a member acknowledges keys it now holds (nodeRegistration). */
   onRecordsApplied(records: readonly ReplicatedRecord[]): void;
   /**
-   * At start: acknowledge every held key whose ack is missing — an ack in flight when the node
-   * stopped is otherwise lost, since the principal record will not be applied again. Returns how
-   * many acks it wrote.
+   * At start, once own writes are released: acknowledge every held key whose ack is missing — an ack
+   * in flight when the node stopped, or a key applied while own writes were held, is otherwise lost,
+   * since the principal record will not be applied again. Returns how many acks it wrote.
    */
   reconcileNodeRegistrations(): Promise<number>;
 }
@@ -153,6 +159,7 @@ export function createNodeRegistrations(deps: NodeRegistrationsDeps): NodeRegist
     },
 
     onRecordsApplied(records) {
+      if (deps.ownWritesHeld?.()) return;
       for (const r of records) {
         // Applied records passed the engine's validator: a `principal` body is a PrincipalBody.
         if (r.kind !== 'principal' || !(r.body as PrincipalBody).ed25519PublicKey) continue;

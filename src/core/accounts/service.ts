@@ -64,6 +64,8 @@ export interface AccountsDeps {
   mail: AccountMail;
   clock: () => number;
   logger: Logger;
+  /** True while this node holds its own writes: no key acks from applied records then (node-registrations.ts). @default never */
+  ownWritesHeld?(): boolean;
 }
 
 /** The service plus the hooks the node calls after records are applied and at start (see {@link NodeRegistrations}). */
@@ -77,7 +79,7 @@ export function createAccountsService(options: AccountsOptions, deps: AccountsDe
   const replica = createAccountReplica({ state: deps.state, replicator: deps.replicator, versions: deps.versions, clock });
   const slotZero = createAccountClaims({ otpTtlMs, mailCooldownMs: options.mailCooldownMs ?? 60_000 }, { creator: deps.creator, claims: deps.claims, replica, clock });
   const codes = createOtpCodes({ otpTtlMs, publicUrl: options.publicUrl }, { replica, slotZero, crypto, mail: deps.mail, clock });
-  const keys = createNodeRegistrations({ replica, replicator: deps.replicator, membership: deps.membership, crypto, clock, log });
+  const keys = createNodeRegistrations({ replica, replicator: deps.replicator, membership: deps.membership, crypto, clock, log, ...(deps.ownWritesHeld ? { ownWritesHeld: deps.ownWritesHeld } : {}) });
 
   return {
     ...keys,

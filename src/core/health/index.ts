@@ -78,8 +78,12 @@ export interface ClusterHealth {
 /** Readiness: can this node serve quorum work now? */
 export interface Readiness {
   ready: boolean;
-  /** `sharesHeld`: a member holds every share the records say it holds (always true on a node without a slot). */
-  checks: { started: boolean; quorumReachable: boolean; caughtUp: boolean; sharesHeld: boolean };
+  /**
+   * `ownLogKnown`: this node has learnt its own log from its peers and writes (docs/architecture.md,
+   * "Failure model"); false while it holds its own writes at start. `sharesHeld`: a member holds every
+   * share the records say it holds (always true on a node without a slot).
+   */
+  checks: { started: boolean; quorumReachable: boolean; caughtUp: boolean; ownLogKnown: boolean; sharesHeld: boolean };
 }
 
 /** What the discovery endpoints read (implemented in src/node from membership and sync state). */

@@ -40,6 +40,12 @@ export interface BatchApplierDeps {
 export interface BatchApplier {
   /** Continue this node's own sequence after the highest seq of its own in the log index (at open, once the index is loaded). */
   open(): void;
+  /**
+   * A record whose signature verified, stored or not (it may be held back or refused for its
+   * evidence): when it is one of this node's own, its seq is taken — the next own record is numbered
+   * above it, so this node never signs a second record under a seq its peers hold.
+   */
+  noteSigned(record: Pick<ReplicatedRecord, 'origin' | 'seq'>): void;
   /** Apply one batch durably and resolve each of its applies; on failure nothing of it is stored. */
   apply(batch: PendingApply[]): Promise<void>;
 }
@@ -49,6 +55,8 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
   const { clusterId, selfAddress } = options;
   const { store, kinds, index, hlc } = deps;
   let ownSeq = 0;
+  /** The highest seq of this node's own seen signed in an incoming record ({@link BatchApplier.noteSigned}). */
+  let ownSeqSeen = 0;
 
   async function apply(batch: PendingApply[]): Promise<void> {
     const seqBefore = ownSeq;
@@ -63,6 +71,7 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
   }
 
   async function commitBatch(batch: PendingApply[]): Promise<void> {
+    if (ownSeqSeen > ownSeq) ownSeq = ownSeqSeen;
     for (const p of batch) {
       if (!p.own) continue;
       p.records = p.own.map((intent) => {
@@ -156,6 +165,9 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
   return {
     open() {
       ownSeq = Math.max(index.vv[selfAddress] ?? 0, index.maxStored.get(selfAddress) ?? 0);
+    },
+    noteSigned(record) {
+      if (record.origin === selfAddress && record.seq > ownSeqSeen) ownSeqSeen = record.seq;
     },
     apply,
   };

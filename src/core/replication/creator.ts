@@ -30,6 +30,13 @@ export interface CreatorDeps {
   counters: { next(name: string): Promise<number> };
   /** Send a request to slot 0 (cluster module). */
   requestCreate(request: unknown, options: { signal: AbortSignal }): Promise<unknown>;
+  /**
+   * Waits (at most `waitMs`) while this node holds its own writes, not knowing its own log yet
+   * (own-log.ts); false when they are still held. Slot 0 runs no operation meanwhile — its replica may
+   * lack the latest versions it wrote, and its counters and claims may be behind (an empty data dir;
+   * docs/operations.md, "Lose a disk, keep the keys"). @default never held
+   */
+  ownWritesReleased?(waitMs: number): Promise<boolean>;
   logger: Logger;
 }
 
@@ -61,6 +68,10 @@ export function createCreator(options: CreatorOptions, deps: CreatorDeps): Creat
       const { op, params } = (request ?? {}) as { op?: unknown; params?: unknown };
       if (!deps.isCreator) throw new Error('not the creator');
       if (from && !isCoordinatorEntry(from)) throw new AppError('FORBIDDEN', 'slot 0 serves coordinators only');
+      // Half the caller's deadline, so a refusal still reaches it in time.
+      if (deps.ownWritesReleased && !(await deps.ownWritesReleased(options.timeoutMs / 2))) {
+        throw new AppError('NOT_READY', 'Slot 0 is catching up with its own records; try again shortly', { retryAfterSeconds: 1 });
+      }
       const run = typeof op === 'string' ? ops.get(op) : undefined;
       if (!run) throw new Error('unknown create operation');
       if (!params || typeof params !== 'object' || Array.isArray(params)) throw new Error('malformed create params');

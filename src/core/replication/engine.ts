@@ -125,14 +125,16 @@ export interface ReplicationEngine extends Replicator, StateReader, AppliedEvent
    */
   stop(): Promise<void>;
   /**
-   * Hold this node's own writes until `until` resolves: they wait, unnumbered; if it rejects, they and
-   * every later one fail with its reason. A node restored from a backup holds them while it catches
-   * its own origin up from its peers, so it never reissues a seq it used after the backup
-   * (src/backup/catch-up.ts).
+   * Hold this node's own writes until `until` resolves: they wait, unnumbered, up to `applyTimeoutMs`
+   * each (then 503 NOT_READY, nothing numbered); if it rejects, they and every later one fail with its
+   * reason. Every node holds them at start until it has learnt its own log from its peers, so it never
+   * reissues a seq its peers hold, whatever its data dir held (src/core/replication/own-log.ts).
    */
   holdOwnWrites(until: Promise<void>): void;
   /** True while own writes are held ({@link holdOwnWrites}). */
   ownWritesHeld(): boolean;
+  /** Wait for held own writes to be released, at most `waitMs`: true once released (at once when none are held), false when the time ran out. */
+  ownWritesReleased(waitMs: number): Promise<boolean>;
 }
 
 /** Create the replication engine. */
@@ -155,8 +157,14 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const listeners = createAppliedListeners(log);
   const equivocations = createEquivocations({ store, kinds, index, stateCache, clock, metrics, logger: log });
   const applier = createBatchApplier({ clusterId, selfAddress: membership.self.nodeAddress }, { store, kinds, index, stateCache, hlc, signingKey: deps.signingKey, equivocations, listeners, metrics });
-  const queue = createCommitQueue({ maxBatchRecords: options.maxBatchRecords ?? 2000 }, { commit: applier.apply, logger: log });
-  const ingest = createIngest({ rules: { clusterId, signers, kinds, maxClockSkewMs }, clock, verifier, index, contextOf, queue, metrics, logger: log, refused });
+  // A write while own writes are held waits for the release as long as a member's ack (then 503
+  // NOT_READY, retryable): the HTTP API is up while a node learns its own log (docs/architecture.md,
+  // "Failure model").
+  const queue = createCommitQueue(
+    { maxBatchRecords: options.maxBatchRecords ?? 2000, heldWriteWaitMs: options.applyTimeoutMs },
+    { commit: applier.apply, logger: log, onHeldChange: (held) => metrics.ownWritesHeld.set(held ? 1 : 0) },
+  );
+  const ingest = createIngest({ rules: { clusterId, signers, kinds, maxClockSkewMs }, clock, verifier, index, contextOf, queue, metrics, logger: log, refused, onSigned: (r) => applier.noteSigned(r) });
   const writer = createQuorumWriter(
     { applyTimeoutMs: options.applyTimeoutMs, quorumGraceMs: options.quorumGraceMs ?? 100 },
     { membership, kinds, signers, transport: deps.transport, hlc, clock, contextOf, queue, metrics, logger: log },
@@ -198,5 +206,6 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     stop: queue.stop,
     holdOwnWrites: queue.holdOwnWrites,
     ownWritesHeld: queue.ownWritesHeld,
+    ownWritesReleased: queue.ownWritesReleased,
   };
 }

@@ -4,6 +4,7 @@
  * not per record. What committing a batch means is the `commit` dependency's
  * (src/core/replication/apply-batch.ts); this module only groups and orders.
  */
+import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { Startable } from '../lifecycle.ts';
 import type { IngestResult, RecordSource } from './applied-events.ts';
@@ -27,6 +28,11 @@ export interface PendingApply {
 export interface CommitQueueOptions {
   /** Most records committed in one batch (one queued apply larger than this still goes alone). */
   maxBatchRecords: number;
+  /**
+   * How long an own write waits for held own writes to be released before it fails with a retryable
+   * `NOT_READY` (docs/architecture.md, "Failure model"), ms. @default waits for the release
+   */
+  heldWriteWaitMs?: number;
 }
 
 /** Dependencies of {@link createCommitQueue}. */
@@ -37,6 +43,8 @@ export interface CommitQueueDeps {
    */
   commit(batch: PendingApply[]): Promise<void>;
   logger: Logger;
+  /** Told when own writes become held (true) and when they are released (false): the `ownWritesHeld` gauge. */
+  onHeldChange?(held: boolean): void;
 }
 
 /** The queue of applies, committed in batches one at a time. */
@@ -46,12 +54,15 @@ export interface CommitQueue extends Startable {
   /** Queue this node's own writes; they are signed, numbered and committed in the next batch. */
   enqueueOwn(intents: WriteIntent[]): Promise<ReplicatedRecord[]>;
   /**
-   * Hold own writes until `until` resolves: they wait, unnumbered; if it rejects, they and every
-   * later one fail with its reason.
+   * Hold own writes until `until` resolves: they wait, unnumbered (at most `heldWriteWaitMs`, then
+   * they fail with `NOT_READY` without having taken a seq); if it rejects, they and every later one
+   * fail with its reason.
    */
   holdOwnWrites(until: Promise<void>): void;
   /** True while own writes are held. */
   ownWritesHeld(): boolean;
+  /** Wait for held own writes to be released, at most `waitMs`: true once released (at once when none are held), false when the time ran out. */
+  ownWritesReleased(waitMs: number): Promise<boolean>;
   /** Wait until every queued apply has been committed (or failed). New applies are still taken. */
   stop(): Promise<void>;
 }
@@ -63,6 +74,21 @@ export function createCommitQueue(options: CommitQueueOptions, deps: CommitQueue
   let working: Promise<void> | undefined;
   /** Set while own writes are held ({@link CommitQueue.holdOwnWrites}). */
   let ownWritesHeld: Promise<void> | undefined;
+
+  /**
+   * Wait until no hold is set, at most `waitMs` (undefined: as long as it takes): true when released,
+   * false when the time ran out; rejects when the hold failed.
+   */
+  async function untilReleased(waitMs: number | undefined): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = waitMs === undefined ? undefined : new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), waitMs)));
+    try {
+      while (ownWritesHeld) if ((await (timedOut ? Promise.race([ownWritesHeld, timedOut]) : ownWritesHeld)) === false) return false;
+      return true;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   function kick(): void {
     if (working) return;
@@ -96,7 +122,9 @@ export function createCommitQueue(options: CommitQueueOptions, deps: CommitQueue
       });
     },
     async enqueueOwn(intents) {
-      if (ownWritesHeld) await ownWritesHeld;
+      if (ownWritesHeld && !(await untilReleased(options.heldWriteWaitMs))) {
+        throw new AppError('NOT_READY', 'This node is catching up with its own records; try again shortly', { retryAfterSeconds: 1 });
+      }
       return new Promise((resolve, reject) => {
         const p: PendingApply = { records: [], own: intents, source: 'local', resolve: () => resolve(p.records), reject };
         queue.push(p);
@@ -106,13 +134,17 @@ export function createCommitQueue(options: CommitQueueOptions, deps: CommitQueue
     holdOwnWrites(until) {
       // Released when `until` resolves; a rejected hold stays, so every later own write fails too.
       const held: Promise<void> = until.then(() => {
-        if (ownWritesHeld === held) ownWritesHeld = undefined;
+        if (ownWritesHeld !== held) return;
+        ownWritesHeld = undefined;
+        deps.onHeldChange?.(false);
       });
       // Each waiter gets a rejection through its own await; none is left unhandled.
       held.catch(() => undefined);
       ownWritesHeld = held;
+      deps.onHeldChange?.(true);
     },
     ownWritesHeld: () => ownWritesHeld !== undefined,
+    ownWritesReleased: (waitMs) => (ownWritesHeld ? untilReleased(waitMs) : Promise.resolve(true)),
     async stop() {
       while (working) await working;
     },

@@ -53,6 +53,8 @@ export interface IngestDeps {
   refused?: { note(origin: string, seq: number): void };
   /** Most records held back at once, waiting for a record they name. @default 10000 */
   maxHeldBack?: number;
+  /** Told of every record whose signature verified, before its evidence is checked (the applier's own seq, apply-batch.ts). */
+  onSigned?(record: ReplicatedRecord): void;
 }
 
 /** The engine's ingest path. */
@@ -145,6 +147,7 @@ export function createIngest(deps: IngestDeps): Ingest {
     unverified.forEach((u, i) => {
       if (!signed[i]) return refuse(u.at, refusalOf({ code: 'bad_signature' }, u.record.origin, u.record.seq));
       index.noteDigest(u.record, u.digest);
+      deps.onSigned?.(u.record);
       checked.push(u);
     });
     return { source, refusals, checked, known, awaiting };

@@ -148,8 +148,8 @@ export interface ReplicateOptions {
 export interface StateReader {
   /** Current winning record of (kind, key) on this node, if any. */
   get(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
-  /** Every current record of a kind, in key order. */
-  list(kind: string, options?: { prefix?: string; limit?: number }): AsyncIterable<ReplicatedRecord>;
+  /** Every current record of a kind, in key order (`reverse`: last key first). */
+  list(kind: string, options?: { prefix?: string; limit?: number; reverse?: boolean }): AsyncIterable<ReplicatedRecord>;
 }
 
 /** Slot 0's `create` service: cluster-wide unique ids from a durable counter. */
@@ -209,8 +209,8 @@ export interface RecordStore {
   getState(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
   /** Current states of several (kind, key) pairs, in order; one round trip. */
   getStates(pairs: Array<{ kind: string; key: string }>): Promise<Array<ReplicatedRecord | undefined>>;
-  /** Iterate current states of a kind. */
-  listState(kind: string, options?: { prefix?: string; limit?: number }): AsyncIterable<ReplicatedRecord>;
+  /** Iterate current states of a kind, in key order (`reverse`: last key first). */
+  listState(kind: string, options?: { prefix?: string; limit?: number; reverse?: boolean }): AsyncIterable<ReplicatedRecord>;
   /** Log records of an origin with seq ≥ fromSeq, ascending, at most `limit`. */
   scanLog(origin: string, fromSeq: number, limit: number): Promise<ReplicatedRecord[]>;
   /** One log record, or undefined. */

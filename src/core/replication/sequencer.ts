@@ -145,11 +145,6 @@ export interface SequencerDeps {
   replicator: Pick<Replicator, 'replicateAll' | 'resendAll'>;
   /** Take records slot 0 sent into this replica (they are checked like any record). */
   ingest(records: unknown[]): Promise<unknown>;
-  /**
-   * True while this node holds its own writes (a node restored from a backup catching its own log
-   * up): slot 0 then does not know the latest versions it wrote, and proposes nothing. @default never
-   */
-  ownWritesHeld?(): boolean;
   /** This node's signature over a 32-byte digest, 0x-hex: its vouch. */
   signDigest(digest: Uint8Array): string;
   logger: Logger;
@@ -172,8 +167,6 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     if (!parsed.success) throw new AppError('BAD_REQUEST', 'malformed proposal');
     const proposals = parsed.data.proposals;
     for (const p of proposals) if (!deps.sequenced.has(p.kind) || !deps.kinds.get(p.kind)) throw new AppError('BAD_REQUEST', `${p.kind} is not a sequenced kind`);
-    // A slot 0 still catching its own log up would follow versions it has since replaced.
-    if (deps.ownWritesHeld?.()) throw new AppError('NOT_READY', 'Slot 0 is catching up with its own records; try again shortly', { retryAfterSeconds: 1 });
     if (new Set(proposals.map((p) => `${p.kind}!${p.key}`)).size !== proposals.length) throw new AppError('BAD_REQUEST', 'one version per key');
     for (const p of proposals) {
       const change = (p.body as { v?: { change?: unknown } }).v?.change;

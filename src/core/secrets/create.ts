@@ -30,6 +30,22 @@ import type { CreatedSecret } from './types.ts';
  */
 export const CREATE_LEASE_MS = 15_000;
 
+/** Slot 0's counter of Web2 secret ids. */
+export const SECRET_ID_COUNTER = 'secretId';
+
+/**
+ * Slot 0: raise the id counter to the highest Web2 secret id this replica holds a record of, so no id
+ * of a secret is handed out again; returns the last id allocated before, and that highest id. Run once
+ * slot 0 knows its own log, before it writes (src/core/replication/own-log.ts): a slot 0 on an empty
+ * data dir starts its counters at 0, and every secret's versions are slot 0's own records, so by then
+ * they are all back (docs/operations.md, "Lose a disk, keep the keys").
+ */
+export async function raiseSecretIdCounter(deps: { state: StateReader; raiseTo(counter: string, atLeast: number): Promise<number> }): Promise<{ before: number; highest: number }> {
+  let highest = 0;
+  for await (const r of deps.state.list(secretKindName.name, { reverse: true, limit: 1 })) highest = (r.body as SecretBody).secretId;
+  return { before: await deps.raiseTo(SECRET_ID_COUNTER, highest), highest };
+}
+
 /** Slot 0's durable claim on a create string: the id it maps to and the attempt holding the lease. */
 export interface CreateClaim {
   secretId: number;
@@ -128,7 +144,7 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
         await claims.put(name, JSON.stringify(renewedClaim(held, coordinator, attempt, now)));
         return { secretId: held.secretId, done: false };
       }
-      const secretId = await deps.allocateWithClaim('secretId', name, (id) => JSON.stringify(leasedClaim(id, coordinator, attempt, now)));
+      const secretId = await deps.allocateWithClaim(SECRET_ID_COUNTER, name, (id) => JSON.stringify(leasedClaim(id, coordinator, attempt, now)));
       claimed.set(name, secretId);
       return { secretId, done: false };
     }),

@@ -66,12 +66,12 @@ describe('GET /readyz', () => {
     const { url } = await start();
     const res = await fetch(`${url}/readyz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } });
+    expect(await res.json()).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, ownLogKnown: true, sharesHeld: true } });
   });
 
   it('answers 503 NOT_READY with the checks when not ready', async () => {
     const app = await start();
-    const checks = { started: true, quorumReachable: false, caughtUp: false, sharesHeld: true };
+    const checks = { started: true, quorumReachable: false, caughtUp: false, ownLogKnown: true, sharesHeld: true };
     app.health.ready = { ready: false, checks };
     const res = await fetch(`${app.url}/readyz`);
     expect(res.status).toBe(503);

@@ -62,7 +62,7 @@ export function stubHealth(): StubHealth {
     nodeAddress: NODE_ADDRESS,
     build: { version: '1.2.3', commit: 'a'.repeat(40) },
     cluster: healthyCluster(),
-    ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } },
+    ready: { ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, ownLogKnown: true, sharesHeld: true } },
     failure: undefined,
     clusterHealth() {
       if (this.failure) throw this.failure;

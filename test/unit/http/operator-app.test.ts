@@ -42,8 +42,8 @@ describe('operator app', () => {
 
   it('answers /readyz 200 or 503 with the checks', async () => {
     const { url, health } = await start();
-    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, sharesHeld: true } });
-    health.ready = { ready: false, checks: { started: true, quorumReachable: false, caughtUp: true, sharesHeld: true } };
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ ready: true, checks: { started: true, quorumReachable: true, caughtUp: true, ownLogKnown: true, sharesHeld: true } });
+    health.ready = { ready: false, checks: { started: true, quorumReachable: false, caughtUp: true, ownLogKnown: true, sharesHeld: true } };
     const res = await fetch(`${url}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ code: 'NOT_READY' });

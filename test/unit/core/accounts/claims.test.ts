@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAccountClaims, mailTurnVerdict } from '../../../../src/core/accounts/claims.ts';
 import { OTP_MAX_ATTEMPTS, type PrincipalBody } from '../../../../src/core/accounts/records.ts';
-import type { Principal } from '../../../../src/core/accounts/replica.ts';
+import type { AccountReplica, Principal } from '../../../../src/core/accounts/replica.ts';
 import { emailHexOf } from '../../../../src/core/accounts/rules.ts';
 import type { CreateOperation } from '../../../../src/core/replication/creator.ts';
 
@@ -19,6 +19,8 @@ function slotZero() {
   const ops = new Map<string, CreateOperation>();
   const claims = new Map<string, string>();
   const principals = new Map<string, Principal>();
+  /** The replicated email index: emailHex → principal id. */
+  const emailIndex = new Map<string, string | null>();
   const calls = createAccountClaims(
     { otpTtlMs: OTP_TTL_MS, mailCooldownMs: COOLDOWN_MS },
     {
@@ -27,7 +29,10 @@ function slotZero() {
         call: (op, params) => ops.get(op)!(params),
       },
       claims: { get: async (name) => claims.get(name), put: async (name, value) => void claims.set(name, value) },
-      replica: { principal: async (id) => principals.get(id) },
+      replica: {
+        principal: async (id) => principals.get(id),
+        emailIndex: { get: async (hex: string) => (emailIndex.has(hex) ? { principalId: emailIndex.get(hex)! } : undefined) } as unknown as AccountReplica['emailIndex'],
+      },
       clock: () => now,
     },
   );
@@ -35,9 +40,10 @@ function slotZero() {
     calls,
     ops,
     claims,
+    emailIndex,
     advance: (ms: number) => void (now += ms),
     /** Store a principal of `status` in slot 0's replica. */
-    hold: (id: string, status: PrincipalBody['status']) => void principals.set(id, { id, body: { status } as PrincipalBody, record: {} as Principal['record'] }),
+    hold: (id: string, status: PrincipalBody['status'], registration = 1) => void principals.set(id, { id, body: { status, registration } as PrincipalBody, record: {} as Principal['record'] }),
   };
 }
 
@@ -74,6 +80,24 @@ describe('claimEmail', () => {
     const next = await s.calls.claimEmail(EMAIL_HEX);
     expect(next.principalId).not.toBe(principalId);
     expect(next.registration).toBe(1);
+  });
+
+  it('without its claims (an empty data dir) finds the principal through the replicated email index, and counts on from its record', async () => {
+    const s = slotZero();
+    s.emailIndex.set(EMAIL_HEX, 'p-1');
+    s.hold('p-1', 'active', 3);
+    expect(await s.calls.claimEmail(EMAIL_HEX)).toEqual({ principalId: 'p-1', registration: 4 });
+    // The claim is written back: the index is read once.
+    expect(s.claims.get(`email:${EMAIL_HEX}`)).toBe('p-1');
+    s.emailIndex.clear();
+    expect(await s.calls.claimEmail(EMAIL_HEX)).toEqual({ principalId: 'p-1', registration: 5 });
+    // An index entry of a deleted principal, or none, allocates afresh.
+    const other = emailHexOf('b@example.test');
+    s.emailIndex.set(other, 'p-2');
+    s.hold('p-2', 'deleted');
+    const fresh = await s.calls.claimEmail(other);
+    expect(fresh.principalId).not.toBe('p-2');
+    expect(fresh.registration).toBe(1);
   });
 
   it('serialises concurrent claims: one principal, consecutive counts', async () => {

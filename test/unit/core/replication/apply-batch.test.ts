@@ -114,6 +114,22 @@ describe('applying one batch', () => {
     expect(own.p.records[0]!.seq).toBe(8);
   });
 
+  it('numbers own writes after its own records that come back, stored or only seen signed (held back, refused)', async () => {
+    const { keys, descriptor, applier } = await applierOn();
+    // Its own seq 3 comes back by sync and is stored: the next own write is 4.
+    await applier.apply([pending([rec(descriptor, keys[0]!, 0, 3, { v: 3 }, { k: 'back' })], 'sync').p]);
+    const own = pending([], 'local', [{ kind: 'note', key: 'x', body: { v: 1 } }]);
+    await applier.apply([own.p]);
+    expect(own.p.records[0]!.seq).toBe(4);
+    // Its own seq 9 was seen signed but not stored (its evidence is not here yet): 9 is taken.
+    applier.noteSigned({ origin: descriptor.nodes[0]!.nodeAddress, seq: 9 });
+    // Another origin's seqs say nothing of this node's.
+    applier.noteSigned({ origin: descriptor.nodes[1]!.nodeAddress, seq: 50 });
+    const next = pending([], 'local', [{ kind: 'note', key: 'y', body: { v: 2 } }]);
+    await applier.apply([next.p]);
+    expect(next.p.records[0]!.seq).toBe(10);
+  });
+
   it('hands a different record under a stored (origin, seq) to the equivocation check, as a duplicate', async () => {
     const { keys, descriptor, applier, conflicts } = await applierOn();
     const a = rec(descriptor, keys[1]!, 1, 1, { v: 1 });

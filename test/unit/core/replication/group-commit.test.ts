@@ -12,14 +12,16 @@ const records = (n: number, tag: string) => Array.from({ length: n }, (_, i) => 
  * A queue whose commits wait for `release()`; each commit's batch is kept, and resolves every apply
  * with its record count (own writes get numbered placeholders).
  */
-function gatedQueue(maxBatchRecords = 100) {
+function gatedQueue(maxBatchRecords = 100, heldWriteWaitMs?: number) {
   const batches: PendingApply[][] = [];
   let gates: Array<() => void> = [];
   let failing: Error | undefined;
+  const heldChanges: boolean[] = [];
   const queue = createCommitQueue(
-    { maxBatchRecords },
+    { maxBatchRecords, ...(heldWriteWaitMs === undefined ? {} : { heldWriteWaitMs }) },
     {
       logger,
+      onHeldChange: (held) => void heldChanges.push(held),
       async commit(batch) {
         batches.push(batch);
         await new Promise<void>((resolve) => gates.push(resolve));
@@ -36,7 +38,7 @@ function gatedQueue(maxBatchRecords = 100) {
     gates = [];
     for (const g of open) g();
   };
-  return { queue, batches, release, fail: (err: Error | undefined) => (failing = err) };
+  return { queue, batches, release, heldChanges, fail: (err: Error | undefined) => (failing = err) };
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
@@ -112,6 +114,25 @@ describe('group commit', () => {
     queue.holdOwnWrites(Promise.reject(new Error('restore failed')));
     await expect(queue.enqueueOwn([{ kind: 'note', key: 'y', body: { v: 2 } }])).rejects.toThrow('restore failed');
     await expect(queue.enqueueOwn([{ kind: 'note', key: 'z', body: { v: 3 } }])).rejects.toThrow('restore failed');
+  });
+
+  it('an own write waits for the release at most heldWriteWaitMs, then fails NOT_READY having taken no seq', async () => {
+    const { queue, batches, release, heldChanges } = gatedQueue(100, 20);
+    let lift!: () => void;
+    queue.holdOwnWrites(new Promise<void>((resolve) => (lift = resolve)));
+    expect(queue.ownWritesHeld()).toBe(true);
+    await expect(queue.enqueueOwn([{ kind: 'note', key: 'x', body: { v: 1 } }])).rejects.toMatchObject({ code: 'NOT_READY' });
+    expect(batches).toHaveLength(0);
+    expect(await queue.ownWritesReleased(5)).toBe(false);
+    // One released within the wait is written.
+    const own = queue.enqueueOwn([{ kind: 'note', key: 'y', body: { v: 2 } }]);
+    lift();
+    await tick();
+    release();
+    expect(await own).toHaveLength(1);
+    expect(queue.ownWritesHeld()).toBe(false);
+    expect(await queue.ownWritesReleased(5)).toBe(true);
+    expect(heldChanges).toEqual([true, false]);
   });
 
   it('stop waits for every queued apply, and is idempotent', async () => {

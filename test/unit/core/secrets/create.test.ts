@@ -3,7 +3,10 @@
  * one secretId, leased to one attempt at a time, and a failed attempt gives its lease back.
  */
 import { describe, expect, it } from 'vitest';
-import { CREATE_LEASE_MS, createClaimName, leasedClaim, releasedClaim, renewedClaim } from '../../../../src/core/secrets/create.ts';
+import { CREATE_LEASE_MS, createClaimName, leasedClaim, raiseSecretIdCounter, releasedClaim, renewedClaim, SECRET_ID_COUNTER } from '../../../../src/core/secrets/create.ts';
+import type { StateReader } from '../../../../src/core/replication/ports.ts';
+import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { secretKey } from '../../../../src/core/secrets/records.ts';
 import { AppError } from '../../../../src/errors/index.ts';
 
 const T0 = 1_700_000_000_000;
@@ -42,5 +45,29 @@ describe('create claims', () => {
     const held = leasedClaim(5, 'node-0', 'a1', T0);
     expect(releasedClaim(held, 'a2')).toBeUndefined();
     expect(releasedClaim(held, 'a1')).toEqual({ ...held, until: 0 });
+  });
+});
+
+describe('the secret id counter after slot 0 learnt its own log', () => {
+  /** A replica of Web2 secrets with these ids, listed as the store lists them. */
+  const replicaOf = (ids: number[]): StateReader => ({
+    get: async () => undefined,
+    async *list(kind, o = {}) {
+      expect(kind).toBe('secret');
+      const records = ids.map((id) => ({ kind, key: secretKey(id), body: { secretId: id } }) as unknown as ReplicatedRecord).sort((a, b) => (a.key < b.key ? -1 : 1));
+      if (o.reverse) records.reverse();
+      yield* records.slice(0, o.limit ?? records.length);
+    },
+  });
+
+  it('is raised to the highest id the replica holds (an empty data dir starts at 0), and reports what it was', async () => {
+    const raised: Array<[string, number]> = [];
+    const raiseTo = async (counter: string, atLeast: number) => {
+      raised.push([counter, atLeast]);
+      return 0;
+    };
+    expect(await raiseSecretIdCounter({ state: replicaOf([3, 12, 9]), raiseTo })).toEqual({ before: 0, highest: 12 });
+    expect(raised).toEqual([[SECRET_ID_COUNTER, 12]]);
+    expect(await raiseSecretIdCounter({ state: replicaOf([]), raiseTo })).toEqual({ before: 0, highest: 0 });
   });
 });
