@@ -95,10 +95,11 @@ describe('a member that lost its data directory', () => {
     // Readiness from the restart on: not ready until recovered, then ready for good.
     const samples: boolean[] = [];
     let sampling = true;
+    const before = cluster.members[3];
     const sampler = (async () => {
       while (sampling) {
         const node = cluster.members[3];
-        if (cluster.isRunning(3) && node) samples.push(node.health.readiness().ready);
+        if (node !== before && cluster.isRunning(3) && node) samples.push(node.health.readiness().ready);
         await new Promise((r) => setTimeout(r, 5));
       }
     })();
