@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getFreePortRange, waitFor } from '../../src/testing/index.ts';
@@ -12,9 +13,16 @@ import { postJson } from './http.ts';
 
 const REPO = resolve(fileURLToPath(import.meta.url), '../../..');
 
+/**
+ * Node's on-disk compile cache for every process spawned here: without it each process compiles the
+ * sources again (about 0.4 s of a node's start on a busy 2-core machine), and the process tests start
+ * dozens. It changes nothing a process does.
+ */
+const COMPILE_CACHE_ENV = { NODE_COMPILE_CACHE: join(tmpdir(), 'quorumkeep-test-compile-cache') };
+
 /** Run the CLI to completion. */
 export async function runCli(args: string[], options: { env?: Record<string, string> } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: REPO, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: REPO, env: { ...process.env, ...COMPILE_CACHE_ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -26,6 +34,15 @@ export async function runCli(args: string[], options: { env?: Record<string, str
 /** A process cluster. */
 export interface ProcessCluster {
   dir: string;
+  /** Members in all (the cluster file's `size`). */
+  size: number;
+  /** Members a quorum needs. */
+  threshold: number;
+  /**
+   * API base URL of each coordinator: slots 0 up to {@link ProcessClusterOptions.coordinators}. A test
+   * that moves a node to another address (docs/deployment.md, "Changing a node's address") rewrites
+   * its entry here and in {@link operatorUrls}.
+   */
   urls: string[];
   /** Admin bearer token of each node (cluster init gives every coordinator its own). */
   adminTokens: string[];
@@ -33,6 +50,8 @@ export interface ProcessCluster {
   operatorUrls: string[];
   /** Start node `i` as the shipped systemd unit does; `processSettings: false` leaves out its node flags and environment. */
   start(i: number, options?: { processSettings?: boolean }): Promise<void>;
+  /** True while node `i`'s process runs (started, and neither killed nor stopped since). */
+  running(i: number): boolean;
   /** SIGKILL: no shutdown code runs. */
   kill9(i: number): Promise<void>;
   /** SIGTERM and wait for a clean exit; returns the exit code. */
@@ -49,6 +68,8 @@ export interface ProcessCluster {
 export interface ProcessClusterOptions {
   size: number;
   threshold: number;
+  /** Members from slot 0 up that serve the API (`cluster init --coordinators`); the others are members only. @default size */
+  coordinators?: number;
   /**
    * Rewrite node `i`'s config (the parsed `node-<i>.json` that `cluster init` wrote) before any node
    * starts; the returned object is written back. Unset: the files are left as `cluster init` wrote them.
@@ -60,12 +81,13 @@ export interface ProcessClusterOptions {
 export async function startProcessCluster(dir: string, options: ProcessClusterOptions): Promise<ProcessCluster> {
   // One free range for the libp2p, HTTP and operator ports (the operator default, 3110 + i, may be
   // taken on a shared machine); three separate ranges could overlap.
+  const coordinators = options.coordinators ?? options.size;
   const basePort = await getFreePortRange(3 * options.size);
   const httpBasePort = basePort + options.size;
   const operatorBasePort = basePort + 2 * options.size;
   const init = await runCli([
     'cluster', 'init', '--size', String(options.size), '--threshold', String(options.threshold), '--out', dir,
-    '--base-port', String(basePort), '--http-base-port', String(httpBasePort), '--operator-base-port', String(operatorBasePort), '--coordinators', String(options.size),
+    '--base-port', String(basePort), '--http-base-port', String(httpBasePort), '--operator-base-port', String(operatorBasePort), '--coordinators', String(coordinators),
   ]);
   if (init.code !== 0) throw new Error(`cluster init failed: ${init.stderr}`);
   const configPath = (i: number) => join(dir, `node-${i}.json`);
@@ -82,24 +104,29 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
   const adminTokens = configs.map((config) => (config as { admin: { token: string } }).admin.token);
   // A relative dataDir resolves against the config file's folder, as the loader does.
   const dataDirs = configs.map((config) => resolve(dir, (config as { dataDir: string }).dataDir));
-  const urls = Array.from({ length: options.size }, (_, i) => `http://127.0.0.1:${httpBasePort + i}`);
+  const urls = Array.from({ length: coordinators }, (_, i) => `http://127.0.0.1:${httpBasePort + i}`);
+  const operatorUrls = configs.map((config) => `http://127.0.0.1:${(config as { operator: { port: number } }).operator.port}`);
   const procs: Array<ChildProcess | undefined> = [];
-  const outputs: string[] = urls.map(() => '');
+  const outputs: string[] = configs.map(() => '');
 
+  // A coordinator's API comes up after its operator port (src/node/index.ts): wait for the API, which
+  // a test calls next; a member serves only the operator port.
   const healthy = async (i: number) => {
-    const res = await fetch(`${urls[i]}/healthz`);
+    const res = await fetch(`${i < coordinators ? urls[i] : operatorUrls[i]}/healthz`);
     return res.status === 200;
   };
 
   const pc: ProcessCluster = {
     dir,
+    size: options.size,
+    threshold: options.threshold,
     urls,
     adminTokens,
-    operatorUrls: configs.map((config) => `http://127.0.0.1:${(config as { operator: { port: number } }).operator.port}`),
+    operatorUrls,
     async start(i, startOptions = {}) {
       // As the shipped systemd unit starts a node (its node flags and environment), unless told not to.
       const settings = startOptions.processSettings ?? true;
-      const env: NodeJS.ProcessEnv = { ...process.env, ...(settings ? NODE_PROCESS_SETTINGS.env : {}) };
+      const env: NodeJS.ProcessEnv = { ...process.env, ...COMPILE_CACHE_ENV, ...(settings ? NODE_PROCESS_SETTINGS.env : {}) };
       if (!settings) for (const name of [...Object.keys(NODE_PROCESS_SETTINGS.env), 'NODE_OPTIONS']) delete env[name];
       const child = spawn(process.execPath, [...(settings ? NODE_PROCESS_SETTINGS.nodeFlags : []), 'src/main.ts', 'start', '--config', configPath(i), '--log-level', 'warn'], {
         cwd: REPO,
@@ -118,6 +145,7 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
       ready.catch(() => undefined);
       await Promise.race([ready, exited]);
     },
+    running: (i) => procs[i] !== undefined && procs[i].exitCode === null && procs[i].signalCode === null,
     async kill9(i) {
       const child = procs[i];
       if (!child || child.exitCode !== null) return;
@@ -142,7 +170,12 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
     configPath,
     dataDir: (i) => dataDirs[i]!,
   };
-  await Promise.all(urls.map((_, i) => pc.start(i)));
+  await Promise.all(configs.map((_, i) => pc.start(i)));
+  // Every node holds its own writes until it has learnt its own log from its peers (docs/architecture.md,
+  // "Failure model"), and slot 0 answers 503 NOT_READY meanwhile: a test's first write should not have
+  // to wait for that (as startLocalCluster does).
+  const ownLogKnown = async (i: number) => ((await (await fetch(`${operatorUrls[i]}/readyz`)).json()) as { checks: { ownLogKnown: boolean } }).checks.ownLogKnown;
+  await waitFor(async () => (await Promise.all(configs.map((_, i) => ownLogKnown(i)))).every(Boolean), { timeoutMs: 30_000, description: 'every node to learn its own log' });
   return pc;
 }
 
@@ -153,22 +186,45 @@ export interface AckedProbe {
   seq: number;
 }
 
-/** Probe writes (`POST /admin/probe`, keys `<tag>-<n>`) through node `i` until stopped; every acknowledged one is kept. */
-export function writeProbes(pc: ProcessCluster, i: number, tag: string): { acked: AckedProbe[]; stop(): Promise<void> } {
+/** Probe writes under way: see {@link writeProbes}. */
+export interface ProbeWrites {
+  /** The writes acknowledged (201), in order. */
+  acked: AckedProbe[];
+  /** Writes not acknowledged: another status, or no answer. */
+  failures(): number;
+  /** Resolves once the write in flight now has its answer: every later write goes where `via` then says. */
+  settled(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Probe writes (`POST /admin/probe`, keys `<tag>-<n>`), one after another, through node `via` — or
+ * the node `via()` names, read before each write — until stopped; every acknowledged one is kept.
+ */
+export function writeProbes(pc: ProcessCluster, via: number | (() => number), tag: string): ProbeWrites {
+  const target = typeof via === 'number' ? () => via : via;
   const acked: AckedProbe[] = [];
+  let failures = 0;
   let stopped = false;
   let n = 0;
+  let inFlight: Promise<unknown> = Promise.resolve();
   const done = (async () => {
     while (!stopped) {
+      const i = target();
       const key = `${tag}-${n++}`;
-      const res = await postJson<{ origin: string; seq: number }>(`${pc.urls[i]}/admin/probe`, { key }, { authorization: `Bearer ${pc.adminTokens[i]}` }).catch(() => undefined);
+      const write = postJson<{ origin: string; seq: number }>(`${pc.urls[i]}/admin/probe`, { key }, { authorization: `Bearer ${pc.adminTokens[i]}` }).catch(() => undefined);
+      inFlight = write;
+      const res = await write;
       if (res?.status === 201) acked.push({ key, origin: res.body.origin, seq: res.body.seq });
+      else failures++;
       // A stopped node refuses at once: do not spin on it.
-      else if (!res) await new Promise((r) => setTimeout(r, 20));
+      if (!res) await new Promise((r) => setTimeout(r, 20));
     }
   })();
   return {
     acked,
+    failures: () => failures,
+    settled: () => inFlight.then(() => undefined),
     async stop() {
       stopped = true;
       await done;

@@ -28,7 +28,7 @@ function addressesOf(to: AddressObject | AddressObject[] | undefined): string[] 
 /** Every finished message in the outboxes of the cluster's nodes (temp files, dot-named, skipped). */
 async function outboxMails(pc: ProcessCluster): Promise<OutboxMail[]> {
   const mails: OutboxMail[] = [];
-  for (let i = 0; i < pc.urls.length; i++) {
+  for (let i = 0; i < pc.size; i++) {
     const dir = join(pc.dataDir(i), 'outbox');
     const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return [];
