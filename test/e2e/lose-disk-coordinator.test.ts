@@ -18,8 +18,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from 'quorumkeep/testing';
 import { getJson } from '../utils/http.ts';
-import { runCli, startProcessCluster, writeProbes, type ProcessCluster } from '../utils/process-cluster.ts';
+import { runCli, startProcessCluster, writeProbes } from '../utils/process-cluster.ts';
 import { openSealed, outboxPrincipalWithSession, sealSecrets } from '../utils/process-web2.ts';
+import { expectNoEquivocation } from '../utils/runbook.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 
 const stack = cleanupStack();
@@ -28,19 +29,6 @@ afterEach(() => stack.run());
 interface Health {
   cluster: { reachable: number; equivocating: unknown[] };
   clusterMap: Record<string, { nodeAddress: string }>;
-}
-
-/** Equivocations node `i` counted (`quorumkeep_equivocations_total`, every label), from its operator port. */
-async function equivocationsCounted(pc: ProcessCluster, i: number): Promise<number> {
-  const text = await (await fetch(`${pc.operatorUrls[i]}/metrics`)).text();
-  return [...text.matchAll(/^quorumkeep_equivocations_total(?:\{[^}]*\})? (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
-}
-
-async function expectNoEquivocation(pc: ProcessCluster): Promise<void> {
-  for (const [i, url] of pc.urls.entries()) {
-    expect((await getJson<Health>(`${url}/healthz`)).body.cluster.equivocating, `node-${i} /healthz`).toEqual([]);
-    expect(await equivocationsCounted(pc, i), `node-${i} quorumkeep_equivocations_total`).toBe(0);
-  }
 }
 
 describe('a coordinator process that lost its disk, its keys kept (real CLI, kill -9)', () => {
