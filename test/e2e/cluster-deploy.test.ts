@@ -3,6 +3,11 @@
  * addresses (three "hosts" with the same ports), `cluster set-address` moving one node, then the
  * cluster started from the rewritten file connects; wildcard addresses stop `init` and `start` with
  * exit code 2 and one line; a peer that cannot be dialled is logged at warn.
+ *
+ * Issue 28: "Changing a node's address" (docs/deployment.md) on a running cluster of five processes,
+ * as written — `set-address`, the node's own config, the rolling restart with the `status --json`
+ * wait — with writes going on all along; the operator's view at each step, and afterwards every secret
+ * decrypts with each of the ten 3-member subsets and no node recorded an equivocation.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,7 +15,20 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getFreePortRange, waitFor } from 'quorumkeep/testing';
-import { runCli } from '../utils/process-cluster.ts';
+import { runCli, startProcessCluster, writeProbes } from '../utils/process-cluster.ts';
+import { outboxPrincipalWithSession, sealSecrets } from '../utils/process-web2.ts';
+import {
+  expectEveryThresholdSubsetDecrypts,
+  expectNoEquivocation,
+  expectProbesEverywhere,
+  expectStatus,
+  healthOf,
+  metricsOf,
+  quorumkeepStatus,
+  readyzOf,
+  sampleOf,
+  waitForEveryNode,
+} from '../utils/runbook.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 
 const REPO = resolve(fileURLToPath(import.meta.url), '../../..');
@@ -136,4 +154,78 @@ describe('one node per host', () => {
     const start = await runCli(['start', '--config', join(dir, 'node-0.json'), '--set', 'http.publicUrl=http://0.0.0.0:3010']);
     expect(failureLine(start)).toMatch(/^quorumkeep: config: http\.publicUrl: "http:\/\/0\.0\.0\.0:3010": 0\.0\.0\.0 is a wildcard address/);
   });
+
+  it("moves a running node to another host as docs/deployment.md writes it: writes never stop, every status is ok again, and every 3 members decrypt everything", async () => {
+    const MOVED = 3;
+    const NEW_HOST = '127.0.0.2';
+    const pc = await startProcessCluster(dir, { size: 5, threshold: 3 });
+    stack.push(() => pc.stopAll());
+    const alice = await outboxPrincipalWithSession(pc, pc.urls[0]!, 'alice');
+    const sealed = await sealSecrets(pc.urls[0]!, alice, 2);
+    await waitForEveryNode(pc, (h) => h.status === 'ok', 'every node ok');
+
+    // 1. Rewrite its entry: its libp2p address and, a coordinator, its API.
+    const clusterFile = join(dir, 'cluster.json');
+    type ClusterFile = { nodes: Array<{ id: string; multiaddrs: string[]; httpUrl?: string }> };
+    const before = JSON.parse(await readFile(clusterFile, 'utf8')) as ClusterFile;
+    const old = before.nodes[MOVED]!;
+    const moved = { multiaddr: old.multiaddrs[0]!.replace('/ip4/127.0.0.1/', `/ip4/${NEW_HOST}/`), httpUrl: old.httpUrl!.replace('//127.0.0.1:', `//${NEW_HOST}:`) };
+    const set = await runCli(['cluster', 'set-address', '--cluster-file', clusterFile, '--node', old.id, '--multiaddr', moved.multiaddr, '--http-url', moved.httpUrl]);
+    expect(set.code, set.stderr).toBe(0);
+    const after = JSON.parse(await readFile(clusterFile, 'utf8')) as ClusterFile;
+    expect(after.nodes).toEqual(before.nodes.map((n, i) => (i === MOVED ? { ...n, multiaddrs: [moved.multiaddr], httpUrl: moved.httpUrl } : n)));
+
+    // 2. Its own config names the old address: its API and operator port bind there.
+    const config = JSON.parse(await readFile(pc.configPath(MOVED), 'utf8')) as { http: { host: string; publicUrl: string }; operator: { host: string; port: number } };
+    config.http = { ...config.http, host: NEW_HOST, publicUrl: moved.httpUrl };
+    config.operator = { ...config.operator, host: NEW_HOST };
+    await writeFile(pc.configPath(MOVED), JSON.stringify(config, null, 2) + '\n');
+
+    // 3. The nodes share one cluster file here; each reads it only at start, so nothing changes yet.
+    await expectStatus(pc, 0, [], [0]);
+
+    // 4. Restart node-3 first, on its new host, then each other node, and wait until the restarted
+    // node sees all 5 members (`quorumkeep status --json`, `.cluster.reachable == 5`) before the next.
+    // Probes are written all along through a coordinator that is not restarting.
+    let via = 0;
+    const writes = writeProbes(pc, () => via, 'move');
+    stack.push(() => writes.stop());
+    const restart = async (i: number) => {
+      if (via === i) {
+        via = (i + 1) % pc.size;
+        await writes.settled();
+      }
+      const written = writes.acked.length;
+      expect(await pc.stop(i)).toBe(0);
+      if (i === MOVED) {
+        pc.urls[i] = moved.httpUrl;
+        pc.operatorUrls[i] = `http://${NEW_HOST}:${config.operator.port}`;
+      }
+      await pc.start(i);
+      await waitFor(async () => (await quorumkeepStatus(pc.operatorUrls[i]!)).health?.cluster.reachable === 5, { timeoutMs: 30_000, intervalMs: 500, description: `node-${i} to see all 5 members` });
+      await waitFor(() => writes.acked.length >= written + 5, { timeoutMs: 20_000, description: `writes while node-${i} restarted` });
+    };
+    await restart(MOVED);
+    // node-3 dialled the others itself: it is back in the cluster before they restart.
+    await waitForEveryNode(pc, (h) => h.cluster.reachable === 5, 'every node to reach node-3 at its new address', 10_000);
+    await expectStatus(pc, 0);
+    for (const i of [0, 1, 2, 4]) await restart(i);
+    await writes.stop();
+    expect(writes.failures(), 'writes refused or unanswered while the nodes restarted one at a time').toBe(0);
+
+    // Every node runs on the new file, ready, all members reachable, nothing else wrong.
+    await expectStatus(pc, 0);
+    for (let i = 0; i < pc.size; i++) {
+      expect((await readyzOf(pc.operatorUrls[i]!)).status, `node-${i} /readyz`).toBe(200);
+      expect(sampleOf(await metricsOf(pc.operatorUrls[i]!), 'quorumkeep_cluster_reachable_members'), `node-${i}`).toBe(5);
+      expect((await healthOf(pc.operatorUrls[i]!)).clusterMap[String(MOVED)]!.httpUrl, `node-${i}`).toBe(moved.httpUrl);
+    }
+    await expectNoEquivocation(pc);
+    await expectProbesEverywhere(pc, writes.acked);
+    // The moved coordinator serves its API at the new address.
+    const sealedThere = await sealSecrets(moved.httpUrl, alice, 1);
+
+    await expectEveryThresholdSubsetDecrypts(pc, alice, [...sealed, ...sealedThere]);
+    await expectNoEquivocation(pc);
+  }, 240_000);
 });
