@@ -31,8 +31,8 @@ import type { SecretItem } from './shard-messages.ts';
 export const CONFIRM_MISSING_MS = 3_000;
 /** Most missing secrets a report names (the count is always whole). */
 export const INVENTORY_MAX_LISTED = 20_000;
-/** How often the inventory is taken at most, ms (a large store waits longer: see {@link createShareInventory}). */
-const SCAN_INTERVAL_MS = 2_000;
+/** How often the inventory looks, ms: a full scan at most this often (a large store waits longer, see {@link SCAN_SPACING}); else a recheck of the lacking shares. */
+const SCAN_INTERVAL_MS = 1_000;
 /** A scan waits this many times its own last duration before the next (a 100,000-secret store is not scanned back to back). */
 const SCAN_SPACING = 10;
 
@@ -99,15 +99,38 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
   let lastEnd = 0;
   let loop: Periodic | undefined;
   let scanning: Promise<InventoryReport | undefined> | undefined;
-  /** When each lacking share was first found lacking (Unix ms), by label. */
-  let lackingSince = new Map<number | string, number>();
+  /** The shares the last scan found lacking, with when each was first found lacking (Unix ms), by label. */
+  let lacking = new Map<number | string, { item: SecretItem; since: number }>();
+  /** The last full scan's counts (a recheck of the lacking ones moves shares from lacking to held). */
+  let counted = { expected: 0, held: 0, acknowledgedLost: 0 };
 
+  /** The report from the counts and what lacks, at `at`. */
+  function reportAt(at: number): InventoryReport {
+    const next: InventoryReport = { slot: held.slot, at, ...counted, missing: [], missingTotal: 0, pending: 0 };
+    for (const { item, since } of lacking.values()) {
+      if (at - since < CONFIRM_MISSING_MS) {
+        next.pending++;
+        continue;
+      }
+      next.missingTotal++;
+      if (next.missing.length < INVENTORY_MAX_LISTED) next.missing.push(item);
+    }
+    if (next.missingTotal > (report?.missingTotal ?? 0)) {
+      log.warn({ expected: next.expected, held: next.held, missing: next.missingTotal }, 'this member lacks shares the records say it holds');
+    }
+    report = next;
+    return next;
+  }
+
+  /** Every secret of the replica against the store. */
   async function scan(): Promise<InventoryReport | undefined> {
     if (!deps.caughtUp()) return undefined;
     const at = deps.clock();
     const started = performance.now();
-    const next: InventoryReport = { slot: held.slot, at, expected: 0, held: 0, missing: [], missingTotal: 0, pending: 0, acknowledgedLost: 0 };
-    const lacking = new Map<number | string, number>();
+    const lost = new Set<string>();
+    for await (const r of deps.state.list('lostSecret')) lost.add(r.key);
+    const next = { expected: 0, held: 0, acknowledgedLost: 0 };
+    const nextLacking = new Map<number | string, { item: SecretItem; since: number }>();
     for await (const s of secretsOf(deps.state)) {
       const label = shareLabel(s.chainId, s.secretId);
       if (await held.shares.has(label)) {
@@ -115,28 +138,32 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
         next.held++;
         continue;
       }
-      if (await deps.state.get('lostSecret', lostSecretKey(s.chainId, s.secretId))) {
+      if (lost.has(lostSecretKey(s.chainId, s.secretId))) {
         next.acknowledgedLost++;
         continue;
       }
       next.expected++;
-      const since = lackingSince.get(label) ?? at;
-      lacking.set(label, since);
-      if (at - since < CONFIRM_MISSING_MS) {
-        next.pending++;
-        continue;
-      }
-      next.missingTotal++;
-      if (next.missing.length < INVENTORY_MAX_LISTED) next.missing.push({ chainId: s.chainId, secretId: s.secretId });
+      nextLacking.set(label, { item: s, since: lacking.get(label)?.since ?? at });
     }
-    lackingSince = lacking;
+    lacking = nextLacking;
+    counted = next;
     lastDurationMs = performance.now() - started;
     lastEnd = performance.now();
-    if (next.missingTotal > 0 && (report === undefined || report.missingTotal !== next.missingTotal)) {
-      log.warn({ expected: next.expected, held: next.held, missing: next.missingTotal }, 'this member lacks shares the records say it holds');
+    return reportAt(at);
+  }
+
+  /**
+   * Only the shares found lacking, again: cheap, so a lacking share is confirmed missing (or found
+   * delivered) {@link CONFIRM_MISSING_MS} after it was first seen, whatever a full scan costs.
+   */
+  async function recheck(): Promise<InventoryReport | undefined> {
+    const at = deps.clock();
+    for (const label of [...lacking.keys()]) {
+      if (!(await held.shares.has(label))) continue;
+      lacking.delete(label);
+      counted.held++;
     }
-    report = next;
-    return next;
+    return reportAt(at);
   }
 
   function refresh(): Promise<InventoryReport | undefined> {
@@ -170,8 +197,8 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
     start() {
       loop ??= runPeriodic(
         async () => {
-          if (performance.now() - lastEnd < SCAN_SPACING * lastDurationMs) return;
-          await refresh();
+          if (performance.now() - lastEnd >= SCAN_SPACING * lastDurationMs) await refresh();
+          else if (lacking.size > 0) await (scanning ??= recheck().finally(() => (scanning = undefined)));
         },
         { intervalMs: SCAN_INTERVAL_MS, signal: deps.signal, logger: log, name: 'share inventory', immediate: true },
       );
