@@ -101,7 +101,7 @@ export interface NodeMetrics {
   secretsAtRisk: Gauge;
   /** Secrets held by fewer than `threshold` members whose loss no operator acknowledged. */
   secretsLost: Gauge;
-  /** Secrets whose loss an operator acknowledged (`quorumkeep secrets acknowledge-loss`). */
+  /** Secrets whose loss an operator acknowledged (`quorumkeep member acknowledge-loss`). */
   secretsLostAcknowledged: Gauge;
   /** Render in Prometheus text format. */
   render(): Promise<string>;

@@ -290,7 +290,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       const ownLogKnown = !!r && !r.engine.ownWritesHeld();
       // A member is ready only while it holds every share the records say it holds (docs/operations.md, "Data safety").
       const inventory = r?.inventory?.last();
-      const sharesHeld = !!r && (r.inventory === undefined || (inventory !== undefined && inventory.missingTotal === 0 && inventory.pending === 0));
+      const sharesHeld = !!r && (r.inventory === undefined || (inventory !== undefined && inventory.complete && inventory.missingTotal === 0 && inventory.pending === 0));
       const ready = started && quorumReachable && caughtUp && ownLogKnown && sharesHeld;
       metrics.nodeReady.set(ready ? 1 : 0);
       return { ready, checks: { started, quorumReachable, caughtUp, ownLogKnown, sharesHeld } };
@@ -579,6 +579,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               state: engine,
               held: { shares: store.shares, keyring: nodeKeyring(keys.signing, keys.storage), clusterId: descriptor.clusterId, slot: self!.slot },
               caughtUp: () => network.get().caughtUp(),
+              // After the own-log catch-up: a sync round with size − threshold + 1 other members, so
+              // the replica holds every secret a quorum acknowledged (not merely the first pages).
+              complete: () => !engine.ownWritesHeld(),
               signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
               clock,
               logger,
@@ -591,6 +594,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           ? undefined
           : createShareRecovery({
               inventory,
+              ready: () => health.readiness().ready,
               state: engine,
               replicator: engine,
               membership,

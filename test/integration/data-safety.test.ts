@@ -92,14 +92,15 @@ afterAll(() => cluster?.stop());
 
 describe('a member that lost its data directory', () => {
   it('is never ready while it lacks shares, makes the cluster degraded, and recovers them with no operator command', async () => {
-    // Readiness from the restart on: not ready until recovered, then ready for good.
-    const samples: boolean[] = [];
+    // Readiness from the restart on: not ready until recovered, then ready for good; and what
+    // coordinator 0 says meanwhile.
+    const samples: Array<{ at: number; ready: boolean; status: string }> = [];
     let sampling = true;
     const before = cluster.members[3];
     const sampler = (async () => {
       while (sampling) {
         const node = cluster.members[3];
-        if (node !== before && cluster.isRunning(3) && node) samples.push(node.health.readiness().ready);
+        if (node !== before && cluster.isRunning(3) && node) samples.push({ at: performance.now(), ready: node.health.readiness().ready, status: cluster.members[0]!.health.clusterHealth().status });
         await new Promise((r) => setTimeout(r, 5));
       }
     })();
@@ -107,8 +108,14 @@ describe('a member that lost its data directory', () => {
     await waitFor(async () => (await readyz(3)).status === 200, { timeoutMs: 30_000, intervalMs: 100, description: 'member 3 to recover and be ready' });
     sampling = false;
     await sampler;
-    expect(samples[0]).toBe(false);
-    expect(samples.slice(samples.indexOf(true))).not.toContain(false);
+    const ready = samples.map((x) => x.ready);
+    expect(ready[0]).toBe(false);
+    expect(ready.slice(ready.indexOf(true))).not.toContain(false);
+    // Coordinator 0 asks every second while a member's shares are unknown: from 2 s after the
+    // restart, it never says ok while member 3 is not ready.
+    const t0 = samples[0]!.at;
+    const allClear = samples.filter((x) => !x.ready && x.at - t0 >= 2_000 && x.status === 'ok');
+    expect(allClear).toEqual([]);
     // Nobody marked it: its status is its own record (recovering, then active).
     const status = await cluster.members[0]!.state.get('memberStatus', '3');
     expect(status?.origin).toBe(cluster.members[3]!.nodeAddress);
@@ -127,7 +134,7 @@ describe('a member that lost its data directory', () => {
     await cluster.restartMember(3);
     await waitFor(async () => (await readyz(3)).sharesHeld === false, { timeoutMs: 20_000, intervalMs: 100, description: 'member 3 to find its shares missing' });
     expect((await readyz(3)).status).toBe(503);
-    await healthUntil((h) => h.problems.includes('shares_missing'), 'coordinator 0 to see the shares missing');
+    await healthUntil((h) => h.dataSafety.members.find((m) => m.slot === 3)?.shares?.missing === SECRETS, 'coordinator 0 to see the shares missing');
     const h = await health();
     expect(h.status).toBe('degraded');
     expect(h.problems).toContain('shares_missing');

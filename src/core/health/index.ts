@@ -16,11 +16,14 @@ export type ClusterStatus = 'ok' | 'degraded' | 'unavailable';
 /**
  * What makes a cluster not `ok`, as a closed set of codes: `quorum_unreachable` (unavailable); the
  * rest degraded — `slot0_unreachable` (every create and change fails), `member_unreachable`,
- * `member_recovering` (a member rebuilding its shares), `shares_missing` (a member lacks shares the
- * records say it holds), `secrets_at_risk` (held by only `threshold` members), `secrets_lost` (held by
+ * `member_not_ready` (a reachable member whose own `/readyz` says not ready),
+ * `member_recovering` (a member rebuilding its shares), `shares_unknown` (a reachable member has not
+ * reported its shares yet — just started, perhaps on an empty disk — or reported nothing lacking from
+ * a replica it cannot know complete yet), `shares_missing` (a member lacks
+ * shares the records say it holds, pending ones included), `secrets_at_risk` (held by only `threshold` members), `secrets_lost` (held by
  * fewer, loss not acknowledged), `equivocation` (a node signed two records under one seq).
  */
-export const HEALTH_PROBLEMS = ['quorum_unreachable', 'slot0_unreachable', 'member_unreachable', 'member_recovering', 'shares_missing', 'secrets_at_risk', 'secrets_lost', 'equivocation'] as const;
+export const HEALTH_PROBLEMS = ['quorum_unreachable', 'slot0_unreachable', 'member_unreachable', 'member_not_ready', 'member_recovering', 'shares_unknown', 'shares_missing', 'secrets_at_risk', 'secrets_lost', 'equivocation'] as const;
 export type HealthProblem = (typeof HEALTH_PROBLEMS)[number];
 
 /** The status and its reasons from the facts of a {@link ClusterHealth}. */
@@ -30,8 +33,11 @@ export function statusOf(facts: Pick<ClusterHealth, 'size' | 'threshold' | 'reac
   if (!facts.slot0Reachable) problems.push('slot0_unreachable');
   if (facts.reachable < facts.size) problems.push('member_unreachable');
   const safety = facts.dataSafety;
+  if (safety?.members.some((m) => m.reachable && m.ready === false)) problems.push('member_not_ready');
   if (safety?.members.some((m) => m.status === 'recovering')) problems.push('member_recovering');
-  if (safety?.members.some((m) => (m.shares?.missing ?? 0) > 0)) problems.push('shares_missing');
+  const lacking = (m: DataSafety['members'][number]) => (m.shares?.missing ?? 0) + (m.shares?.pending ?? 0) > 0;
+  if (safety?.members.some((m) => m.reachable && (m.shares === null || (!m.shares.complete && !lacking(m))))) problems.push('shares_unknown');
+  if (safety?.members.some(lacking)) problems.push('shares_missing');
   if ((safety?.secretsAtRisk ?? 0) > 0) problems.push('secrets_at_risk');
   if ((safety?.secretsLost ?? 0) > 0) problems.push('secrets_lost');
   if (facts.equivocating.length > 0) problems.push('equivocation');

@@ -23,6 +23,8 @@ import { z } from 'zod';
 
 /** How often every member's inventory is asked for, ms. */
 export const SAFETY_INTERVAL_MS = 5_000;
+/** How soon a member whose shares are unknown is asked again, ms. */
+const UNKNOWN_RETRY_MS = 1_000;
 /** Most secrets `/healthz` names per list (the counts are whole). */
 export const SAFETY_MAX_NAMED = 100;
 /** Deadline of one member's answer, ms. */
@@ -33,12 +35,14 @@ export interface MemberSafety {
   slot: number;
   nodeId: string;
   reachable: boolean;
+  /** Its own readiness (`GET /readyz`) when it last answered, or null when its shares are unknown. */
+  ready: boolean | null;
   /** Its `memberStatus`: `recovering` while it rebuilds shares. */
   status: 'active' | 'recovering';
   /** When that status was set, Unix ms, or null when never set. */
   since: number | null;
-  /** Its last inventory, or null when it never answered this node. */
-  shares: { at: number; expected: number; held: number; missing: number; pending: number; acknowledgedLost: number } | null;
+  /** Its inventory, or null when not known now: never answered, not taken yet, or unreachable since. */
+  shares: { at: number; expected: number; held: number; missing: number; pending: number; acknowledgedLost: number; complete: boolean } | null;
 }
 
 /** The cluster's data safety as this node sees it. */
@@ -103,6 +107,8 @@ const reportSchema = z.object({
   missingTotal: z.number().int().nonnegative(),
   pending: z.number().int().nonnegative(),
   acknowledgedLost: z.number().int().nonnegative(),
+  complete: z.boolean(),
+  ready: z.boolean(),
 });
 
 const attestationsSchema = z.object({
@@ -121,8 +127,15 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
   const { descriptor } = membership;
   const members = membersOf(descriptor);
   const log = deps.logger.child({ module: 'data-safety' });
-  /** Each member's last report, kept while it is unreachable. */
-  const reports = new Map<number, InventoryReport>();
+  /** Each member's last report, kept while it is unreachable (its disk may be fine) for the counts of holders. */
+  const reports = new Map<number, InventoryReport & { ready: boolean }>();
+  /**
+   * Members whose shares are not known now: unreachable since their last report, or answering that
+   * they have not taken their inventory yet (a node just restarted — perhaps on an empty disk). Their
+   * last report still counts for the holders of a secret; their `shares` show as null.
+   */
+  const unknown = new Set<number>(members.map((m) => m.slot));
+  let lastRoundEnd = 0;
   let current: DataSafety = { members: [], secretsAtRisk: 0, secretsLost: 0, secretsLostAcknowledged: 0, atRisk: [], lost: [], exact: false, checkedAt: null };
   let loop: Periodic | undefined;
   let round: Promise<DataSafety> | undefined;
@@ -130,14 +143,20 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
   async function ask(slot: number): Promise<void> {
     try {
       const answer = reportSchema.parse(await deps.members.call(slot, 'shard', shareInventoryRequest(), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }));
-      if (answer.slot === slot) reports.set(slot, answer);
+      if (answer.slot === slot) {
+        reports.set(slot, answer);
+        unknown.delete(slot);
+      }
     } catch (err) {
-      // Not ready yet (no inventory taken), unreachable, or an older build: the last report stands.
+      // Not taken yet (a node just started: what its old report said may be gone with its disk), or
+      // no answer: its shares are unknown until it answers; its last report still counts as holders.
+      unknown.add(slot);
       if (!(err instanceof AppError)) log.debug({ slot, err: (err as Error).message }, 'no inventory from member');
     }
   }
 
   async function compute(): Promise<DataSafety> {
+    for (const m of members) if (!membership.isReachable(m.slot)) unknown.add(m.slot);
     await Promise.all(members.filter((m) => membership.isReachable(m.slot)).map((m) => ask(m.slot)));
     const missingBy = new Map<string, number>();
     let exact = true;
@@ -151,9 +170,10 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
         slot: m.slot,
         nodeId: m.id,
         reachable: membership.isReachable(m.slot),
+        ready: report && !unknown.has(m.slot) ? report.ready : null,
         status: status?.status ?? 'active',
         since: status?.since ?? null,
-        shares: report ? { at: report.at, expected: report.expected, held: report.held, missing: report.missingTotal, pending: report.pending, acknowledgedLost: report.acknowledgedLost } : null,
+        shares: report && !unknown.has(m.slot) ? { at: report.at, expected: report.expected, held: report.held, missing: report.missingTotal, pending: report.pending, acknowledgedLost: report.acknowledgedLost, complete: report.complete } : null,
       });
     }
     const atRisk: string[] = [];
@@ -183,6 +203,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
       .then((view) => {
         if (view.secretsLost > current.secretsLost || view.secretsAtRisk > current.secretsAtRisk) log.warn({ atRisk: view.secretsAtRisk, lost: view.secretsLost }, 'secrets at risk or lost');
         current = view;
+        lastRoundEnd = performance.now();
         deps.onRound?.(view);
         return view;
       })
@@ -251,7 +272,17 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
     refresh,
     acknowledge,
     start() {
-      loop ??= runPeriodic(async () => void (await refresh()), { intervalMs: SAFETY_INTERVAL_MS, signal: deps.signal, logger: log, name: 'data safety', immediate: true });
+      loop ??= runPeriodic(
+        async () => {
+          // Every SAFETY_INTERVAL_MS; every second while a reachable member is not ready or its shares are unknown — a
+          // member seen unreachable is unknown from then on, so one that comes back (perhaps on an
+          // empty disk) is asked at once, not at the next round.
+          for (const m of members) if (!membership.isReachable(m.slot)) unknown.add(m.slot);
+          const waiting = members.some((m) => membership.isReachable(m.slot) && (unknown.has(m.slot) || reports.get(m.slot)?.ready === false));
+          if (waiting || performance.now() - lastRoundEnd >= SAFETY_INTERVAL_MS) await refresh();
+        },
+        { intervalMs: UNKNOWN_RETRY_MS, signal: deps.signal, logger: log, name: 'data safety', immediate: true },
+      );
     },
     async stop() {
       await loop?.stop();

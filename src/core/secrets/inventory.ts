@@ -32,7 +32,7 @@ export const CONFIRM_MISSING_MS = 3_000;
 /** Most missing secrets a report names (the count is always whole). */
 export const INVENTORY_MAX_LISTED = 20_000;
 /** How often the inventory looks, ms: a full scan at most this often (a large store waits longer, see {@link SCAN_SPACING}); else a recheck of the lacking shares. */
-const SCAN_INTERVAL_MS = 1_000;
+const SCAN_INTERVAL_MS = 500;
 /** A scan waits this many times its own last duration before the next (a 100,000-secret store is not scanned back to back). */
 const SCAN_SPACING = 10;
 
@@ -53,6 +53,12 @@ export interface InventoryReport {
   pending: number;
   /** Secrets lost by acknowledgement whose share it lacks. */
   acknowledgedLost: number;
+  /**
+   * Whether the replica held every secret a quorum acknowledged when the scan began (the node knows
+   * its own log: it synced with `size − threshold + 1` other members). Without it, what lacks is
+   * still lacking — the counts are a floor — but "nothing lacks" proves nothing.
+   */
+  complete: boolean;
 }
 
 /** Dependencies of {@link createShareInventory}. */
@@ -60,8 +66,10 @@ export interface InventoryDeps {
   state: StateReader;
   /** This member's shares, and how to open them (for the signed statements). */
   held: Omit<HeldShares, 'shares'> & { shares: Pick<ShareStore, 'get' | 'has'> };
-  /** True once the replica holds what the cluster held when this node started (no scan counts before). */
+  /** True once the first sync rounds are done (no scan before). */
   caughtUp(): boolean;
+  /** True once the replica holds every secret a quorum acknowledged when this node started ({@link InventoryReport.complete}). */
+  complete(): boolean;
   /** Sign a 32-byte digest with this node's signing key: 0x + 130 hex. */
   signDigest(digest: Uint8Array): string;
   clock: () => number;
@@ -103,10 +111,12 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
   let lacking = new Map<number | string, { item: SecretItem; since: number }>();
   /** The last full scan's counts (a recheck of the lacking ones moves shares from lacking to held). */
   let counted = { expected: 0, held: 0, acknowledgedLost: 0 };
+  /** Whether the last full scan saw a complete replica. */
+  let complete = false;
 
   /** The report from the counts and what lacks, at `at`. */
   function reportAt(at: number): InventoryReport {
-    const next: InventoryReport = { slot: held.slot, at, ...counted, missing: [], missingTotal: 0, pending: 0 };
+    const next: InventoryReport = { slot: held.slot, at, ...counted, missing: [], missingTotal: 0, pending: 0, complete };
     for (const { item, since } of lacking.values()) {
       if (at - since < CONFIRM_MISSING_MS) {
         next.pending++;
@@ -127,6 +137,7 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
     if (!deps.caughtUp()) return undefined;
     const at = deps.clock();
     const started = performance.now();
+    const wasComplete = deps.complete();
     const lost = new Set<string>();
     for await (const r of deps.state.list('lostSecret')) lost.add(r.key);
     const next = { expected: 0, held: 0, acknowledgedLost: 0 };
@@ -147,6 +158,7 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
     }
     lacking = nextLacking;
     counted = next;
+    complete = wasComplete;
     lastDurationMs = performance.now() - started;
     lastEnd = performance.now();
     return reportAt(at);
@@ -197,7 +209,8 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
     start() {
       loop ??= runPeriodic(
         async () => {
-          if (performance.now() - lastEnd >= SCAN_SPACING * lastDurationMs) await refresh();
+          // A full scan when due, and at once when the replica has just become complete.
+          if (performance.now() - lastEnd >= SCAN_SPACING * lastDurationMs || (!complete && deps.complete())) await refresh();
           else if (lacking.size > 0) await (scanning ??= recheck().finally(() => (scanning = undefined)));
         },
         { intervalMs: SCAN_INTERVAL_MS, signal: deps.signal, logger: log, name: 'share inventory', immediate: true },

@@ -99,6 +99,8 @@ export interface RecoveryDeps {
   timeoutMs: number;
   /** This member's inventory (inventory.ts): a member that lacks shares marks itself recovering. */
   inventory: ShareInventory;
+  /** Whether this node is ready now (docs/http.md, GET /readyz): sent with its inventory. */
+  ready(): boolean;
   /** The node's lifetime: ends the loop (and a run under way, at its next batch) when aborted. @default only {@link ShareRecovery.stop} ends it */
   signal?: AbortSignal;
 }
@@ -113,8 +115,8 @@ export interface ShareRecovery extends Startable {
   handleRecover(request: ShareRecoverRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** This member's progress. */
   progress(): RecoveryProgress;
-  /** The `shard` op `inventory`: this member's last inventory, to any node of the cluster (the not-yet-taken one: 503 NOT_READY). */
-  handleInventory(): Promise<InventoryReport>;
+  /** The `shard` op `inventory`: this member's last inventory and its readiness, to any node of the cluster (the not-yet-taken one: 503 NOT_READY). */
+  handleInventory(): Promise<InventoryReport & { ready: boolean }>;
   /** The `shard` op `attestMissing`: signed statements of the named secrets this member holds no share of, to a coordinator. */
   handleAttestMissing(request: AttestMissingRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** Start watching this member's status (recovers while it is `recovering`). */
@@ -396,7 +398,7 @@ export function createShareRecovery(deps: RecoveryDeps): ShareRecovery {
     async handleInventory() {
       const report = deps.inventory.last();
       if (!report) throw refusal('NOT_READY', 'not_ready', 'this member has not taken its inventory yet');
-      return report;
+      return { ...report, ready: deps.ready() };
     },
     async handleAttestMissing(request, from) {
       if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'only a coordinator asks for statements of missing shares');

@@ -11,9 +11,10 @@ const member = (slot: number, over: Partial<MemberSafety> = {}): MemberSafety =>
   slot,
   nodeId: `node-${slot}`,
   reachable: true,
+  ready: true,
   status: 'active',
   since: null,
-  shares: { at: 0, expected: 4, held: 4, missing: 0, pending: 0, acknowledgedLost: 0 },
+  shares: { at: 0, expected: 4, held: 4, missing: 0, pending: 0, acknowledgedLost: 0, complete: true },
   ...over,
 });
 const safety = (over: Partial<DataSafety> = {}): DataSafety => ({
@@ -30,17 +31,26 @@ const safety = (over: Partial<DataSafety> = {}): DataSafety => ({
 const facts = (over: Partial<Parameters<typeof statusOf>[0]> = {}) => statusOf({ size: 5, threshold: 3, reachable: 5, slot0Reachable: true, equivocating: [], dataSafety: safety(), ...over });
 
 describe('cluster status', () => {
-  it('ok with nothing wrong; acknowledged losses and shares on their way are not problems', () => {
+  it('ok with nothing wrong; acknowledged losses are not problems', () => {
     expect(facts()).toEqual({ status: 'ok', problems: [] });
-    const pending = safety({ secretsLostAcknowledged: 3, members: [member(0, { shares: { at: 0, expected: 4, held: 3, missing: 0, pending: 1, acknowledgedLost: 3 } })] });
-    expect(facts({ dataSafety: pending })).toEqual({ status: 'ok', problems: [] });
+    const acknowledged = safety({ secretsLostAcknowledged: 3, members: [member(0, { shares: { at: 0, expected: 4, held: 4, missing: 0, pending: 0, acknowledgedLost: 3, complete: true } })] });
+    expect(facts({ dataSafety: acknowledged })).toEqual({ status: 'ok', problems: [] });
   });
 
   it('degraded, with each problem named', () => {
     expect(facts({ slot0Reachable: false, reachable: 4 })).toEqual({ status: 'degraded', problems: ['slot0_unreachable', 'member_unreachable'] });
     expect(facts({ reachable: 4 }).problems).toEqual(['member_unreachable']);
     expect(facts({ dataSafety: safety({ members: [member(3, { status: 'recovering' })] }) }).problems).toEqual(['member_recovering']);
-    expect(facts({ dataSafety: safety({ members: [member(3, { shares: { at: 0, expected: 4, held: 1, missing: 3, pending: 0, acknowledgedLost: 0 } })] }) }).problems).toEqual(['shares_missing']);
+    expect(facts({ dataSafety: safety({ members: [member(3, { shares: { at: 0, expected: 4, held: 1, missing: 3, pending: 0, acknowledgedLost: 0, complete: true } })] }) }).problems).toEqual(['shares_missing']);
+    expect(facts({ dataSafety: safety({ members: [member(3, { shares: null, ready: null })] }) }).problems).toEqual(['shares_unknown']);
+    expect(facts({ dataSafety: safety({ members: [member(3, { ready: false })] }) }).problems).toEqual(['member_not_ready']);
+    // Nothing lacking in a replica the member cannot know complete proves nothing; something lacking does.
+    const partial = (missing: number) => ({ at: 0, expected: 4, held: 4 - missing, missing, pending: 0, acknowledgedLost: 0, complete: false });
+    expect(facts({ dataSafety: safety({ members: [member(3, { shares: partial(0) })] }) }).problems).toEqual(['shares_unknown']);
+    expect(facts({ dataSafety: safety({ members: [member(3, { shares: partial(2) })] }) }).problems).toEqual(['shares_missing']);
+    // A member that is down: its unknown shares are the same problem as its being down.
+    expect(facts({ reachable: 4, dataSafety: safety({ members: [member(3, { reachable: false, shares: null, ready: null })] }) }).problems).toEqual(['member_unreachable']);
+    expect(facts({ dataSafety: safety({ members: [member(3, { shares: { at: 0, expected: 4, held: 3, missing: 0, pending: 1, acknowledgedLost: 0, complete: true } })] }) }).problems).toEqual(['shares_missing']);
     expect(facts({ dataSafety: safety({ secretsAtRisk: 2 }) })).toEqual({ status: 'degraded', problems: ['secrets_at_risk'] });
     expect(facts({ dataSafety: safety({ secretsLost: 1 }) })).toEqual({ status: 'degraded', problems: ['secrets_lost'] });
     expect(facts({ equivocating: [{ nodeAddress: '0x01', nodeId: 'node-1', seq: 3, since: '' }] }).problems).toEqual(['equivocation']);
