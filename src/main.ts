@@ -266,7 +266,7 @@ async function showStatus(options: { url: string; json?: boolean }): Promise<voi
     for (const m of members) {
       const mark = m.self ? '  (answering)' : '';
       const facts = bySlot.get(m.slot);
-      const shares = facts?.shares ? `  shares ${facts.shares.held}/${facts.shares.expected}${facts.shares.missing > 0 ? ` (${facts.shares.missing} MISSING)` : ''}` : '';
+      const shares = facts?.shares ? `  shares ${facts.shares.held}/${facts.shares.expected}${facts.shares.missing + facts.shares.pending > 0 ? ` (${facts.shares.missing + facts.shares.pending} MISSING)` : ''}` : '';
       const recovering = facts?.status === 'recovering' ? '  RECOVERING' : '';
       printLine(`  slot ${String(m.slot).padStart(2)}  ${m.nodeId.padEnd(idWidth)}  ${m.nodeAddress}  ${m.reachable ? 'reachable' : 'UNREACHABLE'}${shares}${recovering}${mark}`);
     }

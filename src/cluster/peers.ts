@@ -102,6 +102,14 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
       for (const slot of memberSlots.keys()) if (membership.isReachable(slot)) n++;
       return n;
     },
+    reachableSince(slot) {
+      const p = memberSlots.get(slot);
+      if (!p) return undefined;
+      if (p === 'self') return 0;
+      if (!connected(p)) return undefined;
+      // The oldest connection still open: a member that restarted has none from before.
+      return Math.min(...libp2p.getConnections(p.peerId).filter((c) => c.status === 'open').map((c) => c.timeline.open));
+    },
   };
 
   return {

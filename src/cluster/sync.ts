@@ -240,7 +240,8 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
       if (r.status === 'fulfilled') ok.push(r.value);
       else log.debug({ err: r.reason }, 'sync round failed');
     }
-    if (ok.length === targets.length) caughtUp = true;
+    // A round with fewer peers than `caughtUpPeers` (none connected yet, just after a start) proves nothing.
+    if (ok.length === targets.length && targets.length >= (options.caughtUpPeers ?? 1)) caughtUp = true;
     return ok;
   }
 

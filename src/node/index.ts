@@ -340,6 +340,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         self: self!,
         isReachable: (slot: number) => network.get().membership.isReachable(slot),
         reachableCount: () => network.get().membership.reachableCount(),
+        reachableSince: (slot: number) => network.get().membership.reachableSince?.(slot),
       };
       const kinds = recordKinds(descriptor, chains, config.permits.acceptLegacy === true);
       const engine = createReplicationEngine(
@@ -582,6 +583,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               // After the own-log catch-up: a sync round with size − threshold + 1 other members, so
               // the replica holds every secret a quorum acknowledged (not merely the first pages).
               complete: () => !engine.ownWritesHeld(),
+              settle: async () => (await network.get().syncAll()).filter((r) => memberIds.has(r.peer)).length >= membersToLearnOwnLog(descriptor, self!),
               signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)),
               clock,
               logger,

@@ -51,7 +51,7 @@ async function call(options: AdminOptions, method: 'GET' | 'POST', path: string,
 
 function line(m: Member): string {
   const since = m.since === null ? '' : `  since ${new Date(m.since).toISOString()}`;
-  const shares = m.shares ? `  shares ${m.shares.held}/${m.shares.expected}${m.shares.missing > 0 ? ` (${m.shares.missing} MISSING)` : ''}` : '';
+  const shares = m.shares ? `  shares ${m.shares.held}/${m.shares.expected}${m.shares.missing + m.shares.pending > 0 ? ` (${m.shares.missing + m.shares.pending} MISSING)` : ''}` : '';
   return `  slot ${String(m.slot).padStart(2)}  ${m.nodeId}  ${m.nodeAddress}  ${m.status.toUpperCase()}  ${m.reachable ? 'reachable' : 'UNREACHABLE'}${shares}${since}`;
 }
 
@@ -70,7 +70,7 @@ export function addMemberCommands(program: Command, print: (text: string) => voi
       const body = z.object({ members: z.array(memberSchema) }).parse(await call(options, 'GET', '/admin/members'));
       for (const m of body.members) print(line(m));
       // Exit 1 while a slot is still recovering, lacks shares or is down: scripts can wait on it.
-      process.exitCode = body.members.some((m) => m.status === 'recovering' || !m.reachable || (m.shares?.missing ?? 0) > 0) ? 1 : 0;
+      process.exitCode = body.members.some((m) => m.status === 'recovering' || !m.reachable || (m.shares?.missing ?? 0) + (m.shares?.pending ?? 0) > 0) ? 1 : 0;
     });
   member
     .command('recover')

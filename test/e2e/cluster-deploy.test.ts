@@ -113,9 +113,10 @@ describe('one node per host', () => {
       timeoutMs: 30_000,
       description: `every node to see 3 (outputs: ${nodes.map((n) => n.output()).join(' | ')})`,
     });
-    // The member node-2 answers on its operator port, and `status` reads it like a coordinator.
-    const status = await runCli(['status', '--url', operatorUrls[2]!]);
-    expect(status.code, status.stderr).toBe(0);
+    // The member node-2 answers on its operator port, and `status` reads it like a coordinator: ok
+    // (exit 0) once every member has reported its shares, a second or two after the start.
+    let status = await runCli(['status', '--url', operatorUrls[2]!]);
+    await waitFor(async () => (status = await runCli(['status', '--url', operatorUrls[2]!])).code === 0, { timeoutMs: 30_000, description: 'status to exit 0' });
     expect(status.stdout).toMatch(/reachable:\s+3\/3 members/);
     expect((await fetch(`http://127.0.0.1:${http}/healthz`)).status).toBe(200);
 

@@ -54,7 +54,7 @@ describe('5 members, threshold 3', () => {
     }
   });
 
-  it('with 2 members stopped writes succeed and name the 2 failed; a 3rd stopped makes writes fail with 503 and healthz degraded', async () => {
+  it('with 2 members stopped writes succeed and name the 2 failed; a 3rd stopped makes writes fail with 503 and healthz unavailable', async () => {
     const cluster = await start();
     await cluster.stopMember(3);
     await cluster.stopMember(4);

@@ -87,6 +87,12 @@ export interface MembershipView {
   isReachable(slot: number): boolean;
   /** Number of members reachable, self included when self is a member. */
   reachableCount(): number;
+  /**
+   * Since when (Unix ms) the member at `slot` has been reachable without a break — a member that
+   * restarted is reachable since its new connection; undefined when unreachable. Optional: views
+   * that cannot tell (tests' stubs) leave it out.
+   */
+  reachableSince?(slot: number): number | undefined;
 }
 
 /** Result of a quorum write. */

@@ -28,7 +28,7 @@ const UNKNOWN_RETRY_MS = 1_000;
 /** Most secrets `/healthz` names per list (the counts are whole). */
 export const SAFETY_MAX_NAMED = 100;
 /** Deadline of one member's answer, ms. */
-const CALL_TIMEOUT_MS = 5_000;
+const CALL_TIMEOUT_MS = 2_000;
 
 /** One member slot's safety facts. */
 export interface MemberSafety {
@@ -128,7 +128,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
   const members = membersOf(descriptor);
   const log = deps.logger.child({ module: 'data-safety' });
   /** Each member's last report, kept while it is unreachable (its disk may be fine) for the counts of holders. */
-  const reports = new Map<number, InventoryReport & { ready: boolean }>();
+  const reports = new Map<number, InventoryReport & { ready: boolean; receivedAt: number }>();
   /**
    * Members whose shares are not known now: unreachable since their last report, or answering that
    * they have not taken their inventory yet (a node just restarted — perhaps on an empty disk). Their
@@ -140,11 +140,23 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
   let loop: Periodic | undefined;
   let round: Promise<DataSafety> | undefined;
 
+  /**
+   * A member unreachable now, or reachable again since its last answer (it reconnected: perhaps it
+   * restarted on an empty disk), is unknown until it answers again.
+   */
+  function markStale(): void {
+    for (const m of members) {
+      const since = membership.reachableSince?.(m.slot);
+      const report = reports.get(m.slot);
+      if (!membership.isReachable(m.slot) || (since !== undefined && report !== undefined && since > report.receivedAt)) unknown.add(m.slot);
+    }
+  }
+
   async function ask(slot: number): Promise<void> {
     try {
       const answer = reportSchema.parse(await deps.members.call(slot, 'shard', shareInventoryRequest(), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) }));
       if (answer.slot === slot) {
-        reports.set(slot, answer);
+        reports.set(slot, { ...answer, receivedAt: Date.now() });
         unknown.delete(slot);
       }
     } catch (err) {
@@ -156,7 +168,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
   }
 
   async function compute(): Promise<DataSafety> {
-    for (const m of members) if (!membership.isReachable(m.slot)) unknown.add(m.slot);
+    markStale();
     await Promise.all(members.filter((m) => membership.isReachable(m.slot)).map((m) => ask(m.slot)));
     const missingBy = new Map<string, number>();
     let exact = true;
@@ -200,6 +212,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
 
   function refresh(): Promise<DataSafety> {
     round ??= compute()
+      .then(live)
       .then((view) => {
         if (view.secretsLost > current.secretsLost || view.secretsAtRisk > current.secretsAtRisk) log.warn({ atRisk: view.secretsAtRisk, lost: view.secretsLost }, 'secrets at risk or lost');
         current = view;
@@ -267,8 +280,26 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
     return result;
   }
 
+  /**
+   * The last round's view with what changed since applied: a member unreachable now, or reachable
+   * again since its last answer, shows its shares unknown at once — not only after the next round
+   * (which may be waiting on the call to a member that just went away).
+   */
+  function live(view: DataSafety): DataSafety {
+    return {
+      ...view,
+      members: view.members.map((m) => {
+        const reachable = membership.isReachable(m.slot);
+        const since = membership.reachableSince?.(m.slot);
+        const report = reports.get(m.slot);
+        const stale = !reachable || (since !== undefined && report !== undefined && since > report.receivedAt);
+        return stale ? { ...m, reachable, ready: null, shares: null } : { ...m, reachable };
+      }),
+    };
+  }
+
   return {
-    view: () => current,
+    view: () => live(current),
     refresh,
     acknowledge,
     start() {
@@ -277,7 +308,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
           // Every SAFETY_INTERVAL_MS; every second while a reachable member is not ready or its shares are unknown — a
           // member seen unreachable is unknown from then on, so one that comes back (perhaps on an
           // empty disk) is asked at once, not at the next round.
-          for (const m of members) if (!membership.isReachable(m.slot)) unknown.add(m.slot);
+          markStale();
           const waiting = members.some((m) => membership.isReachable(m.slot) && (unknown.has(m.slot) || reports.get(m.slot)?.ready === false));
           if (waiting || performance.now() - lastRoundEnd >= SAFETY_INTERVAL_MS) await refresh();
         },

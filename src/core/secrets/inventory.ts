@@ -70,6 +70,12 @@ export interface InventoryDeps {
   caughtUp(): boolean;
   /** True once the replica holds every secret a quorum acknowledged when this node started ({@link InventoryReport.complete}). */
   complete(): boolean;
+  /**
+   * One catch-up round with every reachable peer before the first scan called complete (as recovery
+   * does before it lists the secrets); true when enough members answered it for the replica to hold
+   * every secret a quorum acknowledged.
+   */
+  settle(): Promise<boolean>;
   /** Sign a 32-byte digest with this node's signing key: 0x + 130 hex. */
   signDigest(digest: Uint8Array): string;
   clock: () => number;
@@ -113,6 +119,8 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
   let counted = { expected: 0, held: 0, acknowledgedLost: 0 };
   /** Whether the last full scan saw a complete replica. */
   let complete = false;
+  /** Whether the catch-up round before the first complete scan has run. */
+  let settled = false;
 
   /** The report from the counts and what lacks, at `at`. */
   function reportAt(at: number): InventoryReport {
@@ -135,9 +143,11 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
   /** Every secret of the replica against the store. */
   async function scan(): Promise<InventoryReport | undefined> {
     if (!deps.caughtUp()) return undefined;
+    let wasComplete = deps.complete();
+    if (wasComplete && !settled) settled = await deps.settle().catch(() => false);
+    wasComplete &&= settled;
     const at = deps.clock();
     const started = performance.now();
-    const wasComplete = deps.complete();
     const lost = new Set<string>();
     for await (const r of deps.state.list('lostSecret')) lost.add(r.key);
     const next = { expected: 0, held: 0, acknowledgedLost: 0 };
