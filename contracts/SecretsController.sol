@@ -7,7 +7,7 @@ pragma solidity ^0.8.24;
  *         local anvil chain. Its ABI is exactly the interface in src/evm/secrets-controller-abi.ts
  *         (docs/web3.md § "The secrets controller"); the semantics below are this contract's own
  *         choices, documented in docs/web3.md § "Test chain". Rebuild the committed artifact
- *         (test/fixtures/secrets-controller.json) with `npm run build:contract`.
+ *         (src/evm/artifacts/secrets-controller.json) with `npm run build:contract`.
  * @dev A plain contract, not behind a proxy: the constructor does nothing and `initialize` runs once,
  *      making its caller the owner. Reverts carry reason strings only (no custom errors), so the
  *      compiled ABI has no `error` entries beyond the interface's.

@@ -7,7 +7,7 @@ import { parseEventLogs, zeroAddress, type Address, type Hex, type TransactionRe
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { secretsControllerAbi } from '../../src/evm/secrets-controller-abi.ts';
 import { compileSecretsController } from '../../scripts/build-contract.ts';
-import artifact from '../fixtures/secrets-controller.json' with { type: 'json' };
+import artifact from '../../src/evm/artifacts/secrets-controller.json' with { type: 'json' };
 import {
   createSecretOnChain,
   deployController,

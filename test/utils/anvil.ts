@@ -1,7 +1,8 @@
 /**
  * A real local chain for Web3 tests: anvil (Foundry's dev node) from the npm platform package, one
  * per suite on a free port, and helpers that deploy and drive the test secrets controller
- * (contracts/SecretsController.sol, compiled into test/fixtures/secrets-controller.json).
+ * (contracts/SecretsController.sol, compiled into src/evm/artifacts/secrets-controller.json and
+ * read through `secretsControllerArtifact` of src/evm).
  * docs/web3.md § "Test chain" says where the binary comes from and how to run elsewhere.
  */
 import { spawn } from 'node:child_process';
@@ -29,8 +30,8 @@ import {
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { secretsControllerAbi } from '../../src/evm/secrets-controller-abi.ts';
+import { secretsControllerArtifact } from '../../src/evm/secrets-controller-artifact.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import artifact from '../fixtures/secrets-controller.json' with { type: 'json' };
 
 /** Environment variable naming an anvil binary to use instead of the npm package's. */
 export const ANVIL_BIN_ENV = 'QK_ANVIL_BIN';
@@ -226,7 +227,7 @@ export interface DeployControllerOptions {
 export async function deployController(chain: AnvilChain, options: DeployControllerOptions = {}): Promise<Address> {
   const deployer = options.deployer ?? firstAccount(chain);
   const wallet = chain.walletClient(deployer.privateKey);
-  const hash = await wallet.deployContract({ abi: secretsControllerAbi, bytecode: artifact.bytecode as Hex });
+  const hash = await wallet.deployContract({ abi: secretsControllerArtifact.abi, bytecode: secretsControllerArtifact.bytecode });
   const receipt = await waitForSuccess(chain, hash);
   if (!receipt.contractAddress) throw new Error(`deployment ${hash} created no contract`);
   const controller = receipt.contractAddress;
