@@ -309,7 +309,7 @@ export interface OnChainSecretState {
   publicKeyCid: string;
 }
 
-/** `getSecretState(secretId)` (reverts "secret does not exist" for an unknown id). */
+/** `getSecretState(secretId)` (reverts "Secret not found" for an unknown id, as the published controller). */
 export async function readSecretState(chain: AnvilChain, controller: Address, secretId: bigint): Promise<OnChainSecretState> {
   const [owner, delegate, isSyncing, clusterId, secretType, publicKeyCid] = await chain.publicClient.readContract({
     address: controller,
