@@ -9,6 +9,7 @@ import { secretsControllerAbi } from '../../src/evm/secrets-controller-abi.ts';
 import { compileSecretsController } from '../../scripts/build-contract.ts';
 import artifact from '../../src/evm/artifacts/secrets-controller.json' with { type: 'json' };
 import {
+  clientRpc,
   createSecretOnChain,
   deployController,
   fund,
@@ -213,23 +214,13 @@ describe('anvil with the test secrets controller', () => {
   });
 
   it("the client's getSecret path: a raw eth_call of getSecretState for an unknown id fails with a message containing `Secret not found`", async () => {
-    // What cifer-sdk's RpcReadClient sends (eth_call at "latest") and how it words the failure:
-    // `RPC error: <message> (code: <code>)`, matched by `.includes('Secret not found')`.
-    const call = async (secretId: bigint) => {
-      const data = encodeFunctionData({ abi: secretsControllerAbi, functionName: 'getSecretState', args: [secretId] });
-      const res = await fetch(chain.rpcUrl, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: controller, data }, 'latest'] }),
-      });
-      return (await res.json()) as { result?: Hex; error?: { message: string; code: number } };
-    };
-    const missing = await call(999_999n);
-    expect(missing.result).toBeUndefined();
-    expect(`RPC error: ${missing.error?.message} (code: ${missing.error?.code})`).toContain('Secret not found');
-    const known = await call(await createSecretOnChain(chain, controller, alice.privateKey));
-    expect(known.error).toBeUndefined();
-    expect(decodeFunctionResult({ abi: secretsControllerAbi, functionName: 'getSecretState', data: known.result! })[0]).toBe(alice.address);
+    // The client's getSecret: eth_call at "latest"; a failure whose message includes
+    // `Secret not found` becomes its SecretNotFoundError.
+    const getSecretState = (secretId: bigint) =>
+      clientRpc<Hex>(chain, 'eth_call', [{ to: controller, data: encodeFunctionData({ abi: secretsControllerAbi, functionName: 'getSecretState', args: [secretId] }) }, 'latest']);
+    await expect(getSecretState(999_999n)).rejects.toThrow('Secret not found');
+    const known = await getSecretState(await createSecretOnChain(chain, controller, alice.privateKey));
+    expect(decodeFunctionResult({ abi: secretsControllerAbi, functionName: 'getSecretState', data: known })[0]).toBe(alice.address);
   });
 
   it('only the contract owner manages the whitelist, fee and balance', async () => {
