@@ -1,8 +1,9 @@
 /**
  * `npm run build:contract`: compile the test secrets controller (contracts/SecretsController.sol)
  * with the `solc` npm package — which bundles its compiler, so nothing is downloaded — and write
- * the artifact the tests deploy on anvil, test/fixtures/secrets-controller.json. Commit both the
- * source and the artifact; docs/web3.md § "Test chain".
+ * the artifact src/evm/artifacts/secrets-controller.json, which ships with the package (read through
+ * `secretsControllerArtifact` of src/evm) and which the tests deploy on anvil. Commit both the source
+ * and the artifact; docs/web3.md § "Test chain".
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -14,7 +15,7 @@ const REPO = resolve(fileURLToPath(import.meta.url), '../..');
 /** Source unit name, relative to the repository, so the bytecode's metadata hash is path-independent. */
 export const CONTRACT_SOURCE = 'contracts/SecretsController.sol';
 /** Where the artifact is written, relative to the repository. */
-export const CONTRACT_ARTIFACT = 'test/fixtures/secrets-controller.json';
+export const CONTRACT_ARTIFACT = 'src/evm/artifacts/secrets-controller.json';
 /** The contract in {@link CONTRACT_SOURCE}. */
 export const CONTRACT_NAME = 'SecretsController';
 // Cancun: supported by anvil's default (latest) hardfork and by Base; pinned so a newer solc's

@@ -23,3 +23,4 @@ export {
 export { createChainClients, type ChainClients } from './chain-clients.ts';
 export { DEFAULT_MAX_BLOCKS_PER_QUERY, type EventFollower } from './event-follower.ts';
 export { secretsControllerAbi } from './secrets-controller-abi.ts';
+export { secretsControllerArtifact, type SecretsControllerArtifact } from './secrets-controller-artifact.ts';

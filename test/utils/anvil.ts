@@ -1,7 +1,8 @@
 /**
  * A real local chain for Web3 tests: anvil (Foundry's dev node) from the npm platform package, one
  * per suite on a free port, and helpers that deploy and drive the test secrets controller
- * (contracts/SecretsController.sol, compiled into test/fixtures/secrets-controller.json).
+ * (contracts/SecretsController.sol, compiled into src/evm/artifacts/secrets-controller.json and
+ * read through `secretsControllerArtifact` of src/evm).
  * docs/web3.md § "Test chain" says where the binary comes from and how to run elsewhere.
  */
 import { spawn } from 'node:child_process';
@@ -29,8 +30,8 @@ import {
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { secretsControllerAbi } from '../../src/evm/secrets-controller-abi.ts';
+import { secretsControllerArtifact } from '../../src/evm/secrets-controller-artifact.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import artifact from '../fixtures/secrets-controller.json' with { type: 'json' };
 
 /** Environment variable naming an anvil binary to use instead of the npm package's. */
 export const ANVIL_BIN_ENV = 'QK_ANVIL_BIN';
@@ -226,7 +227,7 @@ export interface DeployControllerOptions {
 export async function deployController(chain: AnvilChain, options: DeployControllerOptions = {}): Promise<Address> {
   const deployer = options.deployer ?? firstAccount(chain);
   const wallet = chain.walletClient(deployer.privateKey);
-  const hash = await wallet.deployContract({ abi: secretsControllerAbi, bytecode: artifact.bytecode as Hex });
+  const hash = await wallet.deployContract({ abi: secretsControllerArtifact.abi, bytecode: secretsControllerArtifact.bytecode });
   const receipt = await waitForSuccess(chain, hash);
   if (!receipt.contractAddress) throw new Error(`deployment ${hash} created no contract`);
   const controller = receipt.contractAddress;
@@ -308,13 +309,17 @@ export interface OnChainSecretState {
   publicKeyCid: string;
 }
 
-/** `getSecretState(secretId)` (reverts "secret does not exist" for an unknown id). */
-export async function readSecretState(chain: AnvilChain, controller: Address, secretId: bigint): Promise<OnChainSecretState> {
+/**
+ * `getSecretState(secretId)` at the latest block, or at `blockNumber` (reverts "Secret not found" for
+ * an unknown id, as the published controller).
+ */
+export async function readSecretState(chain: AnvilChain, controller: Address, secretId: bigint, blockNumber?: number): Promise<OnChainSecretState> {
   const [owner, delegate, isSyncing, clusterId, secretType, publicKeyCid] = await chain.publicClient.readContract({
     address: controller,
     abi: secretsControllerAbi,
     functionName: 'getSecretState',
     args: [secretId],
+    ...(blockNumber === undefined ? {} : { blockNumber: BigInt(blockNumber) }),
   });
   return { owner, delegate, isSyncing, clusterId, secretType, publicKeyCid };
 }
@@ -322,6 +327,19 @@ export async function readSecretState(chain: AnvilChain, controller: Address, se
 /** The chain's head block number, read now (viem's block-number cache skipped). */
 export async function headOf(chain: AnvilChain): Promise<number> {
   return Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
+}
+
+/**
+ * One JSON-RPC call to the chain made as the real client's RPC reader makes it: a plain POST, an
+ * error answer thrown as `RPC error: <message> (code: <code>)` — the text its error mapping reads
+ * (e.g. `Secret not found` for its "not found" error). For tests that replicate the client's reads.
+ */
+export async function clientRpc<T>(chain: AnvilChain, method: string, params: unknown[]): Promise<T> {
+  const res = await fetch(chain.rpcUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const json = (await res.json()) as { result?: T; error?: { message: string; code: number } };
+  if (json.error) throw new Error(`RPC error: ${json.error.message} (code: ${json.error.code})`);
+  if (json.result === undefined) throw new Error('RPC response missing result');
+  return json.result;
 }
 
 /** Mine `blocks` empty blocks at once (`anvil_mine`), e.g. to reach a confirmation depth. */
