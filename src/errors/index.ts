@@ -92,7 +92,7 @@ export const REFUSAL_REASONS = [
   'secret_unavailable',
   /** The string's principal is neither the owner nor the delegate of the secret. */
   'not_owner_or_delegate',
-  /** This member already released its share for this string. */
+  /** This member already released its share for this string to another coordinator. */
   'string_used',
   /** This member holds no share of the secret it can use (none, or one that does not open). */
   'no_share',

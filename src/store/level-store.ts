@@ -29,9 +29,10 @@ export const SUBLEVELS = {
   /** A coordinator's undelivered shares, sealed to their members: secretId (12 digits) → entry. */
   pendingShares: 'pendingShares',
   /**
-   * Signed strings a member has acted on once (share releases): key → its expiry, `t!<Unix ms, 20
-   * digits>` (Web2) or `b!<chainId>!<block, 20 digits>` (Web3). Written before the expiry index:
-   * a bare number, Unix ms (read as `t!`).
+   * Signed strings a member has released its share for (share releases): key → `{ expiry, holder }`,
+   * the expiry `t!<Unix ms, 20 digits>` (Web2) or `b!<chainId>!<block, 20 digits>` (Web3) and the
+   * address of the coordinator it released to. Written before holders: the expiry alone (a string,
+   * naming no holder); before the expiry index: a bare number, Unix ms (read as `t!`).
    */
   usedStrings: 'usedStrings',
   /** File jobs this coordinator ran (metadata; results are files): job id → job record. Not replicated. */
@@ -81,6 +82,20 @@ function orderedNumber(n: number): string {
  */
 function usedExpiryKey(expiry: UsedStringExpiry): string {
   return 'at' in expiry ? `t!${orderedNumber(expiry.at)}` : `b!${expiry.chainId}!${orderedNumber(expiry.block)}`;
+}
+
+/** A used string as stored: its expiry (as {@link usedExpiryKey} writes it) and the coordinator it was released to. */
+interface UsedMark {
+  expiry: string;
+  holder: string;
+}
+
+/** The holder of a mark that names none (written before holders): no coordinator's address. */
+const NO_HOLDER = '';
+
+/** The holder a stored used string names; {@link NO_HOLDER} for an older build's entry. */
+function holderOf(stored: UsedMark | string | number): string {
+  return typeof stored === 'object' && stored !== null && typeof stored.holder === 'string' ? stored.holder : NO_HOLDER;
 }
 
 /** A durable named counter (slot 0's id allocation). */
@@ -187,8 +202,8 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const claims = db.sublevel<string, string>(SUBLEVELS.claims, { valueEncoding: 'json' });
   const shares = db.sublevel<string, string>(SUBLEVELS.shares, { valueEncoding: 'json' });
   const pendingShares = db.sublevel<string, PendingShares>(SUBLEVELS.pendingShares, { valueEncoding: 'json' });
-  // A number: an entry written before the expiry index (its forget time, Unix ms).
-  const usedStrings = db.sublevel<string, string | number>(SUBLEVELS.usedStrings, { valueEncoding: 'json' });
+  // A string: an entry written before holders (its expiry); a number: before the expiry index (its forget time, Unix ms).
+  const usedStrings = db.sublevel<string, UsedMark | string | number>(SUBLEVELS.usedStrings, { valueEncoding: 'json' });
   const usedByExpiry = db.sublevel<string, string>(SUBLEVELS.usedStringsByExpiry, { valueEncoding: 'json' });
   const jobs = db.sublevel<string, JobRecord>(SUBLEVELS.jobs, { valueEncoding: 'json' });
   const idKey = (secretId: number) => String(secretId).padStart(12, '0');
@@ -280,41 +295,92 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   };
 
   let useChain: Promise<unknown> = Promise.resolve();
+  /** Every used-string mark write in flight: a repeat for the same holder waits for them. */
+  let usedWrites: Promise<unknown> = Promise.resolve();
   /**
-   * The used strings' keys in memory, loaded on first use (or prune): a use is checked without a
-   * LevelDB read. `complete` while it holds every key on disk; beyond {@link USED_STRINGS_IN_MEMORY}
-   * the oldest are dropped from memory and a miss reads the disk. The load also files entries written
-   * before the expiry index into it, as Web2 entries of their time (an old entry holds only that):
-   * each one's rewrite and index key in one batch.
+   * The used strings' keys in memory with their holders, loaded on first use (or prune): a use is
+   * checked without a LevelDB read. `complete` while it holds every key on disk; beyond
+   * {@link USED_STRINGS_IN_MEMORY} the oldest are dropped from memory and a miss reads the disk. The
+   * load also files entries written before the expiry index into it, as Web2 entries of their time
+   * (an old entry holds only that): each one's rewrite and index key in one batch.
    */
   interface UsedIndex {
-    keys: Set<string>;
+    holders: Map<string, string>;
     complete: boolean;
   }
+  // One string per holder, whatever the entries read: the holders are the cluster's few coordinators.
+  const holderNames = new Map<string, string>();
+  const interned = (holder: string) => {
+    const known = holderNames.get(holder);
+    if (known !== undefined) return known;
+    holderNames.set(holder, holder);
+    return holder;
+  };
   let usedLoad: Promise<UsedIndex> | undefined;
   const usedIndex = () =>
     (usedLoad ??= (async () => {
-      const index: UsedIndex = { keys: new Set(), complete: true };
+      const index: UsedIndex = { holders: new Map(), complete: true };
       const legacy = batches();
       for await (const [k, v] of usedStrings.iterator()) {
-        remember(index, k);
-        if (typeof v === 'number') await legacy.add(k, (batch) => markUsed(batch, k, usedExpiryKey({ at: v })));
+        remember(index, k, interned(holderOf(v)));
+        if (typeof v === 'number') await legacy.add(k, (batch) => markUsed(batch, k, usedExpiryKey({ at: v }), NO_HOLDER));
       }
       await legacy.end();
       return index;
     })());
-  const remember = (index: UsedIndex, key: string) => {
-    index.keys.add(key);
-    if (index.keys.size > (options.usedStringsInMemory ?? USED_STRINGS_IN_MEMORY)) {
-      index.keys.delete(index.keys.values().next().value!);
+  const remember = (index: UsedIndex, key: string, holder: string) => {
+    index.holders.set(key, holder);
+    if (index.holders.size > (options.usedStringsInMemory ?? USED_STRINGS_IN_MEMORY)) {
+      index.holders.delete(index.holders.keys().next().value!);
       index.complete = false;
     }
   };
   type Batch = ReturnType<typeof db.batch>;
   /** An entry and its expiry index key, put in `batch`. */
-  const markUsed = (batch: Batch, key: string, expiry: string) => {
-    batch.put(key, expiry, { sublevel: usedStrings as unknown as typeof meta });
+  const markUsed = (batch: Batch, key: string, expiry: string, holder: string) => {
+    batch.put(key, { expiry, holder } satisfies UsedMark, { sublevel: usedStrings as unknown as typeof meta });
     batch.put(`${expiry}!${key}`, '', { sublevel: usedByExpiry as unknown as typeof meta });
+  };
+  /**
+   * Mark `key` used by `holder`, or find whom it is marked for (UsedStringStore.use). Check and mark
+   * are one synchronous step against the memory index, so two concurrent uses of one string see each
+   * other. Written without an fsync: the mark survives a process crash (LevelDB's log is in the OS's
+   * hands), and costing every decrypt a disk flush per member is not worth the window a power loss
+   * would reopen (docs/security.md, "Share release").
+   */
+  const useString = async (key: string, holder: string, expiry: UsedStringExpiry): Promise<boolean> => {
+    const index = await usedIndex();
+    const held = index.holders.get(key);
+    if (held !== undefined) {
+      if (held !== holder) return false;
+      // The holder's own repeat: its first use's mark may still be on its way to disk, and a share
+      // leaves only once its mark is written. Gone meanwhile (its write failed, or it left memory):
+      // look again.
+      await usedWrites;
+      return index.holders.get(key) === holder || useString(key, holder, expiry);
+    }
+    if (!index.complete) {
+      // Past the memory bound: what the index no longer holds may be on disk.
+      const run = useChain.then(() => usedStrings.get(key));
+      useChain = run.catch(() => undefined);
+      const stored = await run;
+      // Marked in memory meanwhile: as above.
+      if (index.holders.has(key)) return useString(key, holder, expiry);
+      if (stored !== undefined) return holderOf(stored) === holder;
+    }
+    const name = interned(holder);
+    remember(index, key, name);
+    const batch = db.batch();
+    markUsed(batch, key, usedExpiryKey(expiry), name);
+    const written = batch.write();
+    usedWrites = Promise.all([usedWrites, written.catch(() => undefined)]).then(() => undefined);
+    try {
+      await written;
+    } catch (err) {
+      if (index.holders.get(key) === name) index.holders.delete(key);
+      throw err;
+    }
+    return true;
   };
   /**
    * Changes to many used strings, written {@link USED_STRINGS_BATCH_ENTRIES} keys at a time (durably):
@@ -414,30 +480,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       list: () => pendingShares.values(),
     },
     usedStrings: {
-      async use(key, expiry) {
-        // Check and mark in one synchronous step against the memory index, so two concurrent uses of
-        // one string see each other. Written without an fsync: the mark survives a process crash
-        // (LevelDB's log is in the OS's hands), and costing every decrypt a disk flush per member is
-        // not worth the window a power loss would reopen (docs/security.md, "Share release").
-        const index = await usedIndex();
-        if (index.keys.has(key)) return false;
-        if (!index.complete) {
-          // Past the memory bound: what the index no longer holds may be on disk.
-          const run = useChain.then(async () => (await usedStrings.get(key)) === undefined);
-          useChain = run.catch(() => undefined);
-          if (!(await run) || index.keys.has(key)) return false;
-        }
-        remember(index, key);
-        try {
-          const batch = db.batch();
-          markUsed(batch, key, usedExpiryKey(expiry));
-          await batch.write();
-        } catch (err) {
-          index.keys.delete(key);
-          throw err;
-        }
-        return true;
-      },
+      use: useString,
       async chains() {
         const out: number[] = [];
         // Skip from one chain to the next instead of walking its entries.
@@ -460,7 +503,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         let n = 0;
         // Out of memory once off the disk: a use in between finds the mark still there.
         const forgotten = batches((keys) => {
-          for (const key of keys) index.keys.delete(key);
+          for (const key of keys) index.holders.delete(key);
           n += keys.length;
         });
         for (const { gte, lt, keyAt } of ranges) {

@@ -1,27 +1,30 @@
 /**
  * A coordinator gone rogue gets no share (docs/security.md, "Share release": a member releases its
- * key shard only to a coordinator, only for a decrypt, once per signed string, after verifying the
- * client's string, freshness and owner/delegate rights itself). Coordinator 1 is stopped and its
- * genuine identity drives the real cluster module: a listed coordinator, so the connection gater
- * admits it and the members' role check passes, asking members 0, 2, 3 and 4 over the real `shard`
- * and `grant` protocols with requests no client made for that. The positive control — Alice's
- * genuine decrypt string yields boxes that open to shares that rebuild her secret, once — shows the
- * refusals come from the members' checks, not from the plumbing. Each refusal is asserted by its code
- * and reason (docs/security.md, "Member refusals"), never its message.
+ * key shard only to a coordinator, only for a decrypt, for each signed string to one coordinator
+ * only, after verifying the client's string, freshness and owner/delegate rights itself).
+ * Coordinator 1 is stopped and its genuine identity drives the real cluster module: a listed
+ * coordinator, so the connection gater admits it and the members' role check passes, asking members
+ * 0, 2, 3 and 4 over the real `shard` and `grant` protocols with requests no client made for that.
+ * The positive control — Alice's genuine decrypt string yields boxes that open to shares that
+ * rebuild her secret, to this coordinator only — shows the refusals come from the members' checks,
+ * not from the plumbing. Each refusal is asserted by its code and reason (docs/security.md, "Member
+ * refusals"), never its message.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import type { Cluster } from '../../src/cluster/index.ts';
 import { AppError, type ErrorCode, type RefusalReason } from '../../src/errors/index.ts';
-import { combineShares, fromBase64, fromHex, mlkemPublicKeyFromSeed, openSealed, toBase64 } from '../../src/crypto/index.ts';
+import { combineShares, fromBase64, fromHex, mlkemPublicKeyFromSeed, openSealed, toBase64, toHex } from '../../src/crypto/index.ts';
 import { shareReleaseAad } from '../../src/core/secrets/records.ts';
 import { sessionMessage } from '../../src/core/sessions/service.ts';
 import { WEB2_FRESHNESS_MS } from '../../src/core/sessions/signed-data.ts';
+import { downloadJob, multipartStream, patterned, postMultipart, waitForJob } from '../utils/files.ts';
 import { startImpostor } from '../utils/impostor.ts';
 import { postJson } from '../utils/http.ts';
+import { refusalOf } from '../utils/refusal.ts';
 import { highSTwin, newSessionWallet, principalWithSession, signData, type Principal } from '../utils/session.ts';
 import { cleanupStack } from '../utils/temp.ts';
-import { newEd25519 } from '../utils/web2.ts';
+import { expectApiError, newEd25519 } from '../utils/web2.ts';
 
 /** A coordinator (the cluster below has coordinators 0 and 1). */
 const ROGUE_SLOT = 1;
@@ -125,6 +128,33 @@ async function releasedShares(signed: { data: string; signature: string }): Prom
   );
 }
 
+/** A file release request for `id`, as a coordinator's file decrypt sends it. */
+const fileBody = (id: number, signed: { data: string; signature: string }) => ({ op: 'release', purpose: 'file', secretId: id, data: signed.data, signature: signed.signature });
+
+/** Each member's share released to the rogue for a file decrypt with `signed`, opened with its key. */
+async function fileShares(signed: { data: string; signature: string }): Promise<Uint8Array[]> {
+  const boxes = await Promise.all(MEMBERS.map((slot) => rogue.callMember(slot, 'shard', fileBody(secretId, signed), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })));
+  return boxes.map((box, i) => {
+    const share = openSealed(rogueSigningKey, fromBase64((box as { box: string }).box), shareReleaseAad(clusterId, secretId, MEMBERS[i]!, rogueAddress));
+    expect(share).toHaveLength(65);
+    return share!;
+  });
+}
+
+/** A small file encrypted to Alice's secret on `base` (an encrypt job there). */
+async function encryptedFile(base: string): Promise<{ jobId: string; content: Buffer }> {
+  const content = patterned(1500, 5);
+  const signed = alice.signed(secretId, undefined, Date.now() + 17);
+  const started = await postMultipart(
+    `${base}/encrypt-file`,
+    multipartStream([{ name: 'file', filename: 'f', content }, { name: 'secretId', value: String(secretId) }, { name: 'data', value: signed.data }, { name: 'signature', value: signed.signature }]),
+  );
+  expect(started.status, JSON.stringify(started.body)).toBe(200);
+  const jobId = started.body.jobId as string;
+  await waitForJob(base, jobId);
+  return { jobId, content };
+}
+
 /** Every THRESHOLD-subset of `shares`, as index lists. */
 function thresholdSubsets(n: number): number[][] {
   const out: number[][] = [];
@@ -137,17 +167,21 @@ function thresholdSubsets(n: number): number[][] {
 }
 
 describe('a coordinator gone rogue (a listed node with its genuine key) asks members for shares', () => {
-  it('positive control: Alice’s genuine fresh decrypt string gets a box from every member once, and any 3 shares rebuild her secret', async () => {
+  it('positive control: Alice’s genuine fresh decrypt string gets a box from every member, to this coordinator only, and any 3 shares rebuild her secret', async () => {
     const genuine = aliceDecrypt(secretId);
     const shares = await releasedShares(genuine);
-    // Once per string per member: the same string again, or its high-s twin, gets nothing.
-    await expectNoRelease(secretId, genuine, 'FORBIDDEN', 'string_used');
-    await expectNoRelease(secretId, { data: genuine.data, signature: highSTwin(genuine.signature) }, 'FORBIDDEN', 'string_used');
-    // The same message written as 0x-less upper-case hex is the same decrypt: still used.
+    const twin = { data: genuine.data, signature: highSTwin(genuine.signature) };
+    // The same message written as 0x-less upper-case hex is the same decrypt.
     const [c, s, a, t] = genuine.data.split('_');
     const respelled = alice.signed(secretId, encryptedMessage.slice(2).toUpperCase(), Number(t));
     expect(respelled.data).toBe(`${c}_${s}_${a}_${t}_${encryptedMessage.slice(2).toUpperCase()}`);
-    await expectNoRelease(secretId, respelled, 'FORBIDDEN', 'string_used');
+    // The string is this coordinator's now: its repeats (the string again, its high-s twin, its
+    // message respelled) give it the shares it already holds, nothing new...
+    for (const again of [genuine, twin, respelled]) expect((await releasedShares(again)).map(toHex)).toEqual(shares.map(toHex));
+    // ...and another coordinator gets nothing for it: coordinator 0, sent the same decrypt, is
+    // refused by every member it asks (0, 2, 3, 4; the rogue's slot 1 answers nothing).
+    const [A] = cluster.coordinators as [string];
+    for (const signed of [genuine, twin, respelled]) expectApiError(await postJson(`${A}/decrypt-payload`, { ...signed, cifer }), 403, 'FORBIDDEN');
     for (const subset of thresholdSubsets(shares.length)) {
       const seed = await combineShares(subset.map((i) => shares[i]!));
       expect(toBase64(mlkemPublicKeyFromSeed(seed)), `seed from slots ${subset.join(',')}`).toBe(publicKeyCid);
@@ -206,21 +240,47 @@ describe('a coordinator gone rogue (a listed node with its genuine key) asks mem
     await expectEveryMemberRefuses('shard', { op: 'release', purpose: 'file', secretId, ...removal }, 'BAD_REQUEST', 'not_a_decrypt');
   });
 
-  it('(h) a file release (`purpose: "file"`): a stranger’s or another secret’s 4-part string gets nothing; Alice’s gets one share per member, once; a 5-part string is not a file string', async () => {
-    const fileBody = (id: number, signed: { data: string; signature: string }) => ({ op: 'release', purpose: 'file', secretId: id, data: signed.data, signature: signed.signature });
+  it('(h) a file release (`purpose: "file"`): a stranger’s or another secret’s 4-part string gets nothing; Alice’s gets one share per member, to this coordinator only; a 5-part string is not a file string', async () => {
     await expectEveryMemberRefuses('shard', fileBody(secretId, bob.signed(secretId)), 'FORBIDDEN', 'not_owner_or_delegate');
     await expectEveryMemberRefuses('shard', fileBody(secretId, alice.signed(otherSecretId)), 'FORBIDDEN', 'names_another_secret');
     await expectEveryMemberRefuses('shard', fileBody(secretId, aliceDecrypt(secretId)), 'BAD_REQUEST', 'not_a_decrypt');
-    // docs/security.md, Known limits: Alice's 4-part string opens one file decrypt, once per member.
+    // docs/security.md, Known limits: Alice's 4-part string opens file decrypts, on one coordinator.
     const genuine = alice.signed(secretId, undefined, Date.now() + 11);
-    const boxes = await Promise.all(MEMBERS.map((slot) => rogue.callMember(slot, 'shard', fileBody(secretId, genuine), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })));
-    for (const [i, box] of boxes.entries()) {
-      const share = openSealed(rogueSigningKey, fromBase64((box as { box: string }).box), shareReleaseAad(clusterId, secretId, MEMBERS[i]!, rogueAddress));
-      expect(share).toHaveLength(65);
-    }
-    await expectEveryMemberRefuses('shard', fileBody(secretId, genuine), 'FORBIDDEN', 'string_used');
-    await expectEveryMemberRefuses('shard', fileBody(secretId, { data: genuine.data, signature: highSTwin(genuine.signature) }), 'FORBIDDEN', 'string_used');
+    const shares = await fileShares(genuine);
+    expect((await fileShares({ data: genuine.data, signature: highSTwin(genuine.signature) })).map(toHex)).toEqual(shares.map(toHex));
+    // Coordinator 0, sent a file decrypt with that string, is refused by every member it asks.
+    const [A] = cluster.coordinators as [string];
+    expectApiError(await postJson(`${A}/decrypt-existing-file`, { encryptJobId: (await encryptedFile(A)).jobId, ...genuine }), 403, 'FORBIDDEN');
   });
+
+  it('(j) strings Alice used through coordinator 0 get the rogue nothing from the members that released them there, whatever envelope it names', async () => {
+    const [A] = cluster.coordinators as [string];
+    // Coordinator 0 asks itself, the rogue's slot 1 (which answers nothing) and slots 2 and 3.
+    const released = [0, 2, 3];
+    const payloadString = aliceDecrypt(secretId, Date.now() + 13);
+    const res = await postJson<{ decryptedMessage: string }>(`${A}/decrypt-payload`, { ...payloadString, cifer });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.decryptedMessage).toBe('for alice only');
+    // With its own envelope or another genuine one of this secret: refused alike.
+    const other = await postJson<{ cifer: string }>(`${A}/encrypt-payload`, alice.signed(secretId, 'another message', Date.now() + 14));
+    expect(other.status).toBe(200);
+    for (const envelope of [cifer, other.body.cifer]) {
+      const body = { op: 'release', secretId, ...payloadString, cifer: envelope, inputFormat: 'hex' };
+      for (const slot of released) expect(await refusalOf(() => rogue.callMember(slot, 'shard', body, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })), `member ${slot}`).toEqual({ code: 'FORBIDDEN', reason: 'string_used' });
+    }
+
+    const { jobId, content } = await encryptedFile(A);
+    const fileString = alice.signed(secretId, undefined, Date.now() + 15);
+    const started = await postJson<{ jobId: string }>(`${A}/decrypt-existing-file`, { encryptJobId: jobId, ...fileString });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const job = await waitForJob(A, started.body.jobId);
+    expect((await downloadJob(A, job.id, alice.signed(secretId, `${job.id}_download`))).bytes.equals(content)).toBe(true);
+    for (const slot of released) expect(await refusalOf(() => rogue.callMember(slot, 'shard', fileBody(secretId, fileString), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })), `member ${slot}`).toEqual({ code: 'FORBIDDEN', reason: 'string_used' });
+    // docs/security.md, Known limits: member 4, which coordinator 0 never asked, has not bound the
+    // string and releases its share (one; with its own, the rogue holds two, below threshold here).
+    const box = (await rogue.callMember(4, 'shard', fileBody(secretId, fileString), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })) as { box: string };
+    expect(openSealed(rogueSigningKey, fromBase64(box.box), shareReleaseAad(clusterId, secretId, 4, rogueAddress))).toHaveLength(65);
+  }, 30_000);
 
   it('(g) non-canonical numbers are refused before any use: -01 for -1, a zero-padded timestamp', async () => {
     const now = Date.now();

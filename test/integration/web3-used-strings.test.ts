@@ -4,9 +4,10 @@
  * a real local chain (anvil) that mines only when told to, a cluster whose clock the test moves 25
  * minutes ahead — past the 20 minutes after which members used to forget a Web3 string — and members
  * pruning every 100 ms. A string the chain has left two windows behind is forgotten (the prune's log
- * line says so on each member); one it has not is refused again.
+ * line says so on each member); one it has not is refused again to another coordinator (a member
+ * releases for a string to the first coordinator it released it to only).
  * 3 members, all needed (threshold 3): every member releases for every decrypt, so every member holds
- * every mark. 1 coordinator, the chain's syncer.
+ * every mark. 2 coordinators: A, the chain's syncer, decrypts first; B replays.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Address } from 'viem';
@@ -26,6 +27,7 @@ const CLOCK_JUMP_MS = 25 * 60_000;
 let chain: AnvilChain;
 let cluster: LocalCluster;
 let A: string;
+let B: string;
 let owner: DevAccount;
 let secretId: bigint;
 let clockOffset = 0;
@@ -39,14 +41,14 @@ beforeAll(async () => {
   cluster = await startLocalCluster({
     size: SIZE,
     threshold: SIZE,
-    coordinators: 1,
+    coordinators: 2,
     clock: () => Date.now() + clockOffset,
     logLevel: 'info',
     logDestination: { write: (chunk: string) => void logged.push(...chunk.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)) },
     nodeConfig: { chains: [chainConfig], usage: { enabled: false }, secrets: { usedStringPruneIntervalMs: 100 } },
     nodeConfigFor: (i) => (i === 0 ? { chains: [{ ...chainConfig, syncer: true }] } : {}),
   });
-  A = cluster.coordinators[0]!;
+  [A, B] = cluster.coordinators as [string, string];
   owner = chain.accounts[1]!;
   const syncer = cluster.descriptor.nodes[0]!.nodeAddress as Address;
   await fund(chain, syncer, '1');
@@ -99,7 +101,9 @@ describe('a used Web3 decrypt string', () => {
       expect(first.status, JSON.stringify(first.body)).toBe(200);
       expect(first.body.decryptedMessage).toBe('gm');
     }
-    const replayed = await postJson(`${A}/decrypt-payload`, newer);
+    // Through A again it is served (its own repeat); through B, refused.
+    expect((await postJson(`${A}/decrypt-payload`, newer)).status).toBe(200);
+    const replayed = await postJson(`${B}/decrypt-payload`, newer);
     expect(replayed.status).toBe(403);
     expect(replayed.body.code).toBe('FORBIDDEN');
 
@@ -109,8 +113,8 @@ describe('a used Web3 decrypt string', () => {
     const since = logged.length;
     await mine(chain, WINDOW + 3);
     await forgottenOnEveryMember(since, 'each member to forget the older string');
-    // The same prune passes ran at the moved clock: the newer string is fresh by the head, and still spent.
-    const again = await postJson(`${A}/decrypt-payload`, newer);
+    // The same prune passes ran at the moved clock: the newer string is fresh by the head, and still A's.
+    const again = await postJson(`${B}/decrypt-payload`, newer);
     expect(again.status, JSON.stringify(again.body)).toBe(403);
     expect(again.body.code).toBe('FORBIDDEN');
 

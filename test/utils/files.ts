@@ -124,8 +124,9 @@ export async function zipOf(entries: Iterable<[string, Buffer]>): Promise<Buffer
 }
 
 /**
- * A clock of timestamps no other signed string of the test has (decrypt strings are single use, so
- * two strings signed in the same millisecond must still differ). `offset` shifts it with the cluster's.
+ * A clock of timestamps no other signed string of the test has (a decrypt string is released to one
+ * coordinator only, so two strings signed in the same millisecond must still differ). `offset` shifts
+ * it with the cluster's.
  */
 export function uniqueTimestamps(offset: () => number = () => 0): () => number {
   let last = 0;

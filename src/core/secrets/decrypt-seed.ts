@@ -26,11 +26,11 @@ export interface ReleaseShortfall {
 
 /**
  * The answer to a release short of threshold, when it is not a 503: members that hold no share (the
- * secret is lost: SECRET_LOST), members that refused outright (a
- * spent string, no right to decrypt: 403 or 400) will refuse a retry too, so once too many did for a
- * quorum to be possible, the first refusal says why; members that could not read the chain say the
- * chain is what is down (CHAIN_UNAVAILABLE with the chainId). Undefined otherwise. The first refusal's
- * reason goes with it (never into the HTTP answer).
+ * secret is lost: SECRET_LOST), members that refused outright (a string another coordinator used, no
+ * right to decrypt: 403 or 400) will refuse a retry too, so once too many did for a quorum to be
+ * possible, the first refusal says why; members that could not read the chain say the chain is what
+ * is down (CHAIN_UNAVAILABLE with the chainId). Undefined otherwise. The first refusal's reason goes
+ * with it (never into the HTTP answer).
  */
 export function releaseShortfall(failures: GatherFailure[], descriptor: Pick<ClusterDescriptor, 'size' | 'threshold'>, chainId: number): ReleaseShortfall | undefined {
   const errors = failures.map((f) => f.error);

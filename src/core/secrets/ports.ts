@@ -60,13 +60,17 @@ export interface UsedStringHorizon {
 }
 
 /**
- * Signed strings a node has acted on (docs/security.md, "Single use"): a member releases its share
- * at most once per decrypt string. Entries can be forgotten once the string is too old to pass the
- * freshness check anyway.
+ * Signed strings a node has acted on (docs/security.md, "Share release"): a member releases its share
+ * for a decrypt string to one coordinator only — the first it released it to, its holder. Entries can
+ * be forgotten once the string is too old to pass the freshness check anyway.
  */
 export interface UsedStringStore {
-  /** Mark `key` used, durably; false when it already was. */
-  use(key: string, expiry: UsedStringExpiry): Promise<boolean>;
+  /**
+   * Mark `key` used by `holder` (a coordinator's address), durably. True when it was not used, or
+   * was used by `holder` (its mark written); false when another holder used it, or an entry of an
+   * older build that names none.
+   */
+  use(key: string, holder: string, expiry: UsedStringExpiry): Promise<boolean>;
   /** The chains some Web3 entry waits on, ascending. */
   chains(): Promise<number[]>;
   /** Forget the entries past `horizon`; returns how many. Reads only the entries it forgets. */

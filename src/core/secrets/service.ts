@@ -72,7 +72,7 @@ export interface SecretsDeps {
   /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
   allocateWithClaim(counter: string, claim: string, value: (allocated: number) => string): Promise<number>;
   verifier: SignedDataVerifier;
-  /** Decrypt strings this member has released its share for. */
+  /** Decrypt strings this member has released its share for, each with the coordinator it went to. */
   usedStrings: UsedStringStore;
   /** This node's version vector (sent with share requests for the catch-up gate). */
   versionVector(): VersionVector;

@@ -2,8 +2,8 @@
  * A member's `shard` handler (docs/security.md, Share release): storing the share a coordinator dealt
  * to it, and releasing it for one decrypt. A member checks everything itself before it releases — the
  * client's signed string, its freshness, the session, the owner/delegate right from its own replica
- * (or the chain, for Web3) and that the string was not used before — then seals its share to the
- * requesting coordinator.
+ * (or the chain, for Web3) and that the string was not released to another coordinator before — then
+ * seals its share to the requesting coordinator.
  */
 import { refusal, refusedAs, withReason } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
@@ -24,13 +24,13 @@ import type { DecryptEnvelope, ShareReleaseRequest, ShareStoreRequest } from './
 import { pruneUsedStrings, usedStringExpiry } from './used-strings.ts';
 
 /**
- * The single-use key of a release whose request has a decrypt's shape (docs/security.md, Share
- * release), and 400 `not_a_decrypt` for any other — checked before the string is verified, so a
- * malformed request costs no signature recovery. A file decrypt: the client's 4-part string, which
- * the deployed client also signs for /encrypt-file (docs/security.md, Known limits). A payload
- * decrypt: a 5-part string whose last part is a non-empty encrypted message in the request's format
- * (a "remove delegate" setDelegate string ends in an empty one), with a well-formed 1104-byte cifer;
- * its key holds whatever the spelling of its hex or address.
+ * The key that binds a release string to one coordinator, for a request with a decrypt's shape
+ * (docs/security.md, Share release), and 400 `not_a_decrypt` for any other — checked before the
+ * string is verified, so a malformed request costs no signature recovery. A file decrypt: the
+ * client's 4-part string, which the deployed client also signs for /encrypt-file (docs/security.md,
+ * Known limits). A payload decrypt: a 5-part string whose last part is a non-empty encrypted message
+ * in the request's format (a "remove delegate" setDelegate string ends in an empty one), with a
+ * well-formed 1104-byte cifer; its key holds whatever the spelling of its hex or address.
  */
 export function releaseUseKey(data: string, envelope: DecryptEnvelope): string {
   const parts = splitSignedData(data, { parts: 'file' in envelope ? 4 : 5 });
@@ -62,7 +62,7 @@ export interface ShardHandlerDeps {
   catchUp(requester: VersionVector, from: ClusterNodeEntry): Promise<void>;
   /** This member's shares. */
   shares: ShareStore;
-  /** Decrypt strings this member has released its share for. */
+  /** Decrypt strings this member has released its share for, each with the coordinator it went to. */
   usedStrings: UsedStringStore;
   /** The enabled chains: the heads that decide when a Web3 string is forgotten. @default none */
   chains?: ChainHeads;
@@ -131,14 +131,17 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
     // Shares go to coordinators only: a member that is not one has no client request to serve.
     if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'shares are released to coordinators only');
     const useKey = releaseUseKey(request.data, envelope);
-    // Released once per string per member, a file's like a payload's.
     const caller = await deps.verifier.verify(request, { parts: 'file' in envelope ? 4 : 5, web3: deps.reads.web3Enabled() }).catch(refusedAs('unverified'));
     if (caller.subject !== String(secretId)) throw refusal('FORBIDDEN', 'names_another_secret', 'signed data names another secret');
     await deps.catchUp(vv, from);
     // Web3: the owner and delegate this member reads from the chain itself, never the coordinator's word.
     const secret = await (caller.chainId === WEB2_CHAIN_ID ? deps.reads.requireSecret(secretId).then(resolvedOf) : deps.reads.requireWeb3().resolveOwn(caller.chainId, secretId)).catch(refusedAs('secret_unavailable'));
     assertDecryptRight(secret, caller.principalId);
-    if (!(await deps.usedStrings.use(useKey, usedStringExpiry(caller)))) throw refusal('FORBIDDEN', 'string_used', 'this signed string was already used for a decrypt');
+    // A string's share goes to one coordinator, the first this member released it to: its repeats
+    // (the client's second file signed in the same block, the same payload twice) give that
+    // coordinator the share it already has; another that saw the string gets nothing
+    // (docs/security.md, Share release).
+    if (!(await deps.usedStrings.use(useKey, from.nodeAddress, usedStringExpiry(caller)))) throw refusal('FORBIDDEN', 'string_used', 'this signed string was already used for a decrypt');
     const label = shareLabel(caller.chainId, secretId);
     // A share that is not the one the record's digest names never leaves: it would spoil the seed.
     const share = await requireHeldShare(own, label, (await secretRecordOf(deps.state, caller.chainId, secretId))?.shareDigests?.[own.slot]);

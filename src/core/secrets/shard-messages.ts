@@ -16,7 +16,8 @@ import type { BinaryFormat } from '../payloads/types.ts';
 /**
  * What a share release is for, as members check it (docs/security.md, Share release): a payload
  * decrypt names its envelope (5-part string ending in the encrypted message); a file decrypt is a
- * 4-part string (`/decrypt-file`, `/decrypt-existing-file`), released once per string per member.
+ * 4-part string (`/decrypt-file`, `/decrypt-existing-file`). A member releases for a string to one
+ * coordinator only (shard-handler.ts).
  */
 export type DecryptEnvelope = { cifer: string; inputFormat: BinaryFormat } | { file: true };
 

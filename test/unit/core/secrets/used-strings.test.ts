@@ -23,6 +23,9 @@ const WINDOW = 300;
 const MINUTE_MS = 60_000;
 const wallet = systemRandom(32);
 const address = addressOfPrivateKey(wallet).toLowerCase();
+/** The coordinator a string is released to first, and another: the one its mark refuses. */
+const HOLDER = '0x00000000000000000000000000000000000000c0';
+const OTHER = '0x00000000000000000000000000000000000000c1';
 
 /** A member's parts: its store, one chain whose head the test sets, the verifier on that head, its clock. */
 async function member() {
@@ -44,14 +47,14 @@ async function member() {
   const log = captureLogger();
   const prune = (withChains: ChainHeads | undefined = chains) => pruneUsedStrings({ usedStrings: store.usedStrings, chains: withChains, clock: () => clock.now, logger: log.logger });
   const dataAt = (block: number) => `${CHAIN_ID}_7_${address}_${block}`;
-  /** A decrypt string at `block`, verified as a member verifies it, then marked used. */
-  const use = async (block: number) => {
+  /** A decrypt string at `block`, verified as a member verifies it, then marked used by `holder`. */
+  const use = async (block: number, holder = HOLDER) => {
     const data = dataAt(block);
     const caller = await verifier.verify({ data, signature: signPersonalMessage(data, wallet) }, { parts: 4, web3: true });
-    return store.usedStrings.use(data, usedStringExpiry(caller));
+    return store.usedStrings.use(data, holder, usedStringExpiry(caller));
   };
-  /** Whether the string at `block` is still marked, fresh or not (a miss marks it). */
-  const marked = async (block: number) => !(await store.usedStrings.use(dataAt(block), { chainId: CHAIN_ID, block }));
+  /** Whether the string at `block` is still marked, fresh or not: another coordinator is refused it (a miss marks it). */
+  const marked = async (block: number) => !(await store.usedStrings.use(dataAt(block), OTHER, { chainId: CHAIN_ID, block }));
   /** The error code the verifier answers the string at `block` with now, or `passes`. */
   const verdict = async (block: number) => {
     const data = dataAt(block);
@@ -68,16 +71,17 @@ describe('used strings: Web2 by the clock, Web3 by the head', () => {
     const m = await member();
     expect(await m.use(1000)).toBe(true);
     const web2 = 'w'.repeat(64);
-    expect(await m.store.usedStrings.use(web2, usedStringExpiry({ chainId: -1, fresh: m.clock.now }))).toBe(true);
+    expect(await m.store.usedStrings.use(web2, HOLDER, usedStringExpiry({ chainId: -1, fresh: m.clock.now }))).toBe(true);
 
     m.clock.now += 2 * WEB2_FRESHNESS_MS; // 20 minutes: the old rule forgot the Web3 string here.
     expect(await m.prune()).toBe(1);
     m.clock.now += 365 * 24 * 60 * MINUTE_MS;
     expect(await m.prune()).toBe(0);
-    // The chain did not move: the string is as fresh as when it was used, and still spent.
+    // The chain did not move: the string is as fresh as when it was used, and still its holder's.
     expect(await m.verdict(1000)).toBe('passes');
-    expect(await m.use(1000)).toBe(false);
-    expect(await m.store.usedStrings.use(web2, { at: 0 })).toBe(true);
+    expect(await m.use(1000, OTHER)).toBe(false);
+    expect(await m.use(1000)).toBe(true);
+    expect(await m.store.usedStrings.use(web2, OTHER, { at: 0 })).toBe(true);
   });
 
   it('an advancing head forgets a Web3 mark only a full window after the string stopped passing', async () => {
@@ -109,7 +113,7 @@ describe('used strings: Web2 by the clock, Web3 by the head', () => {
     expect(await m.use(m.head.value + 5)).toBe(true);
     m.head.value += WINDOW + 5;
     expect(await m.prune()).toBe(1);
-    expect(await m.use(m.head.value - WINDOW)).toBe(false);
+    expect(await m.use(m.head.value - WINDOW, OTHER)).toBe(false);
   });
 
   it('a head that cannot be read, or a chain no longer enabled, keeps its marks whatever the clock', async () => {
