@@ -6,7 +6,10 @@ pragma solidity ^0.8.24;
  * @notice A stand-in for the production secrets controller, written for quorumkeep's tests on a
  *         local anvil chain. Its ABI is exactly the interface in src/evm/secrets-controller-abi.ts
  *         (docs/web3.md § "The secrets controller"); the semantics below are this contract's own
- *         choices, documented in docs/web3.md § "Test chain". Rebuild the committed artifact
+ *         choices, documented in docs/web3.md § "Test chain", except that it reverts with the
+ *         published controller's reason strings wherever those are published (`Secret not found`,
+ *         `Not secret owner`, `Incorrect fee`, `Delegate unchanged`, `New owner is zero`,
+ *         `Already secret owner`): clients match them. Rebuild the committed artifact
  *         (src/evm/artifacts/secrets-controller.json) with `npm run build:contract`.
  * @dev A plain contract, not behind a proxy: the constructor does nothing and `initialize` runs once,
  *      making its caller the owner. Reverts carry reason strings only (no custom errors), so the
@@ -31,7 +34,7 @@ contract SecretsController {
     mapping(uint256 => Secret) public secrets;
     /// @notice The id the next `createSecret` assigns; ids start at 1.
     uint256 public nextSecretId;
-    /// @notice Wei that `createSecret` requires (at least; any excess stays in the contract).
+    /// @notice Wei that `createSecret` requires, exactly.
     uint256 public secretCreationFee;
     /// @notice The type `createSecret()` without arguments assigns.
     uint8 public defaultSecretType;
@@ -67,13 +70,13 @@ contract SecretsController {
 
     modifier secretExists(uint256 secretId) {
         // transferSecret refuses the zero address, so a zero owner means "never created".
-        require(secrets[secretId].owner != address(0), "secret does not exist");
+        require(secrets[secretId].owner != address(0), "Secret not found");
         _;
     }
 
     modifier onlySecretOwner(uint256 secretId) {
-        require(secrets[secretId].owner != address(0), "secret does not exist");
-        require(secrets[secretId].owner == msg.sender, "caller is not the secret owner");
+        require(secrets[secretId].owner != address(0), "Secret not found");
+        require(secrets[secretId].owner == msg.sender, "Not secret owner");
         _;
     }
 
@@ -177,7 +180,7 @@ contract SecretsController {
     function markSecretSynced(uint256 secretId, uint8 clusterId, string calldata publicKeyCid) external {
         require(whitelistedBlackBoxes[msg.sender], "caller is not a whitelisted black box");
         Secret storage secret = secrets[secretId];
-        require(secret.owner != address(0), "secret does not exist");
+        require(secret.owner != address(0), "Secret not found");
         require(secret.isSyncing, "already synced");
         require(bytes(publicKeyCid).length > 0, "publicKeyCid is empty");
         require(bytes(publicKeyCid).length <= MAX_PUBLIC_KEY_CID_LENGTH, "publicKeyCid too long");
@@ -187,16 +190,18 @@ contract SecretsController {
         emit SecretSynced(secretId, clusterId, publicKeyCid);
     }
 
-    /// @notice Set or clear (`address(0)`) the secret's delegate; only its owner.
+    /// @notice Set or clear (`address(0)`) the secret's delegate; only its owner, and only to a new value.
     function setDelegate(uint256 secretId, address newDelegate) external onlySecretOwner(secretId) {
+        require(secrets[secretId].delegate != newDelegate, "Delegate unchanged");
         _setDelegate(secretId, newDelegate);
     }
 
     /// @notice Give the secret to `newOwner`; only its owner. The delegate is cleared (with a
     ///         `DelegateUpdated(secretId, address(0))` first) — the new owner has not chosen them.
     function transferSecret(uint256 secretId, address newOwner) external onlySecretOwner(secretId) {
-        require(newOwner != address(0), "new owner is the zero address");
+        require(newOwner != address(0), "New owner is zero");
         Secret storage secret = secrets[secretId];
+        require(secret.owner != newOwner, "Already secret owner");
         if (secret.delegate != address(0)) _setDelegate(secretId, address(0));
         address oldOwner = secret.owner;
         _removeOwned(oldOwner, secretId);
@@ -206,7 +211,7 @@ contract SecretsController {
     }
 
     /// @notice (owner, delegate, isSyncing, clusterId, secretType, publicKeyCid); reverts for an
-    ///         unknown id.
+    ///         unknown id (`Secret not found`).
     function getSecretState(uint256 secretId)
         external
         view
@@ -252,7 +257,7 @@ contract SecretsController {
 
     function _createSecret(uint8 secretType) private returns (uint256 secretId) {
         require(_initialized, "not initialized");
-        require(msg.value >= secretCreationFee, "insufficient fee");
+        require(msg.value == secretCreationFee, "Incorrect fee");
         secretId = nextSecretId++;
         Secret storage secret = secrets[secretId];
         secret.owner = msg.sender;

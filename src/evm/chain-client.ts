@@ -356,7 +356,8 @@ export function createChainClient(options: ChainClientOptions, deps: ChainClient
         (err) => revertOf(err) !== undefined || isZeroData(err),
       );
     } catch (err) {
-      // The test controller reverts "secret does not exist"; any revert means there is no state to serve.
+      // Any revert means there is no state to serve: the text is never matched (CONTRIBUTING.md rule
+      // 7), so the published controller's `Secret not found` and older test builds' wording alike.
       if (revertOf(err)) return undefined;
       if (isZeroData(err)) throw noContract(address);
       throw err;
@@ -405,7 +406,7 @@ export function createChainClient(options: ChainClientOptions, deps: ChainClient
     // After a revert, or before sending: a secret that is not syncing any more is done, whoever synced it.
     const settled = async (): Promise<MarkSyncedResult | undefined> => {
       const state = await getSecretState(secretId);
-      if (!state) throw txError('secret does not exist');
+      if (!state) throw txError('Secret not found');
       return state.isSyncing ? undefined : { status: 'already-synced', clusterId: state.clusterId, publicKeyCid: state.publicKeyCid };
     };
     const before = await settled();

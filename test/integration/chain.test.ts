@@ -3,12 +3,13 @@
  * controller compiles to exactly the repository's ABI and behaves as the cluster expects.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEventLogs, zeroAddress, type Address, type Hex, type TransactionReceipt } from 'viem';
+import { decodeFunctionResult, encodeFunctionData, parseEventLogs, zeroAddress, type Address, type Hex, type TransactionReceipt } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { secretsControllerAbi } from '../../src/evm/secrets-controller-abi.ts';
 import { compileSecretsController } from '../../scripts/build-contract.ts';
 import artifact from '../../src/evm/artifacts/secrets-controller.json' with { type: 'json' };
 import {
+  clientRpc,
   createSecretOnChain,
   deployController,
   fund,
@@ -165,8 +166,7 @@ describe('anvil with the test secrets controller', () => {
     expect(await readSecretState(chain, controller, secretId)).toMatchObject({ isSyncing: false, clusterId: 3, publicKeyCid: 'cifer' });
 
     expect(await revertReasonOf(markSecretSyncedOnChain(chain, controller, nodeKey, secretId))).toBe('already synced');
-    expect(await revertReasonOf(markSecretSyncedOnChain(chain, controller, nodeKey, 999n))).toBe('secret does not exist');
-    expect(await revertReasonOf(readSecretState(chain, controller, 999n))).toBe('secret does not exist');
+    expect(await revertReasonOf(markSecretSyncedOnChain(chain, controller, nodeKey, 999n))).toBe('Secret not found');
     const tooLong = 'x'.repeat(129);
     const other = await createSecretOnChain(chain, controller, alice.privateKey);
     expect(await revertReasonOf(markSecretSyncedOnChain(chain, controller, nodeKey, other, { publicKeyCid: tooLong }))).toBe('publicKeyCid too long');
@@ -174,14 +174,14 @@ describe('anvil with the test secrets controller', () => {
 
   it('setDelegate and transferSecret: only the secret owner; events and state follow', async () => {
     const secretId = await createSecretOnChain(chain, controller, alice.privateKey);
-    expect(await revertReasonOf(setDelegateOnChain(chain, controller, bob.privateKey, secretId, bob.address))).toBe('caller is not the secret owner');
+    expect(await revertReasonOf(setDelegateOnChain(chain, controller, bob.privateKey, secretId, bob.address))).toBe('Not secret owner');
 
     const delegated = await setDelegateOnChain(chain, controller, alice.privateKey, secretId, bob.address);
     expect(eventsOf(delegated, 'DelegateUpdated').map((e) => e.args)).toEqual([{ secretId, newDelegate: bob.address }]);
     expect(await chain.publicClient.readContract({ address: controller, abi: secretsControllerAbi, functionName: 'getDelegate', args: [secretId] })).toBe(bob.address);
     expect(await chain.publicClient.readContract({ address: controller, abi: secretsControllerAbi, functionName: 'getSecretsCountByWallet', args: [bob.address] })).toEqual([0n, 1n]);
 
-    expect(await revertReasonOf(transferSecretOnChain(chain, controller, bob.privateKey, secretId, bob.address))).toBe('caller is not the secret owner');
+    expect(await revertReasonOf(transferSecretOnChain(chain, controller, bob.privateKey, secretId, bob.address))).toBe('Not secret owner');
     const transferred = await transferSecretOnChain(chain, controller, alice.privateKey, secretId, carol.address);
     expect(eventsOf(transferred, 'SecretOwnershipTransferred').map((e) => e.args)).toEqual([{ secretId, oldOwner: alice.address, newOwner: carol.address }]);
     // The transfer clears the delegate, announced as its own DelegateUpdated.
@@ -192,7 +192,35 @@ describe('anvil with the test secrets controller', () => {
     expect(await chain.publicClient.readContract({ address: controller, abi: secretsControllerAbi, functionName: 'getSecretsCountByWallet', args: [bob.address] })).toEqual([0n, 0n]);
 
     // The old owner has lost control.
-    expect(await revertReasonOf(setDelegateOnChain(chain, controller, alice.privateKey, secretId, alice.address))).toBe('caller is not the secret owner');
+    expect(await revertReasonOf(setDelegateOnChain(chain, controller, alice.privateKey, secretId, alice.address))).toBe('Not secret owner');
+  });
+
+  // The published controller's reason strings (its SDK documentation quotes them); the real client
+  // turns a revert whose message contains `Secret not found` into its SecretNotFoundError.
+  it('reverts with the published reason strings: Secret not found, Not secret owner, Delegate unchanged, New owner is zero, Already secret owner', async () => {
+    const unknown = 999_999n;
+    const read = (functionName: 'getSecretState' | 'getSecretOwner' | 'getDelegate') =>
+      chain.publicClient.readContract({ address: controller, abi: secretsControllerAbi, functionName, args: [unknown] });
+    for (const functionName of ['getSecretState', 'getSecretOwner', 'getDelegate'] as const) expect(await revertReasonOf(read(functionName))).toBe('Secret not found');
+    expect(await revertReasonOf(setDelegateOnChain(chain, controller, alice.privateKey, unknown, bob.address))).toBe('Secret not found');
+    expect(await revertReasonOf(transferSecretOnChain(chain, controller, alice.privateKey, unknown, bob.address))).toBe('Secret not found');
+
+    const secretId = await createSecretOnChain(chain, controller, alice.privateKey);
+    expect(await revertReasonOf(setDelegateOnChain(chain, controller, alice.privateKey, secretId, zeroAddress))).toBe('Delegate unchanged');
+    await setDelegateOnChain(chain, controller, alice.privateKey, secretId, bob.address);
+    expect(await revertReasonOf(setDelegateOnChain(chain, controller, alice.privateKey, secretId, bob.address))).toBe('Delegate unchanged');
+    expect(await revertReasonOf(transferSecretOnChain(chain, controller, alice.privateKey, secretId, zeroAddress))).toBe('New owner is zero');
+    expect(await revertReasonOf(transferSecretOnChain(chain, controller, alice.privateKey, secretId, alice.address))).toBe('Already secret owner');
+  });
+
+  it("the client's getSecret path: a raw eth_call of getSecretState for an unknown id fails with a message containing `Secret not found`", async () => {
+    // The client's getSecret: eth_call at "latest"; a failure whose message includes
+    // `Secret not found` becomes its SecretNotFoundError.
+    const getSecretState = (secretId: bigint) =>
+      clientRpc<Hex>(chain, 'eth_call', [{ to: controller, data: encodeFunctionData({ abi: secretsControllerAbi, functionName: 'getSecretState', args: [secretId] }) }, 'latest']);
+    await expect(getSecretState(999_999n)).rejects.toThrow('Secret not found');
+    const known = await getSecretState(await createSecretOnChain(chain, controller, alice.privateKey));
+    expect(decodeFunctionResult({ abi: secretsControllerAbi, functionName: 'getSecretState', data: known })[0]).toBe(alice.address);
   });
 
   it('only the contract owner manages the whitelist, fee and balance', async () => {
@@ -203,7 +231,9 @@ describe('anvil with the test secrets controller', () => {
     const asOwner = chain.walletClient(owner.privateKey);
     const fee = 10n ** 15n;
     await chain.publicClient.waitForTransactionReceipt({ hash: await asOwner.writeContract({ address: controller, abi: secretsControllerAbi, functionName: 'setSecretCreationFee', args: [fee] }) });
-    expect(await revertReasonOf(createSecretOnChain(chain, controller, alice.privateKey, { value: 0n }))).toBe('insufficient fee');
+    // The published controller wants the fee exactly (docs/web3.md, "The test contract").
+    expect(await revertReasonOf(createSecretOnChain(chain, controller, alice.privateKey, { value: 0n }))).toBe('Incorrect fee');
+    expect(await revertReasonOf(createSecretOnChain(chain, controller, alice.privateKey, { value: fee + 1n }))).toBe('Incorrect fee');
     await createSecretOnChain(chain, controller, alice.privateKey); // pays the current fee
     expect(await chain.publicClient.getBalance({ address: controller })).toBe(fee);
 

@@ -311,7 +311,7 @@ describe('markSecretSynced', () => {
     await whitelist(chain, controller, privateKeyToAccount(broke).address);
     const secretId = await createSecretOnChain(chain, controller, alice.privateKey);
     await expect(syncer(broke).markSecretSynced(secretId, 1, 'cifer')).rejects.toMatchObject({ name: 'ChainTransactionError', reason: 'insufficient funds for gas' });
-    await expect(syncer().markSecretSynced(999_999n, 1, 'cifer')).rejects.toMatchObject({ name: 'ChainTransactionError', reason: 'secret does not exist' });
+    await expect(syncer().markSecretSynced(999_999n, 1, 'cifer')).rejects.toMatchObject({ name: 'ChainTransactionError', reason: 'Secret not found' });
     await expect(syncer(nodeKey, { syncer: false }).markSecretSynced(secretId, 1, 'cifer')).rejects.toThrow(/not the chain's syncer/);
   });
 });

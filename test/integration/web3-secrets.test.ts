@@ -255,7 +255,9 @@ describe('owner and delegate changes made on chain', () => {
       expect((await decrypt(url, delegate, id, enc)).status).toBe(403);
     }
 
-    // A delegate set to the zero address is no delegate.
+    // A delegate set, then cleared to the zero address, is no delegate (setting the zero address
+    // again would revert "Delegate unchanged", as the published controller does).
+    await setDelegateOnChain(chain, controller, newOwner.privateKey, id, delegate.address);
     await setDelegateOnChain(chain, controller, newOwner.privateKey, id, zeroAddress);
     await mine(chain, CONFIRMATIONS + 1);
     expect((await decrypt(A, newOwner, id, enc)).status).toBe(200);

@@ -205,13 +205,17 @@ export interface OnChainSecretState {
   publicKeyCid: string;
 }
 
-/** `getSecretState(secretId)` (reverts "secret does not exist" for an unknown id). */
-export async function readSecretState(chain: AnvilChain, controller: Address, secretId: bigint): Promise<OnChainSecretState> {
+/**
+ * `getSecretState(secretId)` at the latest block, or at `blockNumber` (reverts "Secret not found" for
+ * an unknown id, as the published controller).
+ */
+export async function readSecretState(chain: AnvilChain, controller: Address, secretId: bigint, blockNumber?: number): Promise<OnChainSecretState> {
   const [owner, delegate, isSyncing, clusterId, secretType, publicKeyCid] = await chain.publicClient.readContract({
     address: controller,
     abi: secretsControllerAbi,
     functionName: 'getSecretState',
     args: [secretId],
+    ...(blockNumber === undefined ? {} : { blockNumber: BigInt(blockNumber) }),
   });
   return { owner, delegate, isSyncing, clusterId, secretType, publicKeyCid };
 }
@@ -219,6 +223,19 @@ export async function readSecretState(chain: AnvilChain, controller: Address, se
 /** The chain's head block number, read now (viem's block-number cache skipped). */
 export async function headOf(chain: AnvilChain): Promise<number> {
   return Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
+}
+
+/**
+ * One JSON-RPC call to the chain made as the real client's RPC reader makes it: a plain POST, an
+ * error answer thrown as `RPC error: <message> (code: <code>)` — the text its error mapping reads
+ * (e.g. `Secret not found` for its "not found" error). For tests that replicate the client's reads.
+ */
+export async function clientRpc<T>(chain: AnvilChain, method: string, params: unknown[]): Promise<T> {
+  const res = await fetch(chain.rpcUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const json = (await res.json()) as { result?: T; error?: { message: string; code: number } };
+  if (json.error) throw new Error(`RPC error: ${json.error.message} (code: ${json.error.code})`);
+  if (json.result === undefined) throw new Error('RPC response missing result');
+  return json.result;
 }
 
 /** Mine `blocks` empty blocks at once (`anvil_mine`), e.g. to reach a confirmation depth. */

@@ -51,15 +51,29 @@ export function shareLabel(chainId: number, secretId: number): number | string {
   return chainId === WEB2_CHAIN_ID ? secretId : web3SecretLabel(chainId, secretId);
 }
 
-/** 403 unless `principalId` may decrypt with the secret (the owner, or a delegate that is set). */
-export function assertDecryptRight(secret: Pick<ResolvedSecret, 'owner' | 'delegate' | 'isSyncing' | 'secretType'>, principalId: string): void {
+/**
+ * 403 `Secret <id> is syncing; try again shortly` (a member's refusal says `secret_unavailable`). The
+ * form is a contract: the real client turns a message that contains `is syncing` and `secret <id>`
+ * into its "not ready" error (docs/http.md, "Signed routes: what is checked where").
+ */
+export function secretSyncing(secretId: number): AppError {
+  return refusal('FORBIDDEN', 'secret_unavailable', `Secret ${secretId} is syncing; try again shortly`);
+}
+
+/**
+ * 403 unless `principalId` may decrypt with the secret (the owner, or a delegate that is set). A Web3
+ * secret not in the confirmed view yet has no confirmed owner: refused as syncing, whoever asks
+ * (docs/web3.md, "Serving a secret").
+ */
+export function assertDecryptRight(secret: Pick<ResolvedSecret, 'secretId' | 'owner' | 'delegate' | 'isSyncing' | 'secretType' | 'unconfirmed'>, principalId: string): void {
+  if (secret.unconfirmed) throw secretSyncing(secret.secretId);
   if (secret.owner !== principalId && (secret.delegate === null || secret.delegate !== principalId)) throw refusal('FORBIDDEN', 'not_owner_or_delegate', 'Only the owner or the delegate may decrypt with this secret');
   assertUsable(secret);
 }
 
 /** 403 while syncing or for a type this service cannot use (a member's refusal says `secret_unavailable`). */
-export function assertUsable(secret: Pick<ResolvedSecret, 'isSyncing' | 'secretType'>): void {
-  if (secret.isSyncing) throw refusal('FORBIDDEN', 'secret_unavailable', 'Secret is syncing; try again shortly');
+export function assertUsable(secret: Pick<ResolvedSecret, 'secretId' | 'isSyncing' | 'secretType'>): void {
+  if (secret.isSyncing) throw secretSyncing(secret.secretId);
   if (secret.secretType !== SECRET_TYPE_MLKEM768) throw refusal('FORBIDDEN', 'secret_unavailable', `Secret type ${secret.secretType} is not supported`);
 }
 

@@ -183,7 +183,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
       const chainId = parseChainId(chainIdRaw, reads.web3Enabled() ? deps.chains : undefined);
       const secretId = parseSecretId(secretIdRaw);
       if (chainId === WEB2_CHAIN_ID) return { chainId, secretId, publicKey: (await reads.findSecret(secretId)).publicKeyCid };
-      // Web3: a synced secret of type 1 (docs/web3.md, Web3 secrets), from the chain's confirmed view.
+      // Web3: a synced secret of type 1 (docs/web3.md, "Serving a secret"): the confirmed view, or the latest block before a refusal.
       const secret = await reads.requireWeb3().resolve(chainId, secretId);
       assertUsable(secret);
       return { chainId, secretId, publicKey: secret.publicKeyCid };

@@ -19,8 +19,10 @@ export interface CreatedSecret {
 
 /**
  * A secret as the payload and file routes use it, Web2 or Web3 alike: its key and who may decrypt.
- * For Web2 it is the `secret` record; for Web3 the `web3Secret` record's key with owner, delegate,
- * syncing flag and type from the chain's confirmed view (src/core/web3/service.ts).
+ * For Web2 it is the `secret` record; for Web3 the `web3Secret` record's key with owner and delegate
+ * from the chain's confirmed view, and the syncing flag and type from the confirmed view too unless
+ * it showed the secret syncing or unknown — then from the latest block (src/core/web3/service.ts;
+ * docs/web3.md, "Serving a secret").
  */
 export interface ResolvedSecret {
   /** -1 for Web2. */
@@ -34,6 +36,12 @@ export interface ResolvedSecret {
   delegate: string | null;
   isSyncing: boolean;
   secretType: number;
+  /**
+   * Web3 only: the secret exists at the latest block but not yet in this node's confirmed view, so
+   * it has no confirmed owner — `owner` is empty and `delegate` null, and a decrypt is refused as
+   * syncing. Absent otherwise.
+   */
+  unconfirmed?: true;
 }
 
 /** One secret as listed by POST /web2/secrets. */

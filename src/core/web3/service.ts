@@ -8,7 +8,9 @@
  *   block up to the block asked for; the follower drops a secret's entry on each of its events
  *   (`SecretCreated`, `SecretSynced`, `DelegateUpdated`, `SecretOwnershipTransferred`). So a warm read
  *   costs no RPC call and is never older than the confirmed view; a follower that lags only costs
- *   direct reads. Members use it before releasing a share, coordinators before answering.
+ *   direct reads. Members use it before releasing a share, coordinators before answering. A secret
+ *   it shows syncing or does not know is read again at the latest block before it is refused: clients
+ *   see it ready there, and encrypting needs only the key; owner and delegate stay confirmed.
  * - **New secrets (the syncer only).** On the chain's designated syncer (`chains[].syncer`, a
  *   coordinator the controller whitelists), the follower keeps a durable cursor; for each confirmed
  *   `SecretCreated` of type 1 it deals the key exactly as for Web2 (unless the secret already has
@@ -24,6 +26,7 @@ import type { FreshReader } from '../replication/fresh-read.ts';
 import type { StateReader } from '../replication/ports.ts';
 import type { ResolvedSecret } from '../secrets/types.ts';
 import { SECRET_TYPE_MLKEM768 } from '../secrets/records.ts';
+import { secretSyncing } from '../secrets/rules.ts';
 import type { ChainEvent, EventFollower, SecretState, Web3Chain, Web3Chains } from './ports.ts';
 import { MAX_WEB3_SECRET_ID, SYNCED_SENTINEL, web3SecretKey, type Web3SecretBody } from './records.ts';
 
@@ -61,8 +64,9 @@ export interface Web3Deps {
 export interface Web3Service extends Startable {
   /**
    * A Web3 secret as a client names it, for a coordinator's answer: the cluster's key from the record,
-   * owner and delegate from the confirmed view. 404 unknown (or no key in this cluster), 403 while
-   * the secret is syncing, 503 CHAIN_UNAVAILABLE.
+   * owner and delegate from the confirmed view; a secret the confirmed view shows syncing or does not
+   * know is read again at the latest block first. 404 unknown (or no key in this cluster), 403
+   * `Secret <id> is syncing; try again shortly`, 503 CHAIN_UNAVAILABLE.
    */
   resolve(chainId: number, secretId: number): Promise<ResolvedSecret>;
   /** The same for a member about to release its share: its own replica (the catch-up gate ran first). */
@@ -137,21 +141,28 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
 
   async function resolveWith(chainId: number, secretId: number, fresh: boolean): Promise<ResolvedSecret> {
     assertWeb3SecretId(secretId);
-    const state = await confirmedState(chainId, secretId);
+    const confirmed = await confirmedState(chainId, secretId);
+    const chain = viewOf(chainId).chain;
+    // Unknown or syncing in the confirmed view: the latest block decides before anything is refused
+    // (docs/web3.md, "Serving a secret"). Clients judge readiness there and do not retry, while the
+    // confirmed view lags it by `confirmations` blocks and a cached head. Whether the key may be
+    // served follows that read; who may decrypt stays the confirmed view's.
+    const state = confirmed && !confirmed.isSyncing ? confirmed : await chain.getSecretState(secretId);
     if (!state) throw new AppError('NOT_FOUND', `Secret ${secretId} not found on chain ${chainId}`);
     // Never keyed by this cluster: a type it does not serve is said as such, not as "syncing".
     if (state.secretType !== SECRET_TYPE_MLKEM768) throw new AppError('FORBIDDEN', `Secret type ${state.secretType} is not supported`);
     const record = await recordOf(chainId, secretId, fresh);
     if (!record) {
-      if (state.isSyncing) throw new AppError('FORBIDDEN', 'Secret is syncing; try again shortly');
+      if (state.isSyncing) throw secretSyncing(secretId);
       throw new AppError('NOT_FOUND', `Secret ${secretId} on chain ${chainId} has no key in this cluster`);
     }
-    const chain = viewOf(chainId).chain;
     // Synced by another cluster after ours dealt (a race the controller settles): not ours to serve.
     if (!state.isSyncing && (state.clusterId !== chain.controllerClusterId || state.publicKeyCid !== SYNCED_SENTINEL)) {
       throw new AppError('NOT_FOUND', `Secret ${secretId} on chain ${chainId} is served by another cluster`);
     }
-    return { chainId, secretId, publicKeyCid: record.publicKeyCid, owner: state.owner, delegate: state.delegate, isSyncing: state.isSyncing, secretType: state.secretType };
+    const resolved = { chainId, secretId, publicKeyCid: record.publicKeyCid, isSyncing: state.isSyncing, secretType: state.secretType };
+    // Not confirmed yet (created within the last `confirmations` blocks): no owner anyone decrypts as.
+    return confirmed ? { ...resolved, owner: confirmed.owner, delegate: confirmed.delegate } : { ...resolved, owner: '', delegate: null, unconfirmed: true };
   }
 
   /** The syncer's work for one confirmed range: deal and mark every new secret of type 1. */

@@ -118,7 +118,7 @@ describe('encrypt: the signer and the envelope in one step', () => {
   it('a forged string for a syncing secret is 403 on its signature; a genuine one is 403 "syncing" (the order of the two steps)', async () => {
     const { payloads, steps } = setup({ replica: [secretRecord(7, { isSyncing: true })] });
     await expect(payloads.encrypt(request(7, 'x', intruder), 'hex')).rejects.toMatchObject({ message: 'Signature does not match the signer address in data' });
-    await expect(payloads.encrypt(request(7, 'x'), 'hex')).rejects.toMatchObject({ message: 'Secret is syncing; try again shortly' });
+    await expect(payloads.encrypt(request(7, 'x'), 'hex')).rejects.toMatchObject({ message: 'Secret 7 is syncing; try again shortly' });
     expect(steps).toMatchObject({ fused: 0, seal: 0 });
   });
 

@@ -92,14 +92,19 @@ describe('secret rules', () => {
     expect(() => assertDecryptRight(resolved, delegate)).not.toThrow();
     expect(codeOf(() => assertDecryptRight(resolved, randomUUID()))).toBe('FORBIDDEN');
     expect(codeOf(() => assertDecryptRight({ ...resolved, delegate: null }, delegate))).toBe('FORBIDDEN');
-    expect(() => assertDecryptRight({ ...resolved, isSyncing: true }, owner)).toThrow('Secret is syncing; try again shortly');
+    // The syncing form names the secret: the real client maps it to its "not ready" error by that.
+    expect(() => assertDecryptRight({ ...resolved, isSyncing: true }, owner)).toThrow(`Secret ${resolved.secretId} is syncing; try again shortly`);
     expect(() => assertDecryptRight({ ...resolved, secretType: 2 }, owner)).toThrow('Secret type 2 is not supported');
+    // No confirmed owner yet (a Web3 secret only the latest block knows): syncing for everyone, the owner too.
+    const unconfirmed = { ...resolved, owner: '', delegate: null, unconfirmed: true as const };
+    for (const who of [owner, delegate, '']) expect(() => assertDecryptRight(unconfirmed, who)).toThrow(`Secret ${resolved.secretId} is syncing; try again shortly`);
   });
 
-  it('a secret is usable once synced and of type 1 (ML-KEM-768)', () => {
-    expect(() => assertUsable({ isSyncing: false, secretType: 1 })).not.toThrow();
-    expect(codeOf(() => assertUsable({ isSyncing: true, secretType: 1 }))).toBe('FORBIDDEN');
-    expect(codeOf(() => assertUsable({ isSyncing: false, secretType: 0 }))).toBe('FORBIDDEN');
+  it('a secret is usable once synced and of type 1 (ML-KEM-768); while syncing, 403 `Secret <id> is syncing`', () => {
+    expect(() => assertUsable({ secretId: 5, isSyncing: false, secretType: 1 })).not.toThrow();
+    expect(codeOf(() => assertUsable({ secretId: 5, isSyncing: true, secretType: 1 }))).toBe('FORBIDDEN');
+    expect(() => assertUsable({ secretId: 5, isSyncing: true, secretType: 1 })).toThrow('Secret 5 is syncing; try again shortly');
+    expect(codeOf(() => assertUsable({ secretId: 5, isSyncing: false, secretType: 0 }))).toBe('FORBIDDEN');
   });
 
   it('POST /web2/secrets lists a secret for its owner and its delegate, with ISO dates', () => {

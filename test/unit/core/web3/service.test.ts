@@ -11,20 +11,30 @@ import type { ChainEvent, FollowEventsOptions, MarkSyncedResult, SecretState, We
 import { web3SecretKey } from '../../../../src/core/web3/records.ts';
 import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
 import { createLogger } from '../../../../src/log/index.ts';
+import { assertDecryptRight, assertUsable } from '../../../../src/core/secrets/rules.ts';
+import { AppError } from '../../../../src/errors/index.ts';
 
 const CHAIN_ID = 8453;
 const ALICE = '0x' + 'a1'.repeat(20);
 const BOB = '0x' + 'b0'.repeat(20);
 const KEY = 'K'.repeat(1580);
 
-/** A chain whose head, states (by block) and event deliveries the test drives. */
+/**
+ * A chain whose head, states (by block) and event deliveries the test drives. `head` is what the
+ * node's head reads answer; `latest`, when set, is the chain's real latest block, ahead of it (what a
+ * read without a block number sees).
+ */
 function scriptedChain(options: { syncer?: boolean } = {}) {
   let head = 100;
+  let latest: number | undefined;
+  let createdFrom = 0;
+  let syncedFrom = 0;
   /** Owner by block from which it holds. */
   const owners: Array<{ from: number; owner: string }> = [{ from: 0, owner: ALICE }];
   let deliver: FollowEventsOptions['onEvents'] | undefined;
   let fromBlock: number | undefined;
-  const reads: number[] = [];
+  /** Blocks read at; `latest` for a read without one. */
+  const reads: Array<number | 'latest'> = [];
   const synced: number[] = [];
   let failSync = false;
   let whitelisted = true;
@@ -40,10 +50,11 @@ function scriptedChain(options: { syncer?: boolean } = {}) {
     controllerClusterId: 0,
     blockNumber: async () => head,
     async getSecretState(_id, opts): Promise<SecretState | undefined> {
-      const at = opts?.blockNumber ?? head;
-      reads.push(at);
+      const at = opts?.blockNumber ?? latest ?? head;
+      reads.push(opts?.blockNumber ?? 'latest');
+      if (at < createdFrom) return undefined;
       const owner = [...owners].reverse().find((o) => o.from <= at)!.owner;
-      if (syncedTo === undefined) return { owner, delegate: null, isSyncing: true, clusterId: 0, secretType: 1, publicKeyCid: '' };
+      if (syncedTo === undefined || at < syncedFrom) return { owner, delegate: null, isSyncing: true, clusterId: 0, secretType: 1, publicKeyCid: '' };
       return { owner, delegate: null, isSyncing: false, clusterId: syncedTo, secretType: 1, publicKeyCid: 'cifer' };
     },
     isWhitelisted: async () => whitelisted,
@@ -63,6 +74,9 @@ function scriptedChain(options: { syncer?: boolean } = {}) {
     reads,
     synced,
     setHead: (b: number) => (head = b),
+    setLatest: (b: number | undefined) => (latest = b),
+    createdAt: (block: number) => (createdFrom = block),
+    syncedAt: (block: number) => (syncedFrom = block),
     transferAt: (block: number, owner: string) => owners.push({ from: block, owner }),
     failSync: (v: boolean) => (failSync = v),
     whitelist: (v: boolean) => (whitelisted = v),
@@ -72,6 +86,14 @@ function scriptedChain(options: { syncer?: boolean } = {}) {
   };
 }
 
+const codeOf = (run: () => unknown) => {
+  try {
+    run();
+  } catch (err) {
+    return err instanceof AppError ? err.code : String(err);
+  }
+  return 'accepted';
+};
 const position = (blockNumber: number) => ({ chainId: CHAIN_ID, blockNumber, blockHash: '0x', logIndex: 0, transactionHash: '0x' });
 const transferred = (secretId: number, block: number, to: string): ChainEvent => ({ ...position(block), name: 'SecretOwnershipTransferred', secretId: BigInt(secretId), from: ALICE, to });
 const created = (secretId: number, block: number, secretType = 1): ChainEvent => ({ ...position(block), name: 'SecretCreated', secretId: BigInt(secretId), owner: ALICE, secretType });
@@ -152,13 +174,86 @@ describe('the confirmed view', () => {
   it('resolve: 403 while syncing without a key, 404 when another cluster keyed it, else the key with owner from the chain; 400 for a chain not enabled', async () => {
     const { script, service, records } = setup();
     await service.start();
-    await expect(service.resolve(CHAIN_ID, 1)).rejects.toMatchObject({ code: 'FORBIDDEN', message: 'Secret is syncing; try again shortly' });
+    await expect(service.resolve(CHAIN_ID, 1)).rejects.toMatchObject({ code: 'FORBIDDEN', message: 'Secret 1 is syncing; try again shortly' });
     script.syncedTo(9);
     await expect(service.resolve(CHAIN_ID, 2)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     script.syncedTo(0);
     records.set(web3SecretKey(CHAIN_ID, 3), { publicKeyCid: KEY });
     await expect(service.resolve(CHAIN_ID, 3)).resolves.toMatchObject({ chainId: CHAIN_ID, secretId: 3, owner: ALICE, delegate: null, isSyncing: false, publicKeyCid: KEY });
     await expect(service.resolve(1, 1)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
+});
+
+describe('before refusing, the latest block (docs/web3.md, "Serving a secret")', () => {
+  /** A started service, its follower caught up to the confirmed block 98 (head 100, 2 confirmations), secret 1 keyed. */
+  async function keyed() {
+    const s = setup();
+    await s.service.start();
+    await s.script.deliver([], 98);
+    s.records.set(web3SecretKey(CHAIN_ID, 1), { publicKeyCid: KEY });
+    return s;
+  }
+
+  it('a secret synced at the latest block but not yet confirmations deep is served, owner and delegate from the confirmed view', async () => {
+    const { script, service } = await keyed();
+    script.syncedTo(0);
+    script.syncedAt(100);
+    // Transferred in the same unconfirmed blocks: the decrypt right stays the confirmed owner's.
+    script.transferAt(99, BOB);
+    for (const resolve of [service.resolve, service.resolveOwn]) {
+      const secret = await resolve(CHAIN_ID, 1);
+      expect(secret).toMatchObject({ isSyncing: false, owner: ALICE, delegate: null, publicKeyCid: KEY });
+      expect(secret.unconfirmed).toBeUndefined();
+      expect(() => assertUsable(secret)).not.toThrow();
+      expect(() => assertDecryptRight(secret, ALICE)).not.toThrow();
+      expect(codeOf(() => assertDecryptRight(secret, BOB))).toBe('FORBIDDEN');
+    }
+    // The confirmed read is cached; the latest one is made for each answer that would have refused.
+    expect(script.reads).toEqual([98, 'latest', 'latest']);
+  });
+
+  it('the latest block is read as it is, ahead of the cached head', async () => {
+    const { script, service } = await keyed();
+    script.syncedTo(0);
+    script.syncedAt(101);
+    script.setLatest(101);
+    await expect(service.resolve(CHAIN_ID, 1)).resolves.toMatchObject({ isSyncing: false });
+  });
+
+  it('syncing at the latest block too: 403 `Secret <id> is syncing`, with or without a key dealt', async () => {
+    const { script, service, records } = await keyed();
+    await expect(service.resolve(CHAIN_ID, 1).then(assertUsable)).rejects.toMatchObject({ code: 'FORBIDDEN', message: 'Secret 1 is syncing; try again shortly' });
+    records.delete(web3SecretKey(CHAIN_ID, 1));
+    await expect(service.resolve(CHAIN_ID, 1)).rejects.toMatchObject({ code: 'FORBIDDEN', message: 'Secret 1 is syncing; try again shortly' });
+    await expect(service.resolveOwn(CHAIN_ID, 1)).rejects.toMatchObject({ code: 'FORBIDDEN', reason: 'secret_unavailable' });
+    expect(script.reads.filter((r) => r === 'latest')).toHaveLength(3);
+  });
+
+  it('created after the confirmed block: syncing rather than 404; once synced, encryptable but no decrypt until its owner is confirmed', async () => {
+    const { script, service } = await keyed();
+    script.createdAt(99);
+    await expect(service.resolve(CHAIN_ID, 1).then(assertUsable)).rejects.toMatchObject({ code: 'FORBIDDEN', message: 'Secret 1 is syncing; try again shortly' });
+    script.syncedTo(0);
+    script.syncedAt(100);
+    const secret = await service.resolve(CHAIN_ID, 1);
+    expect(secret).toMatchObject({ isSyncing: false, owner: '', delegate: null, unconfirmed: true, publicKeyCid: KEY });
+    expect(() => assertUsable(secret)).not.toThrow();
+    expect(() => assertDecryptRight(secret, ALICE)).toThrow('Secret 1 is syncing; try again shortly');
+  });
+
+  it('unknown at the latest block too: 404 not found on chain', async () => {
+    const { script, service } = await keyed();
+    script.createdAt(1000);
+    await expect(service.resolve(CHAIN_ID, 1)).rejects.toMatchObject({ code: 'NOT_FOUND', message: 'Secret 1 not found on chain 8453' });
+    expect(script.reads).toEqual([98, 'latest']);
+  });
+
+  it('a secret the confirmed view shows synced costs no latest read', async () => {
+    const { script, service } = await keyed();
+    script.syncedTo(0);
+    await service.resolve(CHAIN_ID, 1);
+    await service.resolve(CHAIN_ID, 1);
+    expect(script.reads).toEqual([98]);
   });
 });
 
