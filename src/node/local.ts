@@ -87,6 +87,13 @@ export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRu
   const { descriptor, nodeFlags } = created ? { descriptor: stored, nodeFlags: () => ({}) } : movedPorts(stored, options);
   const ids = descriptor.nodes.map((n) => n.id);
 
+  // Every node's config is checked before the chain starts: a mistyped QK_ variable costs no deployment.
+  const setups = ids.map((id) => {
+    const file = join(dir, `${id}.json`);
+    const flags: Record<string, unknown> = { ...nodeFlags(id), ...(options.logLevel !== undefined ? { 'log.level': options.logLevel } : {}) };
+    return { id, file, flags, config: loadNodeSetup({ file, env: options.env, flags }).config };
+  });
+
   const slot0 = descriptor.nodes.find((n) => n.slot === 0) ?? descriptor.nodes[0]!;
   const chain = await startLocalChain(options.chain, { dir, syncer: { id: slot0.id, nodeAddress: slot0.nodeAddress }, notice });
   const nodes: QuorumNode[] = [];
@@ -97,11 +104,8 @@ export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRu
       await chain?.stop();
     })());
   try {
-    for (const id of ids) {
-      const file = join(dir, `${id}.json`);
-      const flags: Record<string, unknown> = { ...nodeFlags(id), ...(options.logLevel !== undefined ? { 'log.level': options.logLevel } : {}) };
-      let { config } = loadNodeSetup({ file, env: options.env, flags });
-      if (chain) config = loadNodeSetup({ file, env: options.env, flags: { ...flags, chains: withChain(config, chain, id === chain.syncer.id, notice) } }).config;
+    for (const { id, file, flags, config: own } of setups) {
+      const config = chain ? loadNodeSetup({ file, env: options.env, flags: { ...flags, chains: withChain(own, chain, id === chain.syncer.id, notice) } }).config : own;
       nodes.push(
         await createNode(config, {
           descriptor,
