@@ -10,7 +10,7 @@
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
-import { ConfigError, loadConfig, loadNodeSetup, logSchema, quorumShapeProblem, redactConfig } from './config/index.ts';
+import { ANVIL_BIN_ENV, ConfigError, DEPLOYER_KEY_ENV, chainSchema, loadConfig, loadNodeSetup, logSchema, quorumShapeProblem, redactConfig } from './config/index.ts';
 import {
   DEFAULT_BASE_PORT,
   DEFAULT_COORDINATORS,
@@ -21,6 +21,8 @@ import {
   type ClusterInitHost,
 } from './node/cluster-init.ts';
 import { setNodeAddress } from './node/cluster-set-address.ts';
+import { DEFAULT_LOCAL_CHAIN_PORT, DEFAULT_LOCAL_SIZE, DEFAULT_LOCAL_THRESHOLD } from './node/local-options.ts';
+import type { LocalChainChoice, LocalRunOptions } from './node/local.ts';
 import { packageVersion, readBuildInfo } from './build-info.ts';
 import type * as BackupModuleType from './backup/index.ts';
 
@@ -368,26 +370,113 @@ async function restoreBackup(options: RestoreCliOptions): Promise<void> {
   printLine(`      from its peers; its log says "restore catch-up complete" once done (docs/operations.md)`);
 }
 
-async function runLocal(options: {
-  dir: string;
-  size: number;
-  threshold: number;
-  coordinators?: number;
-  basePort: number;
-  httpBasePort: number;
-  operatorBasePort: number;
-  logLevel: string;
-}): Promise<void> {
-  const shape = quorumShapeProblem(options.size, options.threshold);
-  if (shape) throw new ConfigError(`local: ${shape.key}: ${shape.problem}`, shape.key);
+/** `local` options as commander gives them: unset when not on the command line. */
+interface LocalCliOptions extends Omit<LocalRunOptions, 'env' | 'chain' | 'notice'> {
+  /** false with --no-chain. */
+  chain: boolean;
+  chainPort: number;
+  chainRpcUrl?: string;
+  controller?: string;
+  chainStartBlock?: number;
+}
+
+/** Which chain `local` runs with (docs/web3.md, "Local chain"). */
+function localChainChoice(options: LocalCliOptions): LocalChainChoice {
+  const external = options.chainRpcUrl !== undefined || options.controller !== undefined;
+  if (!options.chain) {
+    if (external) throw new ConfigError('local: give either --no-chain or --chain-rpc-url and --controller, not both', 'chain');
+    return { kind: 'none' };
+  }
+  if (!external) {
+    if (options.chainStartBlock !== undefined) throw new ConfigError('local: --chain-start-block goes with --chain-rpc-url and --controller', 'chainStartBlock');
+    return { kind: 'anvil', port: options.chainPort, ...(env[ANVIL_BIN_ENV] ? { binary: env[ANVIL_BIN_ENV] } : {}) };
+  }
+  if (options.chainRpcUrl === undefined || options.controller === undefined) {
+    throw new ConfigError('local: an existing chain needs both --chain-rpc-url and --controller (quorumkeep chain deploy-controller deploys one)', options.controller === undefined ? 'controller' : 'chainRpcUrl');
+  }
+  const rpc = chainSchema.shape.rpcUrl.safeParse(options.chainRpcUrl);
+  if (!rpc.success) throw new ConfigError(`local: --chain-rpc-url: ${rpc.error.issues[0]?.message ?? 'invalid'}`, 'chainRpcUrl');
+  if (!EVM_ADDRESS_RE.test(options.controller)) throw new ConfigError('local: --controller: must be a 0x-prefixed 20-byte address', 'controller');
+  return { kind: 'external', rpcUrl: options.chainRpcUrl, controller: options.controller, ...(options.chainStartBlock !== undefined ? { startBlock: options.chainStartBlock } : {}) };
+}
+
+async function runLocal(options: LocalCliOptions): Promise<void> {
+  if (options.size !== undefined || options.threshold !== undefined) {
+    const shape = quorumShapeProblem(options.size ?? DEFAULT_LOCAL_SIZE, options.threshold ?? DEFAULT_LOCAL_THRESHOLD);
+    if (shape) throw new ConfigError(`local: ${shape.key}: ${shape.problem}`, shape.key);
+  }
+  const chain = localChainChoice(options);
   // Loaded only now, like in `start`: the other commands do not need libp2p and LevelDB.
   const [{ runLocalCluster }, { tuneHeapForNodes }] = await Promise.all([import('./node/local.ts'), import('./node/index.ts')]);
   tuneHeapForNodes();
-  const coordinators = options.coordinators ?? Math.min(DEFAULT_COORDINATORS, options.size);
-  const cluster = await runLocalCluster({ ...options, coordinators, dir: resolve(options.dir) });
+  const { chain: _chain, chainPort: _port, chainRpcUrl: _url, controller: _controller, chainStartBlock: _start, ...rest } = options;
+  const cluster = await runLocalCluster({ ...rest, dir: resolve(options.dir), env, chain, notice: printLine });
   stopOnSignals(() => cluster.stop());
   for (const url of cluster.coordinators) printLine(`coordinator ${url}`);
-  printLine(`local cluster of ${options.size} (threshold ${options.threshold}) under ${resolve(options.dir)}; press Ctrl-C to stop`);
+  if (cluster.chain) {
+    const { entry, syncer, stateFile } = cluster.chain;
+    const where = stateFile ? `; its state in ${stateFile}` : '';
+    printLine(`chain ${entry.chainId} (${entry.name}) at ${entry.rpcUrl}: secrets controller ${entry.secretsControllerAddress ?? 'none'}, syncer ${syncer.id} (${syncer.nodeAddress})${where}`);
+  }
+  printLine(`local cluster of ${cluster.size} (threshold ${cluster.threshold}) under ${cluster.dir}; press Ctrl-C to stop`);
+}
+
+/** `chain deploy-controller` options. */
+interface DeployControllerCliOptions {
+  rpcUrl: string;
+  privateKey?: string;
+  fee: string;
+  whitelist: string[];
+  name?: string;
+}
+
+const EVM_ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+const PRIVATE_KEY_RE = /^(0x)?[0-9a-fA-F]{64}$/;
+
+async function deployControllerCommand(options: DeployControllerCliOptions): Promise<void> {
+  const fail = (message: string): never => {
+    throw new CliError(`chain deploy-controller: ${message}`, EXIT_FAILURE);
+  };
+  const rpc = chainSchema.shape.rpcUrl.safeParse(options.rpcUrl);
+  if (!rpc.success) fail(`--rpc-url: ${rpc.error.issues[0]?.message ?? 'invalid'}`);
+  // The key on the command line shows in `ps` to every user of the machine: the environment does not.
+  const key = options.privateKey ?? env[DEPLOYER_KEY_ENV];
+  if (key === undefined || key === '') fail(`no deployer key: set ${DEPLOYER_KEY_ENV} (or --private-key, which other users of this machine can see in ps)`);
+  if (!PRIVATE_KEY_RE.test(key!)) fail(`${options.privateKey !== undefined ? '--private-key' : DEPLOYER_KEY_ENV}: expected 64 hex digits (a secp256k1 private key), optionally 0x-prefixed`);
+  if (!/^\d+$/.test(options.fee)) fail('--fee: expected an amount in wei (digits)');
+  const bad = options.whitelist.find((a) => !EVM_ADDRESS_RE.test(a));
+  if (bad !== undefined) fail(`--whitelist ${bad}: must be a 0x-prefixed 20-byte address`);
+
+  const { adminFailureReason, createControllerAdmin } = await import('./evm/controller-admin.ts');
+  const admin = createControllerAdmin({ rpcUrl: options.rpcUrl, privateKey: (key!.startsWith('0x') ? key! : `0x${key!}`) as `0x${string}` });
+  const attempt = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (err) {
+      // viem's messages carry the RPC URL, which may hold a provider's key: only the short reason.
+      return fail(`${what} failed: ${adminFailureReason(err)}`);
+    }
+  };
+  const deployed = await attempt('deploying the controller', () => admin.deploy({ fee: BigInt(options.fee) }));
+  printLine(`deployed SecretsController at ${deployed.address} on chain ${deployed.chainId} in block ${deployed.blockNumber}, owned by ${deployed.owner}`);
+  printLine(`  transactions: deploy ${deployed.deployTransaction}, initialize ${deployed.initializeTransaction}`);
+  for (const address of options.whitelist) {
+    await attempt(`whitelisting ${address}`, () => admin.whitelist(deployed.address, address as `0x${string}`));
+    printLine(`whitelisted ${address} (addWhitelistedBlackBox): it may sync secrets; it needs ETH for gas`);
+  }
+  const blockTimeMs = await attempt('reading the block time', () => admin.estimateBlockTimeMs());
+  const entry = chainSchema.parse({
+    chainId: deployed.chainId,
+    name: options.name ?? `chain ${deployed.chainId}`,
+    rpcUrl: options.rpcUrl,
+    secretsControllerAddress: deployed.address,
+    blockTimeMs,
+    confirmations: 2,
+    startBlock: deployed.blockNumber,
+  });
+  const { syncer: _syncer, controllerClusterId: _clusterId, ...snippet } = entry;
+  printLine(`add this entry to "chains" in every node's config; on one coordinator's, also "syncer": true — whitelist and fund that node's nodeAddress (docs/web3.md, "Deploying a controller"):`);
+  printLine(JSON.stringify(snippet, null, 2));
 }
 
 function buildProgram(): Command {
@@ -457,16 +546,32 @@ function buildProgram(): Command {
 
   program
     .command('local')
-    .description('run a whole local cluster in this process (Ctrl-C stops it)')
+    .description('run a whole local cluster in this process, with a local chain for Web3 (Ctrl-C stops both)')
     .option('--dir <dir>', 'data folder', './data')
-    .option('--size <n>', 'member slots', integer, 5)
-    .option('--threshold <t>', 'quorum size', integer, 3)
-    .option('--coordinators <n>', `members serving HTTP (default: ${DEFAULT_COORDINATORS}, or size when smaller)`, integer)
-    .option('--base-port <n>', 'libp2p port of node 0', integer, DEFAULT_BASE_PORT)
-    .option('--http-base-port <n>', 'HTTP port of coordinator 0', integer, DEFAULT_HTTP_BASE_PORT)
-    .option('--operator-base-port <n>', 'operator port of node 0 (first run only)', integer, DEFAULT_OPERATOR_BASE_PORT)
-    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info'))
+    .option('--size <n>', `member slots of a new cluster (default: ${DEFAULT_LOCAL_SIZE})`, integer)
+    .option('--threshold <t>', `quorum size of a new cluster (default: ${DEFAULT_LOCAL_THRESHOLD})`, integer)
+    .option('--coordinators <n>', `members serving HTTP in a new cluster (default: ${DEFAULT_COORDINATORS}, or size when smaller)`, integer)
+    .option('--base-port <n>', `libp2p port of node 0 (default: ${DEFAULT_BASE_PORT}, then the cluster's)`, integer)
+    .option('--http-base-port <n>', `HTTP port of coordinator 0 (default: ${DEFAULT_HTTP_BASE_PORT}, then the cluster's)`, integer)
+    .option('--operator-base-port <n>', `operator port of node 0 (default: ${DEFAULT_OPERATOR_BASE_PORT}, then the cluster's)`, integer)
+    .addOption(new Option('--log-level <level>', 'log level of every node (default: its config, or QK_LOG_LEVEL)').choices(LOG_LEVELS))
+    .option('--no-chain', 'no local chain (the nodes keep their configs\' chains)')
+    .option('--chain-port <n>', "the local chain's RPC port, 0 for any free one", integer, DEFAULT_LOCAL_CHAIN_PORT)
+    .option('--chain-rpc-url <url>', 'use this existing chain instead of a local one (with --controller)')
+    .option('--controller <address>', "the secrets controller on --chain-rpc-url's chain")
+    .option('--chain-start-block <n>', "with --chain-rpc-url: the controller's deployment block, where following starts (default: 0)", integer)
     .action(runLocal);
+
+  const chainCommand = program.command('chain').description('EVM chains for Web3 secrets');
+  chainCommand
+    .command('deploy-controller')
+    .description("deploy the (test) secrets controller on a chain and print the config entry for it; the key: QK_DEPLOYER_KEY")
+    .requiredOption('--rpc-url <url>', 'JSON-RPC endpoint of the chain (http or https)')
+    .option('--private-key <hex>', `deployer's key, which will own the controller (prefer ${DEPLOYER_KEY_ENV}: a command line shows in ps)`)
+    .option('--fee <wei>', 'secretCreationFee, in wei', '0')
+    .option('--whitelist <address>', "also whitelist this node address (the syncer's nodeAddress; repeatable)", collect, [])
+    .option('--name <name>', "the entry's display name (default: chain <id>)")
+    .action(deployControllerCommand);
 
   addMemberCommands(program, printLine);
 

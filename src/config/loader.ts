@@ -40,8 +40,16 @@ export interface ConfigLeaf {
 /** Prefix of every config environment variable. */
 export const CONFIG_ENV_PREFIX = 'QK_';
 
-/** `QK_*` variables that are not config keys, and so not refused: `QK_COMMIT` names the build's commit (src/build-info.ts). */
-const NOT_CONFIG_ENV: ReadonlySet<string> = new Set([COMMIT_ENV]);
+/** Names an anvil binary for `quorumkeep local`'s chain and the tests, instead of the npm package's (docs/web3.md, "Where anvil comes from"). */
+export const ANVIL_BIN_ENV = 'QK_ANVIL_BIN';
+/** The private key `quorumkeep chain deploy-controller` deploys with, when `--private-key` is not given (docs/web3.md, "Deploying a controller"). */
+export const DEPLOYER_KEY_ENV = 'QK_DEPLOYER_KEY';
+
+/**
+ * `QK_*` variables that are not config keys, and so not refused: `QK_COMMIT` names the build's commit
+ * (src/build-info.ts); {@link ANVIL_BIN_ENV} and {@link DEPLOYER_KEY_ENV} belong to CLI commands.
+ */
+const NOT_CONFIG_ENV: ReadonlySet<string> = new Set([COMMIT_ENV, ANVIL_BIN_ENV, DEPLOYER_KEY_ENV]);
 
 /** Environment variable name of a dotted config path: camelCase → UPPER_SNAKE, segments joined by `_`. */
 export function configEnvName(path: string): string {

@@ -164,15 +164,8 @@ export async function initCluster(options: ClusterInitOptions): Promise<ClusterI
     { key: 'httpBasePort', label: 'HTTP', first: httpBasePort, count: span(allSlots.slice(0, coordinators)) },
     ...(operator ? [{ key: 'operatorBasePort', label: 'operator', first: operatorBasePort, count: span(allSlots) }] : []),
   ];
-  for (const r of ranges) checkPortRange(r.key, r.first, r.count, fail);
-  // Overlapping ranges would make two servers of one host fight for a port.
-  for (const [i, a] of ranges.entries()) {
-    for (const b of ranges.slice(0, i)) {
-      if (a.first < b.first + b.count && b.first < a.first + a.count) {
-        fail(a.key, `${a.label} ports ${a.first}-${a.first + a.count - 1} overlap ${b.label} ports ${b.first}-${b.first + b.count - 1}`);
-      }
-    }
-  }
+  const rangeProblem = portRangesProblem(ranges);
+  if (rangeProblem) fail(rangeProblem.key, rangeProblem.problem);
 
   const clusterFile = join(out, CLUSTER_FILE_NAME);
   const ids = Array.from({ length: size }, (_, i) => `node-${i}`);
@@ -305,10 +298,32 @@ function nodeConfigOf(node: ClusterInitNode): z.input<typeof nodeConfigSchema> {
   return config;
 }
 
-function checkPortRange(key: string, first: number, count: number, fail: (key: string, problem: string) => never): void {
-  if (!Number.isInteger(first) || first < 1 || first + count - 1 > 65535) {
-    fail(key, `must be an integer such that ports ${first}..${first + count - 1} lie within 1-65535`);
+/** Consecutive ports of one kind on one host: `count` from `first`, set by the option `key`. */
+export interface PortRange {
+  /** The option that sets `first`, e.g. `httpBasePort`. */
+  key: string;
+  /** e.g. `HTTP`. */
+  label: string;
+  first: number;
+  count: number;
+}
+
+/** Why these port ranges cannot be used together on one host, or undefined: out of 1-65535, or overlapping. */
+export function portRangesProblem(ranges: readonly PortRange[]): { key: string; problem: string } | undefined {
+  for (const r of ranges) {
+    if (!Number.isInteger(r.first) || r.first < 1 || r.first + r.count - 1 > 65535) {
+      return { key: r.key, problem: `must be an integer such that ports ${r.first}..${r.first + r.count - 1} lie within 1-65535` };
+    }
   }
+  // Overlapping ranges would make two servers of one host fight for a port.
+  for (const [i, a] of ranges.entries()) {
+    for (const b of ranges.slice(0, i)) {
+      if (a.first < b.first + b.count && b.first < a.first + a.count) {
+        return { key: a.key, problem: `${a.label} ports ${a.first}-${a.first + a.count - 1} overlap ${b.label} ports ${b.first}-${b.first + b.count - 1}` };
+      }
+    }
+  }
+  return undefined;
 }
 
 async function exists(path: string): Promise<boolean> {

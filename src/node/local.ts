@@ -1,29 +1,50 @@
 /**
- * `npm start` / `quorumkeep local`: a whole cluster on this machine from embedded defaults. The first
- * run writes a cluster (keys, configs, cluster file) under `dir` with `quorumkeep cluster init`'s
- * generator; later runs reuse it, data included. Every node runs in this one process, each exactly as
- * `quorumkeep start --config <dir>/node-<i>.json` would run it.
+ * `npm start` / `quorumkeep local`: a whole cluster on this machine, and a local chain for Web3
+ * (docs/configuration.md, "`local`"; docs/web3.md, "Local chain"). The first run writes a
+ * cluster (keys, configs, cluster file) under `dir` with `quorumkeep cluster init`'s generator; later
+ * runs reuse it, data included. Every node runs in this one process, each as `quorumkeep start
+ * --config <dir>/node-<i>.json` would run it: defaults ← its file ← `QK_*` environment ← this run's
+ * flags, on every run. The port flags move this run's nodes (the files keep the first run's ports);
+ * the chain's entry is added to every node's `chains`, with slot 0 as its syncer.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loadNodeSetup } from '../config/cluster-file.ts';
+import { ConfigError, configEnvName, httpUrlOf, loadClusterFile, loadNodeSetup, parseTcpMultiaddr, tcpMultiaddr, urlHost, type NodeConfig } from '../config/index.ts';
+import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/ports.ts';
 import { createLogger } from '../log/index.ts';
 import { createMetrics } from '../metrics/index.ts';
-import { initCluster } from './cluster-init.ts';
+import { DEFAULT_BASE_PORT, DEFAULT_COORDINATORS, DEFAULT_HTTP_BASE_PORT, DEFAULT_OPERATOR_BASE_PORT, initCluster, portRangesProblem } from './cluster-init.ts';
+import { startLocalChain, type LocalChain, type LocalChainChoice } from './local-chain.ts';
 import { createNode } from './index.ts';
+import { DEFAULT_LOCAL_SIZE, DEFAULT_LOCAL_THRESHOLD } from './local-options.ts';
 import type { QuorumNode } from './types.ts';
 
-/** Options of {@link runLocalCluster}. */
+export type { LocalChainChoice } from './local-chain.ts';
+
+
+/** Options of {@link runLocalCluster}. Unset values: the cluster's own (later runs) or the defaults (first run). */
 export interface LocalRunOptions {
   dir: string;
-  size: number;
-  threshold: number;
-  coordinators: number;
-  basePort: number;
-  httpBasePort: number;
-  /** Operator port of node 0 (node i: + i), on the first run. */
-  operatorBasePort: number;
-  logLevel: string;
+  /** Member slots of a new cluster; on a later run, a different value is an error. @default 5 */
+  size?: number;
+  /** Quorum of a new cluster; on a later run, a different value is an error. @default 3 */
+  threshold?: number;
+  /** Coordinators of a new cluster; on a later run, a different value is an error. @default 2 (or size, when smaller) */
+  coordinators?: number;
+  /** libp2p port of node 0 (node i: + i). @default 4010 on the first run */
+  basePort?: number;
+  /** HTTP port of coordinator 0 (coordinator i: + i). @default 3010 on the first run */
+  httpBasePort?: number;
+  /** Operator port of node 0 (node i: + i). @default 3110 on the first run */
+  operatorBasePort?: number;
+  /** `log.level` of every node, over its file and `QK_LOG_LEVEL`. */
+  logLevel?: string;
+  /** The environment: its `QK_*` variables apply to every node, as for `quorumkeep start`. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The chain: anvil under `dir` by default (src/node/local-chain.ts). */
+  chain: LocalChainChoice;
+  /** One line for the operator (no chain on this machine, a syncer that lacks something, anvil gone). */
+  notice?(line: string): void;
 }
 
 /** A running local cluster. */
@@ -34,31 +55,57 @@ export interface LocalRun {
   dir: string;
   /** True when this run created the cluster. */
   created: boolean;
+  size: number;
+  threshold: number;
+  /** The chain every node has, with its syncer; undefined without one. */
+  chain?: Pick<LocalChain, 'kind' | 'entry' | 'syncer' | 'stateFile'>;
+  /** Stop every node, then the chain. Idempotent. */
   stop(): Promise<void>;
 }
 
-/** Start (creating on first use) the local cluster under `options.dir`. */
+/** Start (creating on first use) the local cluster under `options.dir`, with its chain. */
 export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRun> {
   const dir = resolve(options.dir);
+  const notice = options.notice ?? (() => undefined);
   const clusterFile = join(dir, 'cluster.json');
   const created = !existsSync(clusterFile);
   if (created) {
+    const size = options.size ?? DEFAULT_LOCAL_SIZE;
     await initCluster({
       out: dir,
-      size: options.size,
-      threshold: options.threshold,
-      coordinators: options.coordinators,
-      basePort: options.basePort,
-      httpBasePort: options.httpBasePort,
-      operatorBasePort: options.operatorBasePort,
+      size,
+      threshold: options.threshold ?? DEFAULT_LOCAL_THRESHOLD,
+      coordinators: options.coordinators ?? Math.min(DEFAULT_COORDINATORS, size),
+      basePort: options.basePort ?? DEFAULT_BASE_PORT,
+      httpBasePort: options.httpBasePort ?? DEFAULT_HTTP_BASE_PORT,
+      operatorBasePort: options.operatorBasePort ?? DEFAULT_OPERATOR_BASE_PORT,
     });
   }
-  const first = loadNodeSetup({ file: join(dir, 'node-0.json'), env: {} });
-  const ids = first.descriptor.nodes.map((n) => n.id);
+  const stored = loadClusterFile(clusterFile);
+  if (!created) checkShape(stored, options, dir);
+  // On the first run the files already say what the flags asked for.
+  const { descriptor, nodeFlags } = created ? { descriptor: stored, nodeFlags: () => ({}) } : movedPorts(stored, options);
+  const ids = descriptor.nodes.map((n) => n.id);
+
+  // Every node's config is checked before the chain starts: a mistyped QK_ variable costs no deployment.
+  const setups = ids.map((id) => {
+    const file = join(dir, `${id}.json`);
+    const flags: Record<string, unknown> = { ...nodeFlags(id), ...(options.logLevel !== undefined ? { 'log.level': options.logLevel } : {}) };
+    return { id, file, flags, config: loadNodeSetup({ file, env: options.env, flags }).config };
+  });
+
+  const slot0 = descriptor.nodes.find((n) => n.slot === 0) ?? descriptor.nodes[0]!;
+  const chain = await startLocalChain(options.chain, { dir, syncer: { id: slot0.id, nodeAddress: slot0.nodeAddress }, notice });
   const nodes: QuorumNode[] = [];
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await Promise.allSettled(nodes.map((n) => n.stop()));
+      await chain?.stop();
+    })());
   try {
-    for (const id of ids) {
-      const { config, descriptor } = loadNodeSetup({ file: join(dir, `${id}.json`), env: {}, flags: { 'log.level': options.logLevel } });
+    for (const { id, file, flags, config: own } of setups) {
+      const config = chain ? loadNodeSetup({ file, env: options.env, flags: { ...flags, chains: withChain(own, chain, id === chain.syncer.id, notice) } }).config : own;
       nodes.push(
         await createNode(config, {
           descriptor,
@@ -70,15 +117,79 @@ export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRu
     }
     await Promise.all(nodes.map((n) => n.start()));
   } catch (err) {
-    await Promise.allSettled(nodes.map((n) => n.stop()));
+    await stop();
     throw err;
   }
+  void chain?.exited?.then(({ code, signal }) => {
+    if (!stopping) notice(`the local chain (anvil) exited (${code ?? signal}): Web3 routes answer 503 CHAIN_UNAVAILABLE until the cluster is restarted`);
+  });
   return {
     coordinators: nodes.filter((n) => n.httpUrl).map((n) => n.httpUrl!),
     dir,
     created,
-    async stop() {
-      await Promise.allSettled(nodes.map((n) => n.stop()));
-    },
+    size: descriptor.size,
+    threshold: descriptor.threshold,
+    ...(chain ? { chain: { kind: chain.kind, entry: chain.entry, syncer: chain.syncer, ...(chain.stateFile ? { stateFile: chain.stateFile } : {}) } } : {}),
+    stop,
   };
+}
+
+/** A later run: the shape flags, when given, must be the cluster's. */
+function checkShape(descriptor: ClusterDescriptor, options: LocalRunOptions, dir: string): void {
+  const coordinators = descriptor.nodes.filter((n) => n.httpUrl !== undefined).length;
+  const shape = [
+    ['size', options.size, descriptor.size],
+    ['threshold', options.threshold, descriptor.threshold],
+    ['coordinators', options.coordinators, coordinators],
+  ] as const;
+  for (const [key, asked, actual] of shape) {
+    if (asked !== undefined && asked !== actual) {
+      throw new ConfigError(`local: --${key} ${asked}: the cluster under ${dir} has ${actual} (${key} is fixed when a cluster is created; use a new --dir)`, key);
+    }
+  }
+}
+
+/**
+ * This run's ports: node i (slot order, as `cluster init` numbered them on one host) on basePort + i,
+ * coordinator i's HTTP on httpBasePort + i, its operator port on operatorBasePort + i — each only when
+ * its flag was given. The cluster file's addresses change for this run (every node dials and links to
+ * the others by them); each node gets its ports as flags.
+ */
+function movedPorts(stored: ClusterDescriptor, options: LocalRunOptions): { descriptor: ClusterDescriptor; nodeFlags(id: string): Record<string, unknown> } {
+  const { basePort, httpBasePort, operatorBasePort } = options;
+  if (basePort === undefined && httpBasePort === undefined && operatorBasePort === undefined) return { descriptor: stored, nodeFlags: () => ({}) };
+  const coordinators = stored.nodes.filter((n) => n.httpUrl !== undefined).length;
+  const problem = portRangesProblem([
+    ...(basePort !== undefined ? [{ key: 'basePort', label: 'libp2p', first: basePort, count: stored.nodes.length }] : []),
+    ...(httpBasePort !== undefined ? [{ key: 'httpBasePort', label: 'HTTP', first: httpBasePort, count: coordinators }] : []),
+    ...(operatorBasePort !== undefined ? [{ key: 'operatorBasePort', label: 'operator', first: operatorBasePort, count: stored.nodes.length }] : []),
+  ]);
+  if (problem) throw new ConfigError(`local: ${problem.key}: ${problem.problem}`, problem.key);
+  const flags = new Map<string, Record<string, unknown>>();
+  const nodes = stored.nodes.map((node, i): ClusterNodeEntry => {
+    const host = parseTcpMultiaddr(node.multiaddrs[0] ?? '')?.host ?? '127.0.0.1';
+    const own: Record<string, unknown> = {};
+    const entry: ClusterNodeEntry = { ...node };
+    if (basePort !== undefined) entry.multiaddrs = [tcpMultiaddr(host, basePort + i)];
+    if (httpBasePort !== undefined && node.httpUrl !== undefined) {
+      entry.httpUrl = httpUrlOf(urlHost(node.httpUrl) ?? host, httpBasePort + i);
+      own['http.port'] = httpBasePort + i;
+      own['http.publicUrl'] = entry.httpUrl;
+    }
+    if (operatorBasePort !== undefined) own['operator.port'] = operatorBasePort + i;
+    flags.set(node.id, own);
+    return entry;
+  });
+  return { descriptor: { ...stored, nodes }, nodeFlags: (id) => flags.get(id) ?? {} };
+}
+
+/**
+ * The node's `chains` (from its file, `QK_CHAINS` or the defaults) with the local cluster's chain
+ * added; an entry for the same chain id is replaced, with a notice.
+ */
+function withChain(config: NodeConfig, chain: LocalChain, syncer: boolean, notice: (line: string) => void): unknown[] {
+  const { chainId } = chain.entry;
+  const replaced = config.chains.some((c) => c.chainId === chainId);
+  if (replaced && syncer) notice(`chains: the entry for chain ${chainId} of the nodes' configs (or ${configEnvName('chains')}) is replaced by the local cluster's chain`);
+  return [...config.chains.filter((c) => c.chainId !== chainId), { ...chain.entry, syncer }];
 }

@@ -1,14 +1,10 @@
 /**
- * A real local chain for Web3 tests: anvil (Foundry's dev node) from the npm platform package, one
- * per suite on a free port, and helpers that deploy and drive the test secrets controller
- * (contracts/SecretsController.sol, compiled into src/evm/artifacts/secrets-controller.json and
- * read through `secretsControllerArtifact` of src/evm).
+ * A real local chain for Web3 tests: anvil (Foundry's dev node), one per suite on a free port, with
+ * viem clients, and helpers that drive the test secrets controller (contracts/SecretsController.sol,
+ * compiled into src/evm/artifacts/secrets-controller.json). Starting anvil, deploying, whitelisting and
+ * funding are the product's (src/evm/anvil.ts, src/evm/controller-admin.ts): these wrap them.
  * docs/web3.md § "Test chain" says where the binary comes from and how to run elsewhere.
  */
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import {
   BaseError,
   ContractFunctionRevertedError,
@@ -29,27 +25,17 @@ import {
   type WalletClient,
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { findAnvilBinary, startAnvil as spawnAnvil, type DevAccount } from '../../src/evm/anvil.ts';
+import { createControllerAdmin, type ControllerAdmin, type MinedTransaction } from '../../src/evm/controller-admin.ts';
+import { ANVIL_BIN_ENV } from '../../src/config/index.ts';
 import { secretsControllerAbi } from '../../src/evm/secrets-controller-abi.ts';
-import { secretsControllerArtifact } from '../../src/evm/secrets-controller-artifact.ts';
-import { waitFor } from '../../src/testing/wait.ts';
 
-/** Environment variable naming an anvil binary to use instead of the npm package's. */
-export const ANVIL_BIN_ENV = 'QK_ANVIL_BIN';
+export type { DevAccount } from '../../src/evm/anvil.ts';
+export { ANVIL_BIN_ENV } from '../../src/config/index.ts';
 /** The chain the tests pretend to be: Base, the default in the chain list. */
 export const DEFAULT_TEST_CHAIN_ID = 8453;
-const ANVIL_PACKAGE = '@foundry-rs/anvil-linux-amd64';
-const START_TIMEOUT_MS = 10_000;
-const STOP_TIMEOUT_MS = 5_000;
 // Clients poll for receipts and blocks; viem's 4 s default would dominate every test.
 const POLLING_INTERVAL_MS = 50;
-// Enough of anvil's output for a failure message: it logs one line per RPC call.
-const OUTPUT_TAIL_CHARS = 16_384;
-
-/** One of anvil's prefunded dev accounts (10 000 ETH each, from the "test … junk" mnemonic). */
-export interface DevAccount {
-  address: Address;
-  privateKey: Hex;
-}
 
 /** Options of {@link startAnvil}. */
 export interface AnvilOptions {
@@ -86,86 +72,28 @@ export interface AnvilChain {
  * only — the package is a plain devDependency, so `npm ci` refuses other platforms).
  */
 export function resolveAnvilBinary(): string {
-  const override = process.env[ANVIL_BIN_ENV];
-  if (override) return override;
-  const unavailable = `anvil from ${ANVIL_PACKAGE} runs on Linux x64 only (this is ${process.platform}-${process.arch}): install Foundry and set ${ANVIL_BIN_ENV} to its anvil binary (docs/web3.md § "Test chain")`;
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(unavailable);
-  let packageJson: string;
-  try {
-    packageJson = createRequire(import.meta.url).resolve(`${ANVIL_PACKAGE}/package.json`);
-  } catch {
-    throw new Error(`${ANVIL_PACKAGE} is not installed (run npm ci); or ${unavailable}`);
-  }
-  const binary = join(dirname(packageJson), 'bin', 'anvil');
-  if (!existsSync(binary)) throw new Error(`${binary} is missing; reinstall ${ANVIL_PACKAGE}`);
-  return binary;
+  const found = findAnvilBinary(process.env[ANVIL_BIN_ENV]);
+  if ('unavailable' in found) throw new Error(found.unavailable);
+  return found.path;
 }
 
 /**
- * Start anvil on 127.0.0.1 with `--port 0`, read the port it took from its `Listening on` line and
- * return once `eth_blockNumber` answers (about 0.1 s). Stop it in `afterAll`.
+ * Start anvil on 127.0.0.1 with `--port 0` (src/evm/anvil.ts) and return once its RPC answers
+ * (about 0.1 s), with viem clients. Stop it in `afterAll`; it is also stopped if the test process dies.
  */
 export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilChain> {
   const chainId = options.chainId ?? DEFAULT_TEST_CHAIN_ID;
-  const args = ['--host', '127.0.0.1', '--port', '0', '--chain-id', String(chainId), '--accounts', '10'];
-  if (options.blockTimeSeconds !== undefined) args.push('--block-time', String(options.blockTimeSeconds));
-  const child = spawn(resolveAnvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  // A crashed test process must not leave anvil behind.
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-
-  let banner = '';
-  let tail = '';
-  let listening = false;
-  const output = () => (tail ? `${banner}\n…\n${tail}` : banner);
-  const append = (text: string) => {
-    if (!listening) banner += text;
-    else tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
-  };
-
-  const stopChild = async () => {
-    process.removeListener('exit', killOnExit);
-    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-    await exited;
-    clearTimeout(timer);
-  };
-
-  let port: number;
-  try {
-    port = await new Promise<number>((resolvePort, reject) => {
-      const timer = setTimeout(() => reject(new Error(`anvil did not listen within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
-      const onData = (data: Buffer) => {
-        append(data.toString());
-        // Up to the line end: a chunk may stop in the middle of the port number.
-        const match = /Listening on [^\s:]+:(\d+)\r?\n/.exec(banner);
-        if (!listening && match) {
-          listening = true;
-          clearTimeout(timer);
-          resolvePort(Number(match[1]));
-        }
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
-      child.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`anvil exited (${code ?? signal}) before listening`));
-      });
-    });
-  } catch (err) {
-    await stopChild();
-    throw new Error(`${(err as Error).message}\n${output()}`, { cause: err });
+  const anvil = await spawnAnvil({
+    binary: resolveAnvilBinary(),
+    chainId,
+    stopTimeoutMs: 5000,
+    ...(options.blockTimeSeconds !== undefined ? { blockTimeSeconds: options.blockTimeSeconds } : {}),
+  });
+  if (anvil.accounts.length === 0) {
+    await anvil.stop();
+    throw new Error(`no dev accounts in anvil's banner:\n${anvil.output()}`);
   }
-
-  const accounts = parseDevAccounts(banner);
-  const rpcUrl = `http://127.0.0.1:${port}`;
-  const wsUrl = `ws://127.0.0.1:${port}`;
+  const { rpcUrl, wsUrl } = anvil;
   const chain = defineChain({
     id: chainId,
     name: `anvil ${chainId}`,
@@ -173,42 +101,18 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilChain
     rpcUrls: { default: { http: [rpcUrl], webSocket: [wsUrl] } },
   });
   const transport = http(rpcUrl);
-  const publicClient = createPublicClient({ chain, transport, pollingInterval: POLLING_INTERVAL_MS });
-  const testClient = createTestClient({ mode: 'anvil', chain, transport, pollingInterval: POLLING_INTERVAL_MS });
-
-  let stopping: Promise<void> | undefined;
-  const anvil: AnvilChain = {
+  return {
     chainId,
     rpcUrl,
     wsUrl,
-    accounts,
+    accounts: anvil.accounts,
     chain,
-    publicClient,
-    testClient,
-    walletClient: (privateKey) =>
-      createWalletClient({ account: privateKeyToAccount(privateKey), chain, transport, pollingInterval: POLLING_INTERVAL_MS }),
-    output,
-    stop: () => (stopping ??= stopChild()),
+    publicClient: createPublicClient({ chain, transport, pollingInterval: POLLING_INTERVAL_MS }),
+    testClient: createTestClient({ mode: 'anvil', chain, transport, pollingInterval: POLLING_INTERVAL_MS }),
+    walletClient: (privateKey) => createWalletClient({ account: privateKeyToAccount(privateKey), chain, transport, pollingInterval: POLLING_INTERVAL_MS }),
+    output: anvil.output,
+    stop: anvil.stop,
   };
-  try {
-    // "Listening" is printed once the socket is bound; one answered call proves the RPC is up.
-    await waitForRpc(publicClient);
-  } catch (err) {
-    await anvil.stop();
-    throw new Error(`anvil's RPC did not answer: ${(err as Error).message}\n${output()}`, { cause: err });
-  }
-  return anvil;
-}
-
-async function waitForRpc(client: PublicClient<Transport, Chain>): Promise<void> {
-  await waitFor(() => client.getBlockNumber({ cacheTime: 0 }).then(() => true), { timeoutMs: START_TIMEOUT_MS, description: 'eth_blockNumber answers' });
-}
-
-/** The private keys anvil prints under "Private Keys" (`(i) 0x<64 hex>`; address lines have 40). */
-function parseDevAccounts(banner: string): DevAccount[] {
-  const keys = [...banner.matchAll(/^\(\d+\) (0x[0-9a-fA-F]{64})\s*$/gm)].map((m) => m[1] as Hex);
-  if (keys.length === 0) throw new Error(`no dev accounts in anvil's banner:\n${banner}`);
-  return keys.map((privateKey) => ({ address: privateKeyToAccount(privateKey).address, privateKey }));
 }
 
 // --- The test secrets controller ---
@@ -223,31 +127,23 @@ export interface DeployControllerOptions {
   deployer?: DevAccount;
 }
 
-/** Deploy the committed test controller and `initialize` it; returns its address. */
+/** Deploy the committed test controller and `initialize` it (src/evm/controller-admin.ts); returns its address. */
 export async function deployController(chain: AnvilChain, options: DeployControllerOptions = {}): Promise<Address> {
-  const deployer = options.deployer ?? firstAccount(chain);
-  const wallet = chain.walletClient(deployer.privateKey);
-  const hash = await wallet.deployContract({ abi: secretsControllerArtifact.abi, bytecode: secretsControllerArtifact.bytecode });
-  const receipt = await waitForSuccess(chain, hash);
-  if (!receipt.contractAddress) throw new Error(`deployment ${hash} created no contract`);
-  const controller = receipt.contractAddress;
-  await waitForSuccess(
-    chain,
-    await wallet.writeContract({ address: controller, abi: secretsControllerAbi, functionName: 'initialize', args: [options.fee ?? 0n, options.defaultSecretType ?? 1] }),
-  );
-  return controller;
+  const deployed = await adminOf(chain, options.deployer ?? firstAccount(chain)).deploy({
+    ...(options.fee !== undefined ? { fee: options.fee } : {}),
+    ...(options.defaultSecretType !== undefined ? { defaultSecretType: options.defaultSecretType } : {}),
+  });
+  return deployed.address;
 }
 
 /** Let `nodeAddress` call `markSecretSynced` (as the contract owner, `accounts[0]` unless given). */
-export async function whitelist(chain: AnvilChain, controller: Address, nodeAddress: Address, owner: DevAccount = firstAccount(chain)): Promise<TransactionReceipt> {
-  const wallet = chain.walletClient(owner.privateKey);
-  return waitForSuccess(chain, await wallet.writeContract({ address: controller, abi: secretsControllerAbi, functionName: 'addWhitelistedBlackBox', args: [nodeAddress] }));
+export async function whitelist(chain: AnvilChain, controller: Address, nodeAddress: Address, owner: DevAccount = firstAccount(chain)): Promise<MinedTransaction> {
+  return adminOf(chain, owner).whitelist(controller, nodeAddress);
 }
 
-/** Add `eth` (decimal string or number, in ether) to `address`'s balance (`anvil_setBalance`). */
+/** Send `eth` (decimal string or number, in ether) to `address` from `accounts[0]`. */
 export async function fund(chain: AnvilChain, address: Address, eth: string | number): Promise<void> {
-  const balance = await chain.publicClient.getBalance({ address });
-  await chain.testClient.setBalance({ address, value: balance + parseEther(String(eth)) });
+  await adminOf(chain, firstAccount(chain)).fund(address, parseEther(String(eth)));
 }
 
 /** Options of {@link createSecretOnChain}. */
@@ -369,6 +265,10 @@ async function waitForSuccess(chain: AnvilChain, hash: Hex): Promise<Transaction
   const receipt = await chain.publicClient.waitForTransactionReceipt({ hash, pollingInterval: POLLING_INTERVAL_MS });
   if (receipt.status !== 'success') throw new Error(`transaction ${hash} reverted`);
   return receipt;
+}
+
+function adminOf(chain: AnvilChain, account: DevAccount): ControllerAdmin {
+  return createControllerAdmin({ rpcUrl: chain.rpcUrl, privateKey: account.privateKey, pollingIntervalMs: POLLING_INTERVAL_MS });
 }
 
 function firstAccount(chain: AnvilChain): DevAccount {
