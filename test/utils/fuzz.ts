@@ -3,6 +3,7 @@
  * bad input"): the reply check every property makes, and the fast-check arbitraries both fuzzers draw
  * their odd values from.
  */
+import { waitFor } from '../../src/testing/index.ts';
 import { expect } from 'vitest';
 import fc from 'fast-check';
 import { getJson } from './http.ts';
@@ -64,12 +65,24 @@ export const wrongType: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }),
 );
 
-/** After fuzzing: every coordinator answers /healthz 200 `ok` with all 5 members reachable. */
+/**
+ * After fuzzing: every coordinator answers /healthz 200 `ok` with all 5 members reachable — within a
+ * few seconds: a flood may leave a member briefly not ready, which `ok` rightly does not hide.
+ */
 export async function expectCoordinatorsHealthy(coordinators: readonly string[]): Promise<void> {
   for (const url of coordinators) {
-    const health = await getJson<{ status: string; cluster: { reachable: number } }>(`${url}/healthz`);
-    expect(health.status).toBe(200);
-    expect(health.body.status).toBe('ok');
-    expect(health.body.cluster.reachable).toBe(5);
+    let last: { status: string; problems?: string[]; cluster: { reachable: number } } | undefined;
+    await waitFor(
+      async () => {
+        const health = await getJson<{ status: string; problems?: string[]; cluster: { reachable: number } }>(`${url}/healthz`);
+        expect(health.status).toBe(200);
+        last = health.body;
+        return last.status === 'ok';
+      },
+      { timeoutMs: 20_000, intervalMs: 200, description: `${url} to report ok` },
+    ).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; last: ${JSON.stringify(last)}`);
+    });
+    expect(last!.cluster.reachable).toBe(5);
   }
 }

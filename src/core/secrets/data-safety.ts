@@ -28,7 +28,7 @@ const UNKNOWN_RETRY_MS = 1_000;
 /** Most secrets `/healthz` names per list (the counts are whole). */
 export const SAFETY_MAX_NAMED = 100;
 /** Deadline of one member's answer, ms. */
-const CALL_TIMEOUT_MS = 2_000;
+const CALL_TIMEOUT_MS = 5_000;
 
 /** One member slot's safety facts. */
 export interface MemberSafety {
@@ -160,10 +160,11 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
         unknown.delete(slot);
       }
     } catch (err) {
-      // Not taken yet (a node just started: what its old report said may be gone with its disk), or
-      // no answer: its shares are unknown until it answers; its last report still counts as holders.
-      unknown.add(slot);
-      if (!(err instanceof AppError)) log.debug({ slot, err: (err as Error).message }, 'no inventory from member');
+      // Not taken yet (a node just started: what its old report said may be gone with its disk): its
+      // shares are unknown until it answers; its last report still counts as holders. A call that
+      // merely failed (a busy member, a timeout) changes nothing: a restart shows in `reachableSince`.
+      if (err instanceof AppError && err.code === 'NOT_READY') unknown.add(slot);
+      else log.debug({ slot, err: (err as Error).message }, 'no inventory from member');
     }
   }
 
