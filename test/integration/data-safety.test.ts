@@ -13,6 +13,7 @@ import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testin
 import { getJson, postJson } from '../utils/http.ts';
 import { principalWithSession, type Principal } from '../utils/session.ts';
 import { runCli } from '../utils/process-cluster.ts';
+import { parseMetrics, sampleOf } from '../utils/runbook.ts';
 
 const SECRETS = 6;
 
@@ -54,14 +55,9 @@ async function readyz(slot: number): Promise<{ status: number; sharesHeld: boole
   return { status: res.status, sharesHeld: res.body.checks?.sharesHeld };
 }
 
-/** One sample of a gauge on coordinator 0's `/metrics`, or undefined when absent. */
-async function gauge(name: string, labels = ''): Promise<number | undefined> {
-  const text = await (await fetch(`${A}/metrics`, { headers: admin() })).text();
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
-    if (m && m[1] === name && (m[2] ?? '').includes(labels)) return Number(m[3]);
-  }
-  return undefined;
+/** One sample of a gauge on coordinator 0's `/metrics` (its labels including `labels`), or undefined when absent. */
+async function gauge(name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  return sampleOf(parseMetrics(await (await fetch(`${A}/metrics`, { headers: admin() })).text()), name, labels);
 }
 
 /** Stop member `slot`, remove its store (keys kept), and start it again. */
@@ -139,8 +135,8 @@ describe('a member that lost its data directory', () => {
     expect(h.status).toBe('degraded');
     expect(h.problems).toContain('shares_missing');
     expect(h.dataSafety.members.find((m) => m.slot === 3)?.shares).toMatchObject({ expected: SECRETS, held: 0, missing: SECRETS });
-    expect(await gauge('quorumkeep_member_shares_held', 'slot="3"')).toBe(0);
-    expect(await gauge('quorumkeep_member_shares_expected', 'slot="3"')).toBe(SECRETS);
+    expect(await gauge('quorumkeep_member_shares_held', { slot: '3' })).toBe(0);
+    expect(await gauge('quorumkeep_member_shares_expected', { slot: '3' })).toBe(SECRETS);
     const status = await runCli(['status', '--url', A]);
     expect(status.code, status.stderr).toBe(1);
     expect(status.stdout).toMatch(/slot +3 .* shares 0\/6 \(6 MISSING\)/);

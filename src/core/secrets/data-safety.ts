@@ -142,14 +142,30 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
 
   /**
    * A member unreachable now, or reachable again since its last answer (it reconnected: perhaps it
-   * restarted on an empty disk), is unknown until it answers again.
+   * restarted on an empty disk): its shares are unknown until it answers again.
    */
+  function isStale(slot: number): boolean {
+    const since = membership.reachableSince?.(slot);
+    const report = reports.get(slot);
+    return !membership.isReachable(slot) || (since !== undefined && report !== undefined && since > report.receivedAt);
+  }
+
   function markStale(): void {
-    for (const m of members) {
-      const since = membership.reachableSince?.(m.slot);
-      const report = reports.get(m.slot);
-      if (!membership.isReachable(m.slot) || (since !== undefined && report !== undefined && since > report.receivedAt)) unknown.add(m.slot);
+    for (const m of members) if (isStale(m.slot)) unknown.add(m.slot);
+  }
+
+  /** From the members' last reports: the secrets held by exactly `threshold` members, and those held by fewer whose loss nobody acknowledged. */
+  async function classify(): Promise<{ atRisk: string[]; lost: string[] }> {
+    const missingBy = new Map<string, number>();
+    for (const report of reports.values()) for (const s of report.missing) missingBy.set(keyOf(s), (missingBy.get(keyOf(s)) ?? 0) + 1);
+    const atRisk: string[] = [];
+    const lost: string[] = [];
+    for (const [key, missing] of missingBy) {
+      const holders = descriptor.size - missing;
+      if (holders === descriptor.threshold) atRisk.push(key);
+      else if (holders < descriptor.threshold && !(await deps.state.get('lostSecret', key))) lost.push(key);
     }
+    return { atRisk, lost };
   }
 
   async function ask(slot: number): Promise<void> {
@@ -171,13 +187,11 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
   async function compute(): Promise<DataSafety> {
     markStale();
     await Promise.all(members.filter((m) => membership.isReachable(m.slot)).map((m) => ask(m.slot)));
-    const missingBy = new Map<string, number>();
     let exact = true;
     const memberFacts: MemberSafety[] = [];
     for (const m of members) {
       const report = reports.get(m.slot);
       if (!report || report.missingTotal > report.missing.length) exact = false;
-      for (const s of report?.missing ?? []) missingBy.set(keyOf(s), (missingBy.get(keyOf(s)) ?? 0) + 1);
       const status = (await deps.state.get('memberStatus', String(m.slot)))?.body as MemberStatusBody | undefined;
       memberFacts.push({
         slot: m.slot,
@@ -189,13 +203,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
         shares: report && !unknown.has(m.slot) ? { at: report.at, expected: report.expected, held: report.held, missing: report.missingTotal, pending: report.pending, acknowledgedLost: report.acknowledgedLost, complete: report.complete } : null,
       });
     }
-    const atRisk: string[] = [];
-    const lost: string[] = [];
-    for (const [key, missing] of missingBy) {
-      const holders = descriptor.size - missing;
-      if (holders === descriptor.threshold) atRisk.push(key);
-      else if (holders < descriptor.threshold && !(await deps.state.get('lostSecret', key))) lost.push(key);
-    }
+    const { atRisk, lost } = await classify();
     let acknowledged = 0;
     for await (const _ of deps.state.list('lostSecret')) acknowledged++;
     const byId = (a: string, b: string) => a.localeCompare(b, 'en', { numeric: true });
@@ -228,13 +236,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
   /** Every lost secret not acknowledged yet, in full (not only the named ones). */
   async function lostNow(): Promise<SecretItem[]> {
     await refresh();
-    const missingBy = new Map<string, number>();
-    for (const report of reports.values()) for (const s of report.missing) missingBy.set(keyOf(s), (missingBy.get(keyOf(s)) ?? 0) + 1);
-    const out: SecretItem[] = [];
-    for (const [key, missing] of missingBy) {
-      if (descriptor.size - missing < descriptor.threshold && !(await deps.state.get('lostSecret', key))) out.push(itemOf(key));
-    }
-    return out;
+    return (await classify()).lost.map(itemOf);
   }
 
   async function acknowledge(items?: SecretItem[]): Promise<LossAcknowledgement> {
@@ -291,10 +293,7 @@ export function createDataSafety(deps: DataSafetyDeps): DataSafetyMonitor {
       ...view,
       members: view.members.map((m) => {
         const reachable = membership.isReachable(m.slot);
-        const since = membership.reachableSince?.(m.slot);
-        const report = reports.get(m.slot);
-        const stale = !reachable || (since !== undefined && report !== undefined && since > report.receivedAt);
-        return stale ? { ...m, reachable, ready: null, shares: null } : { ...m, reachable };
+        return isStale(m.slot) ? { ...m, reachable, ready: null, shares: null } : { ...m, reachable };
       }),
     };
   }

@@ -15,6 +15,7 @@
  * evidence of a `lostSecret` record.
  */
 import type { Logger } from '../../log/index.ts';
+import { zeroize } from '../../crypto/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import type { StateReader } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
@@ -203,7 +204,7 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
       if (!record) continue;
       const read = await readHeldShare(held, label, record.shareDigests?.[held.slot]);
       if ('share' in read) {
-        read.share.fill(0);
+        zeroize(read.share);
         continue;
       }
       const at = deps.clock();
