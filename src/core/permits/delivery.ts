@@ -41,7 +41,8 @@ export interface PermitDelivery extends Startable {
   track(permitId: string, report: BatchWriteReport): void;
   /**
    * The answer for a consumed permit, true when given (docs/permits.md: 200 only at ≥ threshold acks).
-   * This coordinator's own consumptions are tracked; any other (consumed through another coordinator,
+   * This coordinator's own consumptions are tracked (one short of threshold is delivered again at
+   * once to the reachable members that have not acked, then answered); any other (consumed through another coordinator,
    * or before a restart, and seen in this replica) is delivered again — the consumption and the
    * change stored with it — and the acks counted: duplicates ack, so this both measures and repairs.
    */
@@ -71,13 +72,18 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
     if (durable.size > DURABLE_PERMITS_REMEMBERED) durable.delete(durable.values().next().value!);
   };
 
+  /** Deliver a consumption again to the reachable members that have not acked it; count their acks. */
+  async function deliverAgain(d: { records: ReplicatedRecord[]; acked: Set<string> }): Promise<void> {
+    const missing = members.filter((m) => !d.acked.has(m.nodeAddress) && membership.isReachable(m.slot));
+    if (missing.length === 0) return;
+    const report = await deps.replicator.resendAll(d.records, missing.map((m) => m.slot));
+    for (const a of report.acked) d.acked.add(a);
+  }
+
   async function redeliver(): Promise<void> {
     try {
       for (const [permitId, d] of deliveries) {
-        const missing = members.filter((m) => !d.acked.has(m.nodeAddress) && membership.isReachable(m.slot));
-        if (missing.length === 0) continue;
-        const report = await deps.replicator.resendAll(d.records, missing.map((m) => m.slot));
-        for (const a of report.acked) d.acked.add(a);
+        await deliverAgain(d);
         if (d.acked.size >= members.length) {
           deliveries.delete(permitId);
           log.info({ permitId }, 'permit delivered to every member');
@@ -105,7 +111,15 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
       const pending = (successCount: number): PermitConfirmation => ({ status: 'pending', permitId: permit.permitId, action: permit.action, successCount, threshold });
       const consumed: PermitConfirmation = { status: 'consumed', permitId: permit.permitId, action: permit.action, result: permit.result as PermitResult };
       const d = deliveries.get(permit.permitId);
-      if (d) return d.acked.size >= threshold ? consumed : pending(d.acked.size);
+      if (d) {
+        if (d.acked.size >= threshold) return consumed;
+        // Asked again while pending: deliver now to the reachable members that have not acked, so
+        // a retry after they return is answered from what they say, not from the last round.
+        await deliverAgain(d);
+        if (d.acked.size < threshold) return pending(d.acked.size);
+        markDurable(permit.permitId);
+        return consumed;
+      }
       if (durable.has(permit.permitId)) return consumed;
       const record = await deps.permits.record(permit.permitId);
       if (!record || record.body.status !== 'consumed') return pending(0);
