@@ -20,23 +20,39 @@ type Collect = (options: { type: 'minor'; execution: 'sync' }) => void;
 
 let collect: Collect | undefined;
 
-/** V8's `gc` function, from a fresh context (or the global one when node was started with `--expose-gc`). */
-function collector(): Collect {
+/** Tries to get V8's `gc` from a fresh context before giving up for this call (see {@link collector}). */
+const COLLECTOR_ATTEMPTS = 10;
+
+/**
+ * V8's `gc` function, from a fresh context (or the global one when node was started with
+ * `--expose-gc`); undefined when none could be had this time.
+ *
+ * V8's flags are the process's, shared by every thread: another thread (a crypto or chunk thread
+ * taking its own collector) may turn `--expose-gc` off between this thread's setting it and its
+ * context being made, and that context then has no `gc`. So: try again, and if every attempt lost
+ * that race, skip this scavenge — a later one tries again. A scavenge is a memory optimisation; it
+ * must never fail the upload or job it runs inside.
+ */
+function collector(): Collect | undefined {
   if (collect) return collect;
   const exposed = (globalThis as { gc?: Collect }).gc;
   if (typeof exposed === 'function') return (collect = exposed);
-  setFlagsFromString('--expose-gc');
-  try {
-    collect = runInNewContext('gc') as Collect;
-  } finally {
-    setFlagsFromString('--no-expose-gc');
+  for (let attempt = 0; attempt < COLLECTOR_ATTEMPTS && !collect; attempt++) {
+    setFlagsFromString('--expose-gc');
+    try {
+      collect = runInNewContext('gc') as Collect;
+    } catch {
+      // ReferenceError: another thread turned the flag off in between; try again.
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
   }
   return collect;
 }
 
 /** Scavenge this thread's young generation now (frees the dead buffers that live only there). */
 export function scavengeNow(): void {
-  collector()({ type: 'minor', execution: 'sync' });
+  collector()?.({ type: 'minor', execution: 'sync' });
 }
 
 /**
