@@ -3,7 +3,8 @@
  * metric): the version from package.json, and the git commit of the checkout it runs from.
  *
  * The commit is read from the checkout's `.git` files — no git process — when the package folder has
- * one (a clone, or a worktree whose `.git` file points at its git dir); else from `QK_COMMIT` in the
+ * one (a clone, or a worktree whose `.git` file points at its git dir); else from dist/build.json,
+ * stamped by `npm pack` (an installed package); else from `QK_COMMIT` in the
  * environment (an install without `.git`: set it when deploying); else `unknown`. Both are read once
  * per process, the commit only when a node starts: other CLI commands pay for one small file at most
  * (`--version`).
@@ -72,8 +73,21 @@ export function gitHeadCommit(dir: string): string | undefined {
   return undefined;
 }
 
+/** The commit `npm pack` stamped into dist/build.json (scripts/prepack.ts), in an installed package. */
+function packedCommit(): string | undefined {
+  const text = readText(join(PACKAGE_DIR, 'dist', 'build.json'));
+  if (text === undefined) return undefined;
+  try {
+    const commit = (JSON.parse(text) as { commit?: unknown }).commit;
+    return typeof commit === 'string' && COMMIT_RE.test(commit) ? commit : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * This build: the version, and the commit from `.git`, else `env.QK_COMMIT`, else `unknown`.
+ * This build: the version, and the commit from `.git` (else the one stamped at pack time), else
+ * `env.QK_COMMIT`, else `unknown`.
  * @param env the environment, for `QK_COMMIT` (src/main.ts hands it over; CONTRIBUTING.md rule 1)
  * @param options.checkout where to look for `.git` (tests). @default the package's folder, read once
  */
@@ -81,7 +95,7 @@ export function readBuildInfo(env: Readonly<Record<string, string | undefined>> 
   let commit: string | undefined;
   if (options.checkout !== undefined) commit = gitHeadCommit(options.checkout);
   else {
-    if (gitCommit === undefined) gitCommit = gitHeadCommit(PACKAGE_DIR) ?? null;
+    if (gitCommit === undefined) gitCommit = gitHeadCommit(PACKAGE_DIR) ?? packedCommit() ?? null;
     commit = gitCommit ?? undefined;
   }
   const fromEnv = env[COMMIT_ENV]?.trim();
