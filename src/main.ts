@@ -29,6 +29,7 @@ import type * as BackupModuleType from './backup/index.ts';
 /** The backup module, loaded when a backup command runs. */
 type BackupModule = typeof BackupModuleType;
 import { addMemberCommands } from './node/member-cli.ts';
+import { urlOption } from './node/url-option.ts';
 
 /** A failure the CLI reports as one line with a chosen exit code. */
 class CliError extends Error {
@@ -525,7 +526,7 @@ function buildProgram(): Command {
   program
     .command('status')
     .description('show cluster health as a node sees it (exit 0 ok, 1 degraded, 2 unavailable or unreachable)')
-    .requiredOption('--url <url>', 'coordinator base URL, e.g. http://127.0.0.1:3010')
+    .addOption(urlOption("a coordinator's or any node's operator base URL"))
     .option('--json', 'print the raw /healthz answer')
     .action(showStatus);
 

@@ -7,6 +7,7 @@
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { replaceMember } from './member-replace.ts';
+import { urlOption } from './url-option.ts';
 
 /** Deadline of one admin call, ms. */
 const CALL_TIMEOUT_MS = 10_000;
@@ -64,7 +65,7 @@ export function addMemberCommands(program: Command, print: (text: string) => voi
   member
     .command('status')
     .description('each slot: status (active or recovering), reachability and shares held/expected, as a coordinator sees them (exit 1 while a slot recovers, lacks shares or is unreachable)')
-    .requiredOption('--url <url>', 'coordinator base URL, e.g. http://127.0.0.1:3010')
+    .addOption(urlOption())
     .addOption(tokenOption())
     .action(async (options: AdminOptions) => {
       const body = z.object({ members: z.array(memberSchema) }).parse(await call(options, 'GET', '/admin/members'));
@@ -76,7 +77,7 @@ export function addMemberCommands(program: Command, print: (text: string) => voi
     .command('recover')
     .description('mark a slot recovering: its node, started on its own keys with an empty data dir, rebuilds its shares from threshold helpers')
     .requiredOption('--slot <n>', 'member slot')
-    .requiredOption('--url <url>', 'coordinator base URL')
+    .addOption(urlOption())
     .addOption(tokenOption())
     .action(async (options: AdminOptions & { slot: string }) => {
       const body = z.object({ member: memberSchema }).parse(await call(options, 'POST', `/admin/members/${encodeURIComponent(options.slot)}/recover`));
@@ -86,7 +87,7 @@ export function addMemberCommands(program: Command, print: (text: string) => voi
   member
     .command('acknowledge-loss')
     .description('record that secrets held by fewer than threshold members are lost, so the members stop recovering them and the alarms clear (docs/operations.md, "Data safety")')
-    .requiredOption('--url <url>', 'coordinator base URL')
+    .addOption(urlOption())
     .addOption(tokenOption())
     .option('--secret <chainId:secretId...>', 'only these secrets (default: every lost one)')
     .action(async (options: AdminOptions & { secret?: string[] }) => {

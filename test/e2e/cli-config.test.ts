@@ -184,6 +184,17 @@ describe('quorumkeep status', () => {
     expect((JSON.parse(unavailable.stdout) as { status: string }).status).toBe('unavailable');
   });
 
+  it('reaches QK_URL without --url, and quorumkeep local\'s first coordinator without either', async () => {
+    const fromEnv = await cli(['status'], { QK_URL: await fakeCoordinator(health([true, true, true])) });
+    expect(fromEnv.code, fromEnv.stderr).toBe(0);
+    expect(fromEnv.stdout).toMatch(/status:\s+ok/);
+    // The flag wins over the environment.
+    const flag = await cli(['status', '--url', await fakeCoordinator(health([true, true, false]))], { QK_URL: 'http://127.0.0.1:1' });
+    expect(flag.code, flag.stderr).toBe(1);
+    const neither = await cli(['status', '--help']);
+    expect(neither.stdout).toContain('http://127.0.0.1:3010');
+  });
+
   it('exits 2 when the coordinator is unreachable or its answer malformed', async () => {
     const malformed = await cli(['status', '--url', await fakeCoordinator({ status: 'ok' })]);
     expect(malformed.code).toBe(2);
