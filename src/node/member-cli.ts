@@ -6,7 +6,6 @@
  */
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
-import { replaceMember } from './member-replace.ts';
 import { urlOption } from './url-option.ts';
 
 /** Deadline of one admin call, ms. */
@@ -116,6 +115,8 @@ export function addMemberCommands(program: Command, print: (text: string) => voi
     .option('--http-url <url>', 'new HTTP URL of the node (default: unchanged)')
     .option('--wait <seconds>', 'keep asking members that have not caught up for this long', (v) => Number.parseInt(v, 10), 60)
     .action(async (options: { cluster: string; node: string; keysDir: string; approvers: string; out: string; multiaddr?: string; httpUrl?: string; wait: number }) => {
+      // Loaded when it runs: it starts a libp2p node, which `--help` and the other commands need not load.
+      const { replaceMember } = await import('./member-replace.ts');
       await replaceMember(options, print);
     });
 }
