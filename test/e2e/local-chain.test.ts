@@ -7,9 +7,8 @@
  * `quorumkeep chain deploy-controller` against a fresh anvil.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { createPublicClient, createWalletClient, defineChain, http, parseEventLogs, type Address, type Chain, type Hex } from 'viem';
+import { createPublicClient, createWalletClient, http, parseEventLogs, type Address, type Hex } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
 import { getFreePortRange, waitFor } from 'quorumkeep/testing';
 import { chainSchema, loadConfig } from '../../src/config/index.ts';
@@ -19,51 +18,12 @@ import { getJson, postJson } from '../utils/http.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 import { startAnvil, type AnvilChain } from '../utils/anvil.ts';
 import { runCli } from '../utils/process-cluster.ts';
+import { ANVIL_MNEMONIC, LOCAL_CHAIN_ID, localViemChain, startLocal, type LocalProcess } from '../utils/local-process.ts';
 
-const REPO = join(import.meta.dirname, '../..');
-const LOCAL_CHAIN_ID = 31337;
-/** anvil's dev accounts come from this mnemonic: a wallet of the local chain, as a client would hold it. */
-const ANVIL_MNEMONIC = 'test test test test test test test test test test test junk';
 const SIZE = 5;
-const START_TIMEOUT_MS = 60_000;
 
 const stack = cleanupStack();
 afterAll(() => stack.run());
-
-interface LocalProcess {
-  child: ChildProcess;
-  output(): string;
-  /** Coordinator URLs, as printed. */
-  coordinators: string[];
-  exited: Promise<number | null>;
-}
-
-/** `node src/main.ts local --dir <dir> …` with only the given QK_ variables; resolves once it says it runs. */
-async function startLocal(dir: string, args: string[], env: Record<string, string> = {}): Promise<LocalProcess> {
-  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('QK_')));
-  const child = spawn(process.execPath, ['src/main.ts', 'local', '--dir', dir, ...args], { cwd: REPO, env: { ...baseEnv, QK_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  let gone = false;
-  void exited.then(() => (gone = true));
-  stack.push(async () => {
-    if (!gone) child.kill('SIGKILL');
-    await exited;
-  });
-  await waitFor(
-    () => {
-      if (gone) throw new Error(`quorumkeep local exited:\n${out}`);
-      return out.includes('press Ctrl-C');
-    },
-    { timeoutMs: START_TIMEOUT_MS, intervalMs: 50, description: `quorumkeep local to start:\n${out}` },
-  ).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}\n${out}`);
-  });
-  const coordinators = [...out.matchAll(/^coordinator (\S+)$/gm)].map((m) => m[1]!);
-  return { child, output: () => out, coordinators, exited };
-}
 
 /** What the CLI printed, without the nodes' JSON log lines. */
 function printedLines(local: LocalProcess): string[] {
@@ -101,10 +61,6 @@ async function rpcAnswers(rpcUrl: string): Promise<boolean> {
   }
 }
 
-function viemChain(rpcUrl: string): Chain {
-  return defineChain({ id: LOCAL_CHAIN_ID, name: 'local', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
-}
-
 describe('quorumkeep local (npm start) with its local chain', () => {
   const wallet = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 1 });
   const walletKey = ('0x' + Buffer.from(wallet.getHdKey().privateKey!).toString('hex')) as Hex;
@@ -126,7 +82,7 @@ describe('quorumkeep local (npm start) with its local chain', () => {
   const portArgs = (http: number) => ['--base-port', String(ports.base), '--http-base-port', String(http), '--operator-base-port', String(ports.operator), '--chain-port', '0'];
 
   async function head(): Promise<number> {
-    return Number(await createPublicClient({ chain: viemChain(rpcUrl), transport: http(rpcUrl) }).getBlockNumber({ cacheTime: 0 }));
+    return Number(await createPublicClient({ chain: localViemChain(rpcUrl), transport: http(rpcUrl) }).getBlockNumber({ cacheTime: 0 }));
   }
 
   /** The wallet's signed string `<chain>_<secret>_<wallet>_<block>[_extra]`. */
@@ -137,7 +93,7 @@ describe('quorumkeep local (npm start) with its local chain', () => {
 
   /** createSecret() as the wallet, through the controller; the id from SecretCreated. */
   async function createSecret(): Promise<bigint> {
-    const chain = viemChain(rpcUrl);
+    const chain = localViemChain(rpcUrl);
     const client = createWalletClient({ account: wallet, chain, transport: http(rpcUrl) });
     const reader = createPublicClient({ chain, transport: http(rpcUrl), pollingInterval: 100 });
     const hash = await client.writeContract({ address: controller, abi: secretsControllerAbi, functionName: 'createSecret', args: [] });
@@ -148,7 +104,7 @@ describe('quorumkeep local (npm start) with its local chain', () => {
 
   /** Until the syncer dealt the secret and marked it synced, and every coordinator serves its key. */
   async function served(id: bigint): Promise<void> {
-    const reader = createPublicClient({ chain: viemChain(rpcUrl), transport: http(rpcUrl) });
+    const reader = createPublicClient({ chain: localViemChain(rpcUrl), transport: http(rpcUrl) });
     await waitFor(
       async () => {
         const [, , isSyncing] = await reader.readContract({ address: controller, abi: secretsControllerAbi, functionName: 'getSecretState', args: [id] });
@@ -161,7 +117,7 @@ describe('quorumkeep local (npm start) with its local chain', () => {
   }
 
   it('advertises the chain on /healthz; a wallet creates a secret on it, the cluster deals it, and a payload round-trips', async () => {
-    local = await startLocal(dir, portArgs(ports.http));
+    local = await startLocal(stack, dir, portArgs(ports.http));
     expect(local.coordinators).toEqual([`http://127.0.0.1:${ports.http}`, `http://127.0.0.1:${ports.http + 1}`]);
     const [A, B] = local.coordinators as [string, string];
     const chains = await chainsOf(A);
@@ -172,7 +128,7 @@ describe('quorumkeep local (npm start) with its local chain', () => {
     expect(await chainsOf(B)).toEqual(chains);
     rpcUrl = entry!.rpcUrl;
     controller = entry!.secretsControllerAddress as Address;
-    const reader = createPublicClient({ chain: viemChain(rpcUrl), transport: http(rpcUrl) });
+    const reader = createPublicClient({ chain: localViemChain(rpcUrl), transport: http(rpcUrl) });
     expect(await reader.getChainId()).toBe(LOCAL_CHAIN_ID);
     expect(await reader.getCode({ address: controller })).toMatch(/^0x[0-9a-f]{2,}/);
     // Without QK_HTTP_METRICS_PUBLIC, /metrics needs the admin token.
@@ -193,7 +149,7 @@ describe('quorumkeep local (npm start) with its local chain', () => {
     expect(await rpcAnswers(rpcUrl)).toBe(false);
     const oldA = local.coordinators[0]!;
 
-    local = await startLocal(dir, portArgs(ports.http2), { QK_HTTP_METRICS_PUBLIC: 'true' });
+    local = await startLocal(stack, dir, portArgs(ports.http2), { QK_HTTP_METRICS_PUBLIC: 'true' });
     expect(local.coordinators).toEqual([`http://127.0.0.1:${ports.http2}`, `http://127.0.0.1:${ports.http2 + 1}`]);
     const [A, B] = local.coordinators as [string, string];
     await expect(fetch(`${oldA}/healthz`)).rejects.toThrow();
@@ -205,7 +161,7 @@ describe('quorumkeep local (npm start) with its local chain', () => {
     const entry = (await chainsOf(A)).find((c) => c.chainId === LOCAL_CHAIN_ID)!;
     expect(entry.secretsControllerAddress).toBe(controller);
     rpcUrl = entry.rpcUrl;
-    const reader = createPublicClient({ chain: viemChain(rpcUrl), transport: http(rpcUrl) });
+    const reader = createPublicClient({ chain: localViemChain(rpcUrl), transport: http(rpcUrl) });
     const [owner, , isSyncing] = await reader.readContract({ address: controller, abi: secretsControllerAbi, functionName: 'getSecretState', args: [secretId] });
     expect({ owner, isSyncing }).toEqual({ owner: wallet.address, isSyncing: false });
     // The syncer goes on where it stopped: a new secret is dealt too.
@@ -223,14 +179,14 @@ describe('quorumkeep local (npm start) with its local chain', () => {
     await local.exited;
     await waitFor(async () => !(await rpcAnswers(rpcUrl)), { timeoutMs: 10_000, description: 'anvil gone after its parent was killed' });
 
-    local = await startLocal(dir, [...portArgs(ports.http), '--no-chain']);
+    local = await startLocal(stack, dir, [...portArgs(ports.http), '--no-chain']);
     const health = await getJson<{ supportedChains: number[] }>(`${local.coordinators[0]}/healthz`);
     expect(health.body.supportedChains).not.toContain(LOCAL_CHAIN_ID);
     const plain = printedLines(local);
     expect(await interrupt(local)).toBe(0);
 
     // Where there is no anvil binary, the cluster starts without a chain, and says so in one more line.
-    local = await startLocal(dir, portArgs(ports.http), { QK_ANVIL_BIN: join(dir, 'no-anvil-here') });
+    local = await startLocal(stack, dir, portArgs(ports.http), { QK_ANVIL_BIN: join(dir, 'no-anvil-here') });
     const without = await getJson<{ supportedChains: number[] }>(`${local.coordinators[0]}/healthz`);
     expect(without.body.supportedChains).not.toContain(LOCAL_CHAIN_ID);
     expect(printedLines(local)).toHaveLength(plain.length + 1);
