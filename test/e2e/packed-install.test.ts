@@ -5,7 +5,7 @@
  * `quorumkeep local` runs a healthy cluster that names its commit. Under a Node older than the
  * package needs, `bin/` says so in one line.
  */
-import { execFile as execFileCb, spawn, spawnSync } from 'node:child_process';
+import { execFile as execFileCb, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getFreePortRange, waitFor } from 'quorumkeep/testing';
 import { gitHeadCommit } from '../../src/build-info.ts';
 import { getJson } from '../utils/http.ts';
+import { startLocal } from '../utils/local-process.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 
 const execFile = promisify(execFileCb);
@@ -76,35 +77,24 @@ describe('the packed package, installed without dev dependencies', () => {
     async () => {
       const dir = join(installed, 'data');
       const base = await getFreePortRange(15);
-      const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('QK_')));
-      const child = spawn(
-        process.execPath,
-        [bin, 'local', '--dir', dir, '--base-port', String(base), '--operator-base-port', String(base + 5), '--http-base-port', String(base + 10)],
-        { cwd: installed, env: { ...env, QK_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      const ports = ['--base-port', String(base), '--operator-base-port', String(base + 5), '--http-base-port', String(base + 10)];
+      const local = await startLocal(stack, dir, ports, {}, { entry: bin, cwd: installed, timeoutMs: 120_000 });
       let gone = false;
-      void exited.then(() => (gone = true));
-      stack.push(async () => {
-        if (!gone) child.kill('SIGKILL');
-        await exited;
-      });
+      void local.exited.then(() => (gone = true));
+      const out = local.output;
       const url = `http://127.0.0.1:${base + 10}`;
       const health = await waitFor(
         async () => {
-          if (gone) throw new Error(`quorumkeep local exited:\n${out}`);
+          if (gone) throw new Error(`quorumkeep local exited:\n${out()}`);
           const res = await getJson<{ status: string; version: string; commit: string }>(`${url}/healthz`).catch(() => undefined);
           return res?.status === 200 && res.body.status === 'ok' ? res.body : undefined;
         },
-        { timeoutMs: 120_000, intervalMs: 250, description: `the installed cluster to be healthy:\n${out}` },
+        { timeoutMs: 120_000, intervalMs: 250, description: `the installed cluster to be healthy:\n${out()}` },
       );
       expect(health.version).toBe(VERSION);
       if (commit) expect(health.commit).toBe(commit);
-      child.kill('SIGINT');
-      expect(await exited, out).toBe(0);
+      local.child.kill('SIGINT');
+      expect(await local.exited, out()).toBe(0);
     },
     TIMEOUT_MS,
   );

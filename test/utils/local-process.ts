@@ -26,13 +26,27 @@ export interface LocalProcess {
   exited: Promise<number | null>;
 }
 
+/** Where {@link startLocal} runs the CLI from. */
+export interface LocalCli {
+  /** The CLI's entry script. @default src/main.ts of this checkout */
+  entry?: string;
+  /** Its working directory. @default this checkout */
+  cwd?: string;
+  /** How long it may take to say it runs, ms. @default 60 s */
+  timeoutMs?: number;
+}
+
 /**
- * `node src/main.ts local --dir <dir> …` with only the given QK_ variables; resolves once it says it
- * runs. The stack kills it (SIGKILL) if it still runs then.
+ * `node src/main.ts local --dir <dir> …` (or another entry: an installed package's bin) with only the
+ * given QK_ variables; resolves once it says it runs. The stack kills it (SIGKILL) if it still runs then.
  */
-export async function startLocal(stack: ReturnType<typeof cleanupStack>, dir: string, args: string[], env: Record<string, string> = {}): Promise<LocalProcess> {
+export async function startLocal(stack: ReturnType<typeof cleanupStack>, dir: string, args: string[], env: Record<string, string> = {}, cli: LocalCli = {}): Promise<LocalProcess> {
   const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('QK_')));
-  const child = spawn(process.execPath, ['src/main.ts', 'local', '--dir', dir, ...args], { cwd: REPO, env: { ...baseEnv, QK_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [cli.entry ?? 'src/main.ts', 'local', '--dir', dir, ...args], {
+    cwd: cli.cwd ?? REPO,
+    env: { ...baseEnv, QK_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -48,7 +62,7 @@ export async function startLocal(stack: ReturnType<typeof cleanupStack>, dir: st
       if (gone) throw new Error(`quorumkeep local exited:\n${out}`);
       return out.includes('press Ctrl-C');
     },
-    { timeoutMs: START_TIMEOUT_MS, intervalMs: 50, description: `quorumkeep local to start:\n${out}` },
+    { timeoutMs: cli.timeoutMs ?? START_TIMEOUT_MS, intervalMs: 50, description: `quorumkeep local to start:\n${out}` },
   ).catch((err: unknown) => {
     throw new Error(`${(err as Error).message}\n${out}`);
   });
