@@ -10,7 +10,8 @@
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
-import { ANVIL_BIN_ENV, ConfigError, DEPLOYER_KEY_ENV, chainSchema, loadConfig, loadNodeSetup, logSchema, quorumShapeProblem, redactConfig } from './config/index.ts';
+import { ANVIL_BIN_ENV, ConfigError, DEPLOYER_KEY_ENV, chainSchema, configEnvName, loadConfig, loadNodeSetup, logSchema, quorumShapeProblem, redactConfig } from './config/index.ts';
+import { StartupError, type StartupErrorKey } from './errors/index.ts';
 import {
   DEFAULT_BASE_PORT,
   DEFAULT_COORDINATORS,
@@ -97,6 +98,39 @@ function overrideFlags(options: OverrideOptions): Record<string, unknown> {
   if (options.httpPort !== undefined) flags['http.port'] = options.httpPort;
   if (options.logLevel !== undefined) flags['log.level'] = options.logLevel;
   return flags;
+}
+
+/** The flag of `start` (or `config print`) that sets each key a {@link StartupError} names. */
+const START_FLAGS: Record<StartupErrorKey, string> = {
+  listen: '--set listen=/ip4/<host>/tcp/<port>',
+  'http.port': '--http-port <n>',
+  'operator.port': '--set operator.port=<n>',
+  dataDir: '--data-dir <dir>',
+};
+
+/** The flag of `local` that moves what a {@link StartupError} names, for every node at once. */
+const LOCAL_FLAGS: Record<StartupErrorKey, string> = {
+  listen: '--base-port <n>',
+  'http.port': '--http-base-port <n>',
+  'operator.port': '--operator-base-port <n>',
+  dataDir: '--dir <dir>',
+};
+
+/** A node's start refused by another process, as `start` says it (docs/operations.md, "Startup errors"): what to do, and the flag. */
+function startStartupError(err: StartupError): CliError {
+  const change = `change ${err.key} with ${START_FLAGS[err.key]} (or ${configEnvName(err.key)})`;
+  if (err.code === 'DATA_DIR_IN_USE') return new CliError(`${err.message}; stop that process first (one node per data directory), or ${change}`, EXIT_FAILURE);
+  // Other nodes dial the announced address: a node that binds another must announce it too.
+  const announce = err.fromClusterFile ? ', and announce it with quorumkeep cluster set-address' : '';
+  return new CliError(`${err.message}; free the port, or ${change}${announce}`, EXIT_FAILURE);
+}
+
+/** The same for `local`, whose flags move every node. */
+function localStartupError(err: StartupError): CliError {
+  if (err.code === 'DATA_DIR_IN_USE') {
+    return new CliError(`local: ${err.nodeId}: ${err.message}; stop the quorumkeep running on this folder first, or give this cluster another with ${LOCAL_FLAGS.dataDir}`, EXIT_FAILURE);
+  }
+  return new CliError(`local: ${err.nodeId}: ${err.message}; free the port, or move this cluster's ports with ${LOCAL_FLAGS[err.key]}`, EXIT_FAILURE);
 }
 
 /**
@@ -191,7 +225,7 @@ async function startNode(options: OverrideOptions): Promise<void> {
     await node.start();
   } catch (err) {
     await node.stop().catch(() => undefined);
-    throw err;
+    throw err instanceof StartupError ? startStartupError(err) : err;
   }
   // node.start() logs the startup line itself ("node started": node id, slot, peer id, libp2p and HTTP addresses).
   stopOnSignals(() => node.stop());
@@ -411,7 +445,9 @@ async function runLocal(options: LocalCliOptions): Promise<void> {
   const [{ runLocalCluster }, { tuneHeapForNodes }] = await Promise.all([import('./node/local.ts'), import('./node/index.ts')]);
   tuneHeapForNodes();
   const { chain: _chain, chainPort: _port, chainRpcUrl: _url, controller: _controller, chainStartBlock: _start, ...rest } = options;
-  const cluster = await runLocalCluster({ ...rest, dir: resolve(options.dir), env, chain, notice: printLine });
+  const cluster = await runLocalCluster({ ...rest, dir: resolve(options.dir), env, chain, notice: printLine }).catch((err: unknown) => {
+    throw err instanceof StartupError ? localStartupError(err) : err;
+  });
   stopOnSignals(() => cluster.stop());
   for (const url of cluster.coordinators) printLine(`coordinator ${url}`);
   if (cluster.chain) {

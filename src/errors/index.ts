@@ -3,7 +3,8 @@
  *
  * Every failure a user can cause or observe is an {@link AppError} with a code from the closed set
  * {@link ERROR_CODES}. The HTTP layer maps code → status with {@link httpStatusOf}; nothing matches
- * errors by message text.
+ * errors by message text. A node that cannot start because another process holds its port or data
+ * directory throws a {@link StartupError} (./startup.ts) instead: it never reaches HTTP.
  */
 
 /** Closed set of machine codes, each with its HTTP status. */
@@ -204,3 +205,5 @@ export class QuorumError extends AppError {
     this.failed = failed;
   }
 }
+
+export { STARTUP_ERROR_CODES, StartupError, type StartupErrorCode, type StartupErrorKey, type StartupErrorDetails } from './startup.ts';

@@ -34,6 +34,8 @@ import { securityHeaders } from './middleware/security-headers.ts';
 import { createJsonBodyParser, takesRawBody } from './body.ts';
 import { createAuthRateLimit, type AuthRateLimit, type AuthRateLimitOptions } from './rate-limit.ts';
 import { createDiscoveryRouter } from './routes/discovery.ts';
+import { createOpenApiRouter } from './routes/openapi.ts';
+import { shippedOpenApiDocument, type OpenApiDocument } from './openapi-document.ts';
 import { createAdminRouter } from './routes/admin.ts';
 import { createMembersRouter } from './routes/members.ts';
 import type { MemberAdmin, RecoveryProgress } from '../core/secrets/recovery.ts';
@@ -80,6 +82,8 @@ export interface HttpAppOptions {
   rateLimits?: AuthRateLimitOptions;
   /** Timeouts and cache of file-job forwarding (./job-forward.ts). @default its defaults */
   jobForwarding?: JobForwardingOptions;
+  /** What `GET /openapi.json` and `GET /openapi.yaml` serve. @default the package's docs/openapi.yaml */
+  openApi?: OpenApiDocument;
 }
 
 /** Live dependencies of {@link createHttpApp}. Each router declares the subset it uses. */
@@ -143,6 +147,7 @@ export function createHttpApp(options: HttpAppOptions, deps: HttpAppDeps): HttpA
   const metricsAccess = options.metricsPublic ? 'public' : operator ? { token: options.adminToken } : 'off';
   const api = combineRouters([
     createDiscoveryRouter({ chains: options.chains, metrics: metricsAccess }, routerDeps),
+    createOpenApiRouter({ document: options.openApi ?? shippedOpenApiDocument() }),
     operator ? createAdminRouter({ token: options.adminToken }, routerDeps) : undefined,
     operator && deps.members ? createMembersRouter({ token: options.adminToken }, { members: deps.members }) : undefined,
     createWeb2AuthRouter(routerDeps),

@@ -82,6 +82,7 @@ import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 import { createNodeBackup } from '../backup/index.ts';
 import { membershipChangeProblem } from '../core/membership/epoch.ts';
 import { createEpochApprover } from '../core/membership/approve.ts';
+import { clusterStartFailure, httpBindFailure, storeOpenFailure } from './startup-errors.ts';
 
 export type { NodeDeps, QuorumNode } from './types.ts';
 export { NODE_PROCESS_SETTINGS, missingProcessSettings, tuneHeapForNodes } from './v8-heap.ts';
@@ -307,7 +308,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     if (facts.peerId !== self!.peerId || facts.nodeAddress !== self!.nodeAddress) {
       throw new Error(`keys in ${keysDir} do not match the cluster file entry of ${self!.id} (peer id ${facts.peerId})`);
     }
-    const store = await openStore({ location: join(config.dataDir, 'db') });
+    const store = await openStore({ location: join(config.dataDir, 'db') }).catch((err: unknown) => {
+      throw storeOpenFailure(err, { dataDir: config.dataDir, nodeId: self!.id });
+    });
     // Record signatures of large batches (catch-up) are verified on a worker thread.
     const verifyPool = createVerifyPool();
     // Signer recoveries and payload seals of concurrent requests run on a worker thread.
@@ -639,9 +642,12 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
                 }
               },
             };
+      // The config's `listen`, else the address the cluster file announces.
+      const listenFromClusterFile = config.listen.length === 0;
+      const listen = listenFromClusterFile ? self!.multiaddrs : config.listen;
       const cluster = await createCluster(
         {
-          listen: config.listen.length > 0 ? config.listen : self!.multiaddrs,
+          listen,
           reconnectIntervalMs: config.replication.reconnectIntervalMs,
           livenessIntervalMs: config.replication.livenessIntervalMs,
           livenessTimeoutMs: config.replication.livenessTimeoutMs,
@@ -679,7 +685,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         { engine, descriptor, self: self!, cluster: network.get, beforeRelease: [...(self!.slot === 0 ? [raiseIds] : []), backup.restore.markCaughtUp], clock, logger, signal },
       );
       parts.ownLog = ownLog;
-      await cluster.start();
+      await cluster.start().catch(async (err: unknown) => {
+        throw await clusterStartFailure(err, { listen, fromClusterFile: listenFromClusterFile, nodeId: self!.id });
+      });
       ownLog.start();
       // Key acks skipped while own writes were held, and any in flight at the last stop.
       ownLog.released.then(
@@ -697,7 +705,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       running = parts as Running;
       if (config.operator.enabled) {
         const app = createOperatorApp({ chains: config.chains, adminToken: config.admin.token }, { logger, clock, health, metrics, backup: backup.source, membership: createEpochApprover({}, { descriptor, self: self!, parseProposal: (value) => parseClusterProposal(value, 'the proposal'), versionVector: () => engine.versionVector(), signDigest: (digest) => '0x' + toHex(signDigest(digest, keys.signing)), clock }), ...(recovery ? { recovery: () => recovery.progress() } : {}) });
-        parts.operator = await listenHttp(app, { host: config.operator.host, port: config.operator.port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger });
+        const { host, port } = config.operator;
+        parts.operator = await listenHttp(app, { host, port, requestTimeoutMs: OPERATOR_REQUEST_TIMEOUT_MS }, { logger }).catch((err: unknown) => {
+          throw httpBindFailure(err, { key: 'operator.port', name: 'operator' }, { host, port, nodeId: self!.id });
+        });
       }
       if (config.http.enabled) {
         // File jobs held by another coordinator are forwarded to it (docs/http.md, Files and jobs).
@@ -715,7 +726,10 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           },
           { logger, metrics, clock, health, probe: createProbeService({ replicator: engine, state: engine, clock }), accounts, sessions, secrets, payloads, permits, files, usage, jobPeers: () => jobPeers, chainStatus: () => chains.status(), members: memberAdmin, ...(recovery ? { recovery: () => recovery.progress() } : {}) },
         );
-        parts.http = await listenHttp(app, { host: config.http.host, port: config.http.port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger });
+        const { host, port } = config.http;
+        parts.http = await listenHttp(app, { host, port, requestTimeoutMs: config.http.requestTimeoutMs }, { logger }).catch((err: unknown) => {
+          throw httpBindFailure(err, { key: 'http.port', name: 'API' }, { host, port, nodeId: self!.id });
+        });
       }
       log.info(
         { nodeId: self!.id, slot: self!.slot, peerId: self!.peerId, nodeAddress: self!.nodeAddress, http: parts.http?.url, operator: parts.operator?.url, listen: cluster.listenAddresses() },

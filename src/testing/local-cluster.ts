@@ -14,6 +14,7 @@ import { createNode, type QuorumNode } from '../node/index.ts';
 import { createLogger } from '../log/index.ts';
 import type { DestinationStream } from 'pino';
 import { createMetrics } from '../metrics/index.ts';
+import { StartupError } from '../errors/index.ts';
 import { getFreePorts } from './ports.ts';
 import { startMailbox, type Mailbox, type MailboxOptions } from './mailbox.ts';
 import { waitFor } from './wait.ts';
@@ -128,7 +129,7 @@ const DEFAULT_CLUSTER_SIZE = 5;
 function isAddressInUse(err: unknown, depth = 0): boolean {
   if (depth > 5 || typeof err !== 'object' || err === null) return false;
   const e = err as { code?: unknown; cause?: unknown; errors?: unknown; message?: unknown };
-  if (e.code === 'EADDRINUSE') return true;
+  if (e.code === 'EADDRINUSE' || (err instanceof StartupError && err.code === 'ADDRESS_IN_USE')) return true;
   // libp2p's listeners wrap the system error in their own, sometimes keeping only its text.
   if (typeof e.message === 'string' && e.message.includes('EADDRINUSE')) return true;
   if (Array.isArray(e.errors) && e.errors.some((x) => isAddressInUse(x, depth + 1))) return true;

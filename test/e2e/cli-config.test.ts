@@ -9,6 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { initCluster } from '../../src/node/cluster-init.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
+import { failureLine, type CliResult } from '../utils/process-cluster.ts';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
 
@@ -19,12 +20,6 @@ let dir: string;
 beforeEach(async () => {
   dir = await tempDir(stack, 'qk-cli-');
 });
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /** Run `node src/main.ts …` (process.execPath is Node 24 under npm) with only the given QK_ variables. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
@@ -38,14 +33,6 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<CliResul
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
-}
-
-/** The failure's single stderr line; fails unless the CLI exited non-zero with exactly one line. */
-function failureLine(result: CliResult): string {
-  expect(result.code).not.toBe(0);
-  const lines = result.stderr.trimEnd().split('\n');
-  expect(lines, result.stderr).toHaveLength(1);
-  return lines[0] as string;
 }
 
 async function generated(): Promise<string> {

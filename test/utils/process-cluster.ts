@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 import { getFreePortRange, waitFor } from '../../src/testing/index.ts';
 import { NODE_PROCESS_SETTINGS } from '../../src/node/v8-heap.ts';
 import { postJson } from './http.ts';
@@ -20,15 +21,56 @@ const REPO = resolve(fileURLToPath(import.meta.url), '../../..');
  */
 const COMPILE_CACHE_ENV = { NODE_COMPILE_CACHE: join(tmpdir(), 'quorumkeep-test-compile-cache') };
 
+/** How a node process is started: as the shipped systemd unit does (its node flags and environment), or without them. */
+function nodeProcess(settings: boolean): { flags: readonly string[]; env: NodeJS.ProcessEnv } {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...COMPILE_CACHE_ENV, ...(settings ? NODE_PROCESS_SETTINGS.env : {}) };
+  if (!settings) for (const name of [...Object.keys(NODE_PROCESS_SETTINGS.env), 'NODE_OPTIONS']) delete env[name];
+  return { flags: settings ? NODE_PROCESS_SETTINGS.nodeFlags : [], env };
+}
+
+/** Options of {@link runCli}. */
+export interface RunCliOptions {
+  /** Added to this process's environment. */
+  env?: Record<string, string>;
+  /**
+   * Run it as the shipped systemd unit runs a node (its node flags and environment), so `start` and
+   * `local` print no warning about them. @default false: this process's environment as it is
+   */
+  processSettings?: boolean;
+  /** SIGTERM the command after this long (one that should have failed may run on instead). @default none */
+  timeoutMs?: number;
+}
+
 /** Run the CLI to completion. */
-export async function runCli(args: string[], options: { env?: Record<string, string> } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: REPO, env: { ...process.env, ...COMPILE_CACHE_ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runCli(args: string[], options: RunCliOptions = {}): Promise<CliResult> {
+  const node = options.processSettings ? nodeProcess(true) : { flags: [], env: { ...process.env, ...COMPILE_CACHE_ENV } };
+  const child = spawn(process.execPath, [...node.flags, 'src/main.ts', ...args], {
+    cwd: REPO,
+    env: { ...node.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
   return { code, stdout, stderr };
+}
+
+/** What a CLI run ended with. */
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The failure's single stderr line; fails unless the CLI exited non-zero with exactly one line. */
+export function failureLine(result: CliResult): string {
+  expect(result.code).not.toBe(0);
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines, result.stderr).toHaveLength(1);
+  return lines[0] as string;
 }
 
 /** A process cluster. */
@@ -125,10 +167,8 @@ export async function startProcessCluster(dir: string, options: ProcessClusterOp
     operatorUrls,
     async start(i, startOptions = {}) {
       // As the shipped systemd unit starts a node (its node flags and environment), unless told not to.
-      const settings = startOptions.processSettings ?? true;
-      const env: NodeJS.ProcessEnv = { ...process.env, ...COMPILE_CACHE_ENV, ...(settings ? NODE_PROCESS_SETTINGS.env : {}) };
-      if (!settings) for (const name of [...Object.keys(NODE_PROCESS_SETTINGS.env), 'NODE_OPTIONS']) delete env[name];
-      const child = spawn(process.execPath, [...(settings ? NODE_PROCESS_SETTINGS.nodeFlags : []), 'src/main.ts', 'start', '--config', configPath(i), '--log-level', 'warn'], {
+      const { flags, env } = nodeProcess(startOptions.processSettings ?? true);
+      const child = spawn(process.execPath, [...flags, 'src/main.ts', 'start', '--config', configPath(i), '--log-level', 'warn'], {
         cwd: REPO,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
