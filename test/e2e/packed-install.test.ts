@@ -73,7 +73,7 @@ describe('the packed package, installed without dev dependencies', () => {
   });
 
   it(
-    'runs `quorumkeep local` to a healthy cluster that names its version and commit, and stops on Ctrl-C',
+    'runs `quorumkeep local` to a healthy cluster that names its version and commit and serves its OpenAPI document, and stops on Ctrl-C',
     async () => {
       const dir = join(installed, 'data');
       const base = await getFreePortRange(15);
@@ -93,6 +93,10 @@ describe('the packed package, installed without dev dependencies', () => {
       );
       expect(health.version).toBe(VERSION);
       if (commit) expect(health.commit).toBe(commit);
+      // The OpenAPI document ships and is converted with production dependencies only.
+      const openapi = await getJson<{ openapi: string }>(`${url}/openapi.json`);
+      expect(openapi.status).toBe(200);
+      expect(openapi.body.openapi).toMatch(/^3\.1\./);
       local.child.kill('SIGINT');
       expect(await local.exited, out()).toBe(0);
     },
