@@ -3,13 +3,16 @@
  * run, on one 5-member, 2-coordinator cluster and a local chain (anvil, a block every 2 s like Base),
  * and the JSON-RPC calls the nodes make per request, counted by an HTTP proxy between them and the
  * chain. Target: a Web3 decrypt with a warm cache adds at most one RPC round trip per member over
- * Web2's — judged against the RPC round trip measured in the same run.
+ * Web2's — judged against the RPC round trip measured in the same run. Then (issue 29; alone with
+ * `npm run bench -- web3-ready`) the time from a secret's SecretCreated block to the client's first
+ * successful encrypt, at a 1 s and a 2 s block time.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { Address } from 'viem';
-import { startLocalCluster, waitFor } from '../src/testing/index.ts';
+import { parseEventLogs, type Address } from 'viem';
+import { startLocalCluster, waitFor, type LocalCluster } from '../src/testing/index.ts';
+import { secretsControllerAbi } from '../src/evm/secrets-controller-abi.ts';
 import { fromHex, signPersonalMessage } from '../src/crypto/index.ts';
-import { createSecretOnChain, deployController, fund, readSecretState, startAnvil, whitelist, type DevAccount } from '../test/utils/anvil.ts';
+import { createSecretOnChain, deployController, fund, headOf, readSecretState, startAnvil, whitelist, type AnvilChain, type DevAccount } from '../test/utils/anvil.ts';
 import { principalWithSession } from '../test/utils/session.ts';
 import { BENCH_PLAN, median, ms, percentile, post, table } from './bench-lib.ts';
 
@@ -52,6 +55,41 @@ async function countingProxy(target: string): Promise<{ url: string; counts: Map
 }
 
 
+/** A Web3 signed string in the client's form, `<chainId>_<secretId>_<wallet>_<block>_<message>`, EIP-191 signed. */
+function signWeb3(wallet: DevAccount, walletKey: Uint8Array, subject: string | number | bigint, block: number, extra: string): { data: string; signature: string } {
+  const data = `${CHAIN_ID}_${subject}_${wallet.address}_${block}_${extra}`;
+  return { data, signature: signPersonalMessage(data, walletKey) };
+}
+
+/**
+ * A 5-member, threshold-3, 2-coordinator cluster on `chain` (its nodes reading it at `rpcUrl`, a
+ * block every `blockTimeMs`, the chain config's default `confirmations`), node 0 its syncer, funded
+ * and whitelisted by the controller.
+ */
+async function startWeb3Cluster(chain: AnvilChain, controller: Address, rpcUrl: string, blockTimeMs: number): Promise<LocalCluster> {
+  const chainConfig = { chainId: CHAIN_ID, name: 'Base (anvil)', rpcUrl, secretsControllerAddress: controller, blockTimeMs };
+  const cluster = await startLocalCluster({
+    size: 5,
+    threshold: 3,
+    coordinators: 2,
+    nodeConfig: {
+      chains: [chainConfig],
+      http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
+      usage: { plans: [BENCH_PLAN] },
+    },
+    nodeConfigFor: (i) => (i === 0 ? { chains: [{ ...chainConfig, syncer: true }] } : {}),
+  });
+  try {
+    const syncer = cluster.descriptor.nodes[0]!.nodeAddress as Address;
+    await fund(chain, syncer, '1');
+    await whitelist(chain, controller, syncer);
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  return cluster;
+}
+
 /** Sequential latencies of `count` requests built by `body(i)`; throws on any answer but 200. */
 async function timed(url: string, count: number, body: (i: number) => unknown): Promise<number[]> {
   const out: number[] = [];
@@ -70,24 +108,10 @@ export async function benchWeb3(): Promise<void> {
   const proxy = await countingProxy(chain.rpcUrl);
   try {
     const controller = await deployController(chain);
-    const chainConfig = { chainId: CHAIN_ID, name: 'Base (anvil)', rpcUrl: proxy.url, secretsControllerAddress: controller, blockTimeMs: BLOCK_TIME_MS };
-    const cluster = await startLocalCluster({
-      size: 5,
-      threshold: 3,
-      coordinators: 2,
-      nodeConfig: {
-        chains: [chainConfig],
-        http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
-        usage: { plans: [BENCH_PLAN] },
-      },
-      nodeConfigFor: (i) => (i === 0 ? { chains: [{ ...chainConfig, syncer: true }] } : {}),
-    });
+    const cluster = await startWeb3Cluster(chain, controller, proxy.url, BLOCK_TIME_MS);
     let stopReading = () => {};
     try {
       const [A, B] = cluster.coordinators as [string, string];
-      const syncer = cluster.descriptor.nodes[0]!.nodeAddress as Address;
-      await fund(chain, syncer, '1');
-      await whitelist(chain, controller, syncer);
       const wallet = chain.accounts[1] as DevAccount;
       const walletKey = fromHex(wallet.privateKey);
       const web3Id = await createSecretOnChain(chain, controller, wallet.privateKey);
@@ -100,10 +124,7 @@ export async function benchWeb3(): Promise<void> {
       const web2Id = created.body.secretId as number;
 
       const head = async () => Number(await chain.publicClient.getBlockNumber({ cacheTime: 0 }));
-      const web3Signed = (subject: string | number | bigint, block: number, extra: string) => {
-        const data = `${CHAIN_ID}_${subject}_${wallet.address}_${block}_${extra}`;
-        return { data, signature: signPersonalMessage(data, walletKey) };
-      };
+      const web3Signed = (subject: string | number | bigint, block: number, extra: string) => signWeb3(wallet, walletKey, subject, block, extra);
       let block = await head();
       // The block to sign: the client reads it per request; here once per block time is the same number.
       const blockReader = setInterval(() => void head().then((b) => (block = b), () => undefined), 500);
@@ -159,4 +180,117 @@ export async function benchWeb3(): Promise<void> {
     await proxy.close();
     await chain.stop();
   }
+  await benchWeb3Ready();
+}
+
+/** Block times of `npm run bench -- web3-ready`, each on its own chain and cluster. */
+const READY_BLOCK_TIMES_MS = [1000, 2000];
+/** Secrets taken through create → ready → encrypt per block time, one after another. */
+const READY_SECRETS = Number(process.env.BENCH_READY_SECRETS ?? 20);
+/** How often the wallet asks for its createSecret receipt: fine enough to see the block when it lands. */
+const RECEIPT_POLL_MS = 10;
+/** How often the client asks whether the secret is ready (it polls too). */
+const READY_POLL_MS = 50;
+/** Longest wait for one secret to be mined, ready and encrypted to, before the run gives up. */
+const READY_TIMEOUT_MS = 120_000;
+
+/** One secret's way from its SecretCreated block to the first successful encrypt. */
+interface ReadyTiming {
+  /** SecretCreated receipt seen → the client's `isSecretReady`, ms. */
+  toReadyMs: number;
+  /** SecretCreated receipt seen → 200 of POST /encrypt-payload, ms. */
+  toEncryptMs: number;
+  /** The encrypts refused before that 200 (the first try after readiness should succeed). */
+  refusals: Array<{ status: number; code: unknown; error: unknown }>;
+}
+
+/**
+ * `npm run bench -- web3-ready` (issue 29): what a client waits from its `createSecret` to its first
+ * successful encrypt, as the real client (cifer-sdk) does it — poll `getSecretState` at the latest
+ * block until not syncing with a `publicKeyCid`, then encrypt once — at a 1 s and a 2 s block time,
+ * next to the block time. Each secret is timed from when its receipt (the SecretCreated block) is
+ * first seen; an encrypt refused after readiness is counted, reported, and retried until it succeeds.
+ */
+export async function benchWeb3Ready(): Promise<void> {
+  for (const blockTimeMs of READY_BLOCK_TIMES_MS) await benchReadyAt(blockTimeMs);
+}
+
+async function benchReadyAt(blockTimeMs: number): Promise<void> {
+  const started = performance.now();
+  const chain = await startAnvil({ chainId: CHAIN_ID, blockTimeSeconds: blockTimeMs / 1000 });
+  try {
+    const controller = await deployController(chain);
+    const deployedAt = await headOf(chain);
+    const cluster = await startWeb3Cluster(chain, controller, chain.rpcUrl, blockTimeMs);
+    try {
+      const confirmations = cluster.members[0]!.config.chains.find((c) => c.chainId === CHAIN_ID)!.confirmations;
+      // The confirmed view finds no contract until its deployment is `confirmations` deep (docs/web3.md, Limits).
+      await waitFor(async () => (await headOf(chain)) > deployedAt + confirmations, { timeoutMs: 60_000, description: 'the controller confirmations deep' });
+      const wallet = chain.accounts[1] as DevAccount;
+      const walletKey = fromHex(wallet.privateKey);
+      const fee = await chain.publicClient.readContract({ address: controller, abi: secretsControllerAbi, functionName: 'secretCreationFee' });
+      const timings: ReadyTiming[] = [];
+      for (let i = 0; i < READY_SECRETS; i++) {
+        const coordinator = cluster.coordinators[i % 2]!;
+        timings.push(await createThenEncrypt(chain, controller, wallet, walletKey, fee, coordinator, i));
+      }
+
+      const toEncrypt = timings.map((t) => t.toEncryptMs);
+      const toReady = timings.map((t) => t.toReadyMs);
+      const afterReady = timings.map((t) => t.toEncryptMs - t.toReadyMs);
+      const inBlocks = (v: number) => `${(v / blockTimeMs).toFixed(2)} block times`;
+      const refused = timings.flatMap((t, i) => t.refusals.map((r) => ({ secret: i, ...r })));
+      const failedFirst = timings.filter((t) => t.refusals.length > 0).length;
+      table(
+        `Web3 secret, SecretCreated block → first successful encrypt (${READY_SECRETS} secrets one after another, anvil a block every ${blockTimeMs / 1000} s, ` +
+          `confirmations ${confirmations} (the chain config's default), 5 members, threshold 3, encrypts alternating between 2 coordinators)`,
+        [
+          ['block time', ms(blockTimeMs)],
+          ['confirmations', String(confirmations)],
+          ['p50', `${ms(median(toEncrypt))}  (${inBlocks(median(toEncrypt))})`],
+          ['p99', `${ms(percentile(toEncrypt, 99))}  (${inBlocks(percentile(toEncrypt, 99))})`],
+          ['  of which to the client’s “ready”, p50 / p99', `${ms(median(toReady))} / ${ms(percentile(toReady, 99))}`],
+          ['  of which “ready” → 200, p50 / p99', `${ms(median(afterReady))} / ${ms(percentile(afterReady, 99))}`],
+          ['first-try failures', `${failedFirst} of ${READY_SECRETS}  (target 0)`],
+          ...refused.map((r): [string, string] => [`  secret #${r.secret}`, `${r.status} ${String(r.code)}: ${String(r.error)}`]),
+          ['wall time (setup included)', `${((performance.now() - started) / 1000).toFixed(0)} s`],
+        ],
+      );
+    } finally {
+      await cluster.stop();
+    }
+  } finally {
+    await chain.stop();
+  }
+}
+
+/** One secret: createSecret, its receipt, the client's readiness poll, then encrypts until a 200. */
+async function createThenEncrypt(chain: AnvilChain, controller: Address, wallet: DevAccount, walletKey: Uint8Array, fee: bigint, coordinator: string, index: number): Promise<ReadyTiming> {
+  const waitOptions = (what: string, intervalMs: number) => ({ timeoutMs: READY_TIMEOUT_MS, intervalMs, description: `secret #${index}: ${what}` });
+  const hash = await chain.walletClient(wallet.privateKey).writeContract({ address: controller, abi: secretsControllerAbi, functionName: 'createSecret', args: [], value: fee });
+  // Throws TransactionReceiptNotFoundError until the block with it is mined.
+  const receipt = await waitFor(() => chain.publicClient.getTransactionReceipt({ hash }), waitOptions('its createSecret receipt', RECEIPT_POLL_MS));
+  const t0 = performance.now();
+  if (receipt.status !== 'success') throw new Error(`createSecret ${hash} reverted`);
+  const [created] = parseEventLogs({ abi: secretsControllerAbi, eventName: 'SecretCreated', logs: receipt.logs });
+  if (!created) throw new Error(`createSecret ${hash} emitted no SecretCreated`);
+  const secretId = created.args.secretId;
+
+  // The client's isSecretReady: not syncing and a publicKeyCid, at the latest block.
+  await waitFor(async () => {
+    const state = await readSecretState(chain, controller, secretId);
+    return !state.isSyncing && state.publicKeyCid !== '';
+  }, waitOptions('ready at the latest block', READY_POLL_MS));
+  const tReady = performance.now();
+  const refusals: ReadyTiming['refusals'] = [];
+  await waitFor(async () => {
+    const res = await post(`${coordinator}/encrypt-payload`, signWeb3(wallet, walletKey, secretId, await headOf(chain), `ready ${index}`)).catch((err: unknown) => {
+      refusals.push({ status: 0, code: 'no answer', error: err instanceof Error ? err.message : String(err) });
+      throw err;
+    });
+    if (res.status !== 200) refusals.push({ status: res.status, code: res.body.code, error: res.body.error });
+    return res.status === 200;
+  }, waitOptions('a successful encrypt', READY_POLL_MS));
+  const t1 = performance.now();
+  return { toReadyMs: tReady - t0, toEncryptMs: t1 - t0, refusals };
 }

@@ -19,7 +19,7 @@ import {
   sealPayload,
 } from '../src/crypto/index.ts';
 import { BENCH_PLAN, benchPrincipal, decryptBodies, load, median, ms, percentile, post, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
-import { benchWeb3 } from './bench-web3.ts';
+import { benchWeb3, benchWeb3Ready } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { benchScaleStore } from './bench-scale-store.ts';
 import { benchProcs } from './bench-procs.ts';
@@ -681,8 +681,11 @@ async function main(): Promise<void> {
   if (process.argv[2] === 'files') return benchFiles();
   // `npm run bench -- usage`: only encrypt throughput with plan limits on vs off (their own clusters).
   if (process.argv[2] === 'usage') return benchUsage();
-  // `npm run bench -- web3`: only Web3 next to Web2 payload latency, and RPC calls per request (anvil).
+  // `npm run bench -- web3`: only Web3 next to Web2 payload latency, RPC calls per request, and the
+  // time from a secret's creation to its first encrypt (anvil).
   if (process.argv[2] === 'web3') return benchWeb3();
+  // `npm run bench -- web3-ready`: only SecretCreated block → first successful encrypt (part of `-- web3`).
+  if (process.argv[2] === 'web3-ready') return benchWeb3Ready();
   // `npm run bench -- recovery`: only a member's share recovery (10,000 secrets; its own cluster).
   if (process.argv[2] === 'recovery') return benchRecovery();
   // `npm run bench -- scale`: session and decrypt latency at cluster sizes 5/3, 9/5 and 15/8, then a
