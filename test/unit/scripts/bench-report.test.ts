@@ -2,6 +2,7 @@
  * scripts/bench-report.ts: the markdown table of a bench run's figures (met? computed from the
  * target), and its merge into docs/benchmarks.md between the markers — only the measured rows change.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   TABLE_END,
@@ -94,5 +95,25 @@ describe('bench report', () => {
     expect(() => mergeTable(`${TABLE_END}\n${TABLE_START}\n`, [rtt], RUN)).toThrow(/bench:table/);
     expect(() => mergeTable(`${TABLE_START}\n${TABLE_END}\n${TABLE_START}\n${TABLE_END}\n`, [rtt], RUN)).toThrow(/bench:table/);
     expect(mergeTable(`${TABLE_START}\n${TABLE_END}\n`, [rtt], RUN).added).toEqual([rtt.name]);
+  });
+
+  it('docs/benchmarks.md has the table between its markers, every row complete and its met? computed', () => {
+    const doc = readFileSync(new URL('../../../docs/benchmarks.md', import.meta.url), 'utf8');
+    const inside = doc.slice(doc.indexOf(TABLE_START) + TABLE_START.length, doc.indexOf(TABLE_END));
+    const lines = inside.split('\n').filter((l) => l.startsWith('|'));
+    expect(lines.slice(0, 2)).toEqual(renderTable([], RUN).split('\n'));
+    const rows = lines.slice(2).map(rowCells);
+    expect(rows.length).toBeGreaterThan(10);
+    for (const [name, value, target, met, runs, date, commit] of rows) {
+      expect(name, 'figure').not.toBe('');
+      expect(Number(runs), `${name}: runs`).toBeGreaterThan(0);
+      expect(date, `${name}: date`).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect(commit, `${name}: commit`).toMatch(/^[0-9a-f]{7}/);
+      // met? is what the value and target give, never a hand-written verdict.
+      const number = (text: string) => Number(text.replace(/^[≤≥] /, '').split(' ')[0]!.replace(/,/g, '').replace(/%$/, ''));
+      const expected = target === '—' || value === '—' ? '—' : (target!.startsWith('≤') ? number(value!) <= number(target!) : number(value!) >= number(target!)) ? 'yes' : 'no';
+      expect(met, `${name}: met?`).toBe(expected);
+    }
+    expect(new Set(rows.map((r) => r[0])).size, 'one row per figure').toBe(rows.length);
   });
 });
