@@ -1,9 +1,13 @@
-/** Helpers for `npm run bench`: percentiles and aligned output, a bench principal, the load worker. */
+/**
+ * Helpers for `npm run bench`: percentiles and aligned output, the run's headline figures, a bench
+ * principal, the load worker.
+ */
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { Worker } from 'node:worker_threads';
 import type { Mailbox } from '../src/testing/index.ts';
+import type { Figure } from './bench-report.ts';
 import { addressOfPrivateKey, ed25519PublicKeyOf, generatePrivateKey, signEd25519, signPersonalMessage, toHex } from '../src/crypto/index.ts';
 
 /** Percentile (0–100) of a sample, nearest-rank. */
@@ -57,6 +61,22 @@ export function table(title: string, rows: Array<[string, string]>): void {
   const w = Math.max(...rows.map(([k]) => k.length));
   console.log(`\n${title}`);
   for (const [k, v] of rows) console.log(`  ${k.padEnd(w)}  ${v}`);
+}
+
+/** The headline figures recorded so far in this process (one bench run). */
+const recorded: Figure[] = [];
+
+/**
+ * Record a headline figure of this run, next to the `table()` that prints it for humans: the
+ * figures `npm run bench -- --markdown` lists, with their targets (scripts/bench-report.ts).
+ */
+export function figure(f: Figure): void {
+  recorded.push(f);
+}
+
+/** The figures recorded in this run, in order. */
+export function recordedFigures(): readonly Figure[] {
+  return recorded;
 }
 
 /**

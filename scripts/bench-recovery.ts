@@ -8,7 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startLocalCluster, waitFor } from '../src/testing/index.ts';
 import { principalWithSession } from '../test/utils/session.ts';
-import { BENCH_PLAN, post, runConcurrent, table } from './bench-lib.ts';
+import { BENCH_PLAN, figure, post, runConcurrent, table } from './bench-lib.ts';
 
 const SECRETS = Number(process.env.BENCH_RECOVERY_SECRETS ?? 10_000);
 const CREATE_CONCURRENCY = 16;
@@ -69,6 +69,9 @@ export async function benchRecovery(): Promise<void> {
       { timeoutMs: 120_000, intervalMs: 100, description: 'the coordinator to see the member whole and active' },
     );
 
+    const recovery = `${SECRETS} secrets, 5 members, threshold 3, no operator command`;
+    figure({ name: 'share recovery of a wiped member: restart → ready', value: readyMs / 1000, unit: 's', target: { op: '<=', value: 60 }, note: `${recovery}; ${((SECRETS / readyMs) * 1000).toFixed(0)} shares/s` });
+    figure({ name: 'share recovery of a wiped member: catch-up of the records alone', value: catchUpMs / 1000, unit: 's', note: `${recovery}; the floor a recovery sits on` });
     table(`Share recovery of one member, no operator command (${SECRETS} secrets, 5 members, threshold 3; target ≤ 60 s)`, [
       ['secrets created (setup)', `${((created.wallMs / 1000)).toFixed(1)} s  (${((SECRETS / created.wallMs) * 1000).toFixed(0)} /s, ${CREATE_CONCURRENCY} at once)`],
       ['catch-up of the records after the wipe (the floor)', `${(catchUpMs / 1000).toFixed(1)} s`],

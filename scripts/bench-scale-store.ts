@@ -49,7 +49,7 @@ import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
 import { signDigest, signPersonalMessage, toHex, zeroize } from '../src/crypto/index.ts';
 import { proposalDigest } from '../src/core/replication/versions.ts';
-import { BENCH_PLAN, benchPrincipal, envFromVariable, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
 
@@ -698,6 +698,18 @@ export async function benchScaleStore(): Promise<void> {
       ['  of which, in this process: the engine\'s open() (version vector, highest seqs, fingerprints)', ms(open.engineOpenMs)],
       ['SIGTERM → exit', pick((r) => r.stopMs)],
     ]);
+    const holder = `member with ${SECRETS.toLocaleString('en')} secrets`;
+    const starts = (values: number[], show: (v: number) => string) => `median of ${STARTS} starts: ${values.map(show).join(', ')}`;
+    const readyRss = rounds.map((r) => r.atReady.rss / MiB);
+    figure({ name: `${holder}: RSS at ready`, value: median(readyRss), unit: 'MiB', target: { op: '<=', value: RSS_TARGET_BYTES / MiB }, note: starts(readyRss, (v) => v.toFixed(0)) });
+    if (afterReads) {
+      const { work } = afterReads;
+      figure({ name: `${holder}: RSS after ${READS.toLocaleString('en')} public-key reads and ${DECRYPTS} decrypts`, value: afterReads.memory.rss / MiB, unit: 'MiB', target: { op: '<=', value: RSS_TARGET_BYTES / MiB } });
+      figure({ name: `${holder}: distinct public-key reads`, value: work.readsPerSecond, unit: '/s', note: `${READS.toLocaleString('en')} reads` });
+    }
+    const ready = rounds.map((r) => r.totalMs / 1000);
+    figure({ name: `${holder}: spawn → ready`, value: median(ready), unit: 's', note: starts(ready, (v) => v.toFixed(1)) });
+    figure({ name: `${holder}: disk per secret`, value: diskAfterRuns / SECRETS / 1024, unit: 'KiB', note: `db after ${STARTS} runs of the member` });
     const rss = (f: (r: StartRound) => ProbeMemory) => `${mib(median(rounds.map((r) => f(r).rss)))}  (${rounds.map((r) => mib(f(r).rss)).join(', ')})`;
     const rows: Array<[string, string]> = [
       ['RSS at ready, median (each)', `${rss((r) => r.atReady)}  (target ≤ ${mib(RSS_TARGET_BYTES)})`],

@@ -14,7 +14,7 @@ import { secretsControllerAbi } from '../src/evm/secrets-controller-abi.ts';
 import { fromHex, signPersonalMessage } from '../src/crypto/index.ts';
 import { createSecretOnChain, deployController, fund, headOf, readSecretState, startAnvil, whitelist, type AnvilChain, type DevAccount } from '../test/utils/anvil.ts';
 import { principalWithSession } from '../test/utils/session.ts';
-import { BENCH_PLAN, median, ms, percentile, post, table } from './bench-lib.ts';
+import { BENCH_PLAN, figure, median, ms, percentile, post, table } from './bench-lib.ts';
 
 const CHAIN_ID = 8453;
 const BLOCK_TIME_MS = 2000;
@@ -158,6 +158,15 @@ export async function benchWeb3(): Promise<void> {
       // what they would have made anyway over the same seconds is not the requests' doing.
       const background = 7 * 2 * (seconds / (BLOCK_TIME_MS / 1000));
 
+      const added = median(dec3) - median(dec2);
+      figure({
+        name: 'Web3 decrypt, p50 added over Web2',
+        value: added / rpcRtt,
+        unit: 'RPC round trips',
+        target: { op: '<=', value: 1 },
+        note: `${ms(added)} over an RPC round trip of ${ms(rpcRtt)}; ${DECRYPTS} sequential decrypts each, warm caches`,
+      });
+      figure({ name: 'Web3 decrypt, RPC calls per request per member beyond polling', value: Math.max(0, calls - background) / DECRYPTS / 5, unit: '', note: `${calls} calls by all 7 nodes in ${seconds.toFixed(1)} s` });
       const row = (values: number[]): [string, string][] => [
         ['p50', `${ms(median(values))}  (${(median(values) / rpcRtt).toFixed(1)}× RPC RTT)`],
         ['p99', ms(percentile(values, 99))],
@@ -241,6 +250,11 @@ async function benchReadyAt(blockTimeMs: number): Promise<void> {
       const inBlocks = (v: number) => `${(v / blockTimeMs).toFixed(2)} block times`;
       const refused = timings.flatMap((t, i) => t.refusals.map((r) => ({ secret: i, ...r })));
       const failedFirst = timings.filter((t) => t.refusals.length > 0).length;
+      const at = `${blockTimeMs / 1000} s block`;
+      const note = `${READY_SECRETS} secrets, confirmations ${confirmations}, block time ${ms(blockTimeMs)}`;
+      figure({ name: `Web3: SecretCreated block → first encrypt, p50, ${at}`, value: median(toEncrypt) / blockTimeMs, unit: 'block times', note: `${ms(median(toEncrypt))}; ${note}` });
+      figure({ name: `Web3: SecretCreated block → first encrypt, p99, ${at}`, value: percentile(toEncrypt, 99) / blockTimeMs, unit: 'block times', note: `${ms(percentile(toEncrypt, 99))}; ${note}` });
+      figure({ name: `Web3: encrypts refused on the first try after "ready", ${at}`, value: failedFirst, unit: `of ${READY_SECRETS}`, target: { op: '<=', value: 0 }, note });
       table(
         `Web3 secret, SecretCreated block → first successful encrypt (${READY_SECRETS} secrets one after another, anvil a block every ${blockTimeMs / 1000} s, ` +
           `confirmations ${confirmations} (the chain config's default), 5 members, threshold 3, encrypts alternating between 2 coordinators)`,

@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { startLocalCluster, type LocalCluster, type QuorumNode } from '../src/testing/index.ts';
 import {
   hashPassword,
@@ -18,7 +19,8 @@ import {
   recoverPersonalSigner,
   sealPayload,
 } from '../src/crypto/index.ts';
-import { BENCH_PLAN, benchPrincipal, decryptBodies, load, median, ms, percentile, post, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, decryptBodies, figure, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
+import { describeRun, loadNow, mergeTable, renderTable } from './bench-report.ts';
 import { benchWeb3, benchWeb3Ready } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { benchScaleStore } from './bench-scale-store.ts';
@@ -111,6 +113,8 @@ async function benchAccounts(cluster: LocalCluster): Promise<void> {
   });
   const httpRate = (CREDENTIAL_CHECKS / http.wallMs) * 1000;
 
+  figure({ name: 'POST /web2/auth/register-key, p50', value: median(keyLatencies), unit: 'ms', note: `${ACCOUNTS} keys, 5 members` });
+  figure({ name: 'verify-credentials over HTTP / raw argon2id', value: (httpRate / rawRate) * 100, unit: '%', note: `${httpRate.toFixed(1)} /s against ${rawRate.toFixed(1)} /s, ${CREDENTIAL_CHECKS} checks, 4 clients` });
   table(`POST /web2/auth/register-key (${ACCOUNTS} keys, 5 members, all complete)`, [
     ['p50', ms(median(keyLatencies))],
     ['p99', ms(percentile(keyLatencies, 99))],
@@ -129,7 +133,7 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
 
   // Sequential requests from the load worker (scripts/bench-load.ts, one connection): the client's
   // own CPU is on another thread, as a real client's is on another machine — an in-thread fetch()
-  // client cost ~0.7 ms of this thread per request, charged to every latency.
+  // client's CPU would be charged to every latency.
   const sessions = Array.from({ length: SESSIONS }, () => newSession());
   const sessionRun = await load(`${url}/web2/session`, sessions.map((s) => JSON.stringify(s.body)), 1);
   if (sessionRun.failures > 0) throw new Error(`session: ${sessionRun.failures} failures, first: ${sessionRun.firstFailure}`);
@@ -163,6 +167,12 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
     ['p50', `${ms(median(values))}  (${(median(values) / rtt).toFixed(1)}× RTT${target ? `; target ≤ ${target.p50}` : ''})`],
     ['p99', `${ms(percentile(values, 99))}${target?.p99 ? `  (target ≤ ${target.p99})` : ''}`],
   ];
+  const inProcess = (what: string) => `${what}, every node in the bench's process, sequential from a client thread`;
+  figure({ name: 'POST /web2/session, p50 (in-process)', value: median(sessionLatencies), unit: 'ms', target: { op: '<=', value: 15 }, note: inProcess(`${SESSIONS} sessions`) });
+  figure({ name: 'POST /web2/session, p99 (in-process)', value: percentile(sessionLatencies, 99), unit: 'ms', note: inProcess(`${SESSIONS} sessions`) });
+  figure({ name: 'POST /web2/secret, p50 (in-process)', value: median(secretLatencies), unit: 'ms', note: `${SECRETS} secrets, sequential` });
+  figure({ name: 'POST /decrypt-payload, p50 (in-process)', value: median(decryptLatencies), unit: 'ms', target: { op: '<=', value: 5 }, note: inProcess(`${DECRYPTS} decrypts`) });
+  figure({ name: 'POST /decrypt-payload, p99 (in-process)', value: percentile(decryptLatencies, 99), unit: 'ms', target: { op: '<=', value: 20 }, note: inProcess(`${DECRYPTS} decrypts`) });
   table(`POST /web2/session (${SESSIONS} sequential from a client thread, 3 grants of 5 members, replicated)`, row(sessionLatencies, { p50: '15 ms' }));
   table(`POST /web2/secret (${SECRETS} secrets, 5 shares delivered, replicated; all complete)`, row(secretLatencies));
   table(`POST /decrypt-payload (${DECRYPTS} sequential from a client thread, 3 shares gathered of 5 members)`, row(decryptLatencies, { p50: '5 ms', p99: '20 ms' }));
@@ -217,6 +227,10 @@ async function benchEncrypt(cluster: LocalCluster): Promise<void> {
     clientCpu.push(h.cpuMicros / ENCRYPTS);
   }
   const ratios = http.map((r, i) => r / bound[i]!);
+  const rounds = `median of ${ENCRYPT_ROUNDS} alternating rounds × ${ENCRYPTS}, ${ENCRYPT_CLIENTS} clients`;
+  figure({ name: 'POST /encrypt-payload, throughput', value: median(http), unit: '/s', target: { op: '>=', value: 1785 }, note: rounds });
+  figure({ name: 'POST /encrypt-payload / its in-process bound', value: median(ratios) * 100, unit: '%', target: { op: '>=', value: 50 }, note: `${rounds}; bound ${median(bound).toFixed(0)} /s` });
+  figure({ name: 'POST /encrypt-payload, main-thread CPU per request', value: median(cpu), unit: 'µs', note: 'every node on that thread, the clients not' });
   table(`POST /encrypt-payload vs its in-process bound (${ENCRYPT_ROUNDS} alternating rounds × ${ENCRYPTS}, ${ENCRYPT_CLIENTS} clients; load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')})`, [
     ['bound, median /s', `${median(bound).toFixed(0)}  (${bound.map((r) => r.toFixed(0)).join(', ')})`],
     ['HTTP, median /s', `${median(http).toFixed(0)}  (${http.map((r) => r.toFixed(0)).join(', ')}; target ≥ 1,785)`],
@@ -289,6 +303,13 @@ async function benchScale(): Promise<void> {
         decrypts.push(performance.now() - t0);
         if (res.status !== 200) throw new Error(`decrypt: ${res.status} ${JSON.stringify(res.body)}`);
       }
+      const shape = `${size}/${threshold}`;
+      // The targets are the 5/3 cluster's; larger clusters show what growing costs.
+      const at53 = size === 5 && threshold === 3;
+      const curve = `${SCALE_SESSIONS} sessions, ${SCALE_DECRYPTS} decrypts, every node in one process, in-thread client`;
+      figure({ name: `cluster ${shape}: POST /web2/session, p50`, value: median(sessions), unit: 'ms', ...(at53 ? { target: { op: '<=', value: 15 } } : {}), note: curve });
+      figure({ name: `cluster ${shape}: POST /decrypt-payload, p50`, value: median(decrypts), unit: 'ms', ...(at53 ? { target: { op: '<=', value: 5 } } : {}), note: curve });
+      figure({ name: `cluster ${shape}: POST /decrypt-payload, p99`, value: percentile(decrypts, 99), unit: 'ms', ...(at53 ? { target: { op: '<=', value: 20 } } : {}), note: curve });
       rows.push([
         `${size} members, threshold ${threshold}`,
         `session p50 ${ms(median(sessions))} p99 ${ms(percentile(sessions, 99))}; decrypt p50 ${ms(median(decrypts))} p99 ${ms(percentile(decrypts, 99))}; RTT ${ms(median(rtts))}`,
@@ -410,6 +431,16 @@ async function benchUsage(): Promise<void> {
   try {
     const target = await compare({}, USAGE_PAIRS, USAGE_ROUNDS);
     const admitUs = await admissionCost(plans);
+    const onRates = target.on.map((r) => r.rate);
+    const offRates = target.off.map((r) => r.rate);
+    figure({
+      name: 'POST /encrypt-payload, plan limits on / off',
+      value: (median(onRates) / median(offRates)) * 100,
+      unit: '%',
+      target: { op: '>=', value: 95 },
+      note: `ratio of medians, ${USAGE_PAIRS} cluster pairs × ${USAGE_ROUNDS} rounds a mode; median of round ratios ${(median(onRates.map((r, i) => r / offRates[i]!)) * 100).toFixed(1)}%`,
+    });
+    figure({ name: 'usage admit + commit, in process', value: admitUs, unit: 'µs' });
     table(
       `POST /encrypt-payload, plan limits on vs off (${USAGE_ROUND_REQUESTS} × ${PAYLOAD_BYTES} B a round, ${ENCRYPT_CLIENTS} clients, one principal; ${USAGE_PAIRS} pairs of clusters × ${USAGE_ROUNDS} rounds a mode, alternating; target ≥ 95%)`,
       [
@@ -503,6 +534,8 @@ async function benchPermits(cluster: LocalCluster, rtt: number): Promise<void> {
     everywhereLatencies.push(performance.now() - t1);
   }
   const fmt = (values: number[]) => `${ms(median(values))} / ${ms(percentile(values, 99))}  (p50 ${(median(values) / rtt).toFixed(1)}× RTT)`;
+  figure({ name: 'POST /web2/permit, p50 (in-process)', value: median(createLatencies), unit: 'ms', note: `${PERMITS} permits, sequential` });
+  figure({ name: 'permit confirm → change on all 5 members, p50', value: median(everywhereLatencies), unit: 'ms', note: `${PERMITS} permits, confirmed on another coordinator` });
   table(`Permits (${PERMITS} delegate permits, 5 members, threshold 3; requested on one coordinator, confirmed on another)`, [
     ['POST /web2/permit, p50 / p99', fmt(createLatencies)],
     ['GET /web2/confirm (200 consumed), p50 / p99', fmt(confirmLatencies)],
@@ -512,7 +545,7 @@ async function benchPermits(cluster: LocalCluster, rtt: number): Promise<void> {
 
 /**
  * verify-credentials of a real account while unknown-email requests flood the coordinator
- * (docs/http.md, "Abuse limits"; the review measured 40 ms → 15.7 s with an unbounded argon2 queue).
+ * (docs/http.md, "Abuse limits": with an unbounded argon2 queue, such a flood held a login for seconds).
  * Its own cluster, with `http.trustProxy`, so X-Forwarded-For says which address each request comes
  * from; the flood runs in a worker thread, the login from here, as a client does: on 429/503 it
  * waits Retry-After and tries again, and its latency is the time to its 200.
@@ -588,6 +621,10 @@ async function benchFlood(): Promise<void> {
       for (const [status, n] of Object.entries((await burst.done).statuses)) spread[Number(status)] = (spread[Number(status)] ?? 0) + n;
     }
 
+    const logins = (n: number, retries: number) => `${n} logins, ${retries} retried after Retry-After`;
+    figure({ name: 'login (verify-credentials), p50, no flood', value: median(quiet), unit: 'ms', note: `${FLOOD_LOGINS} logins` });
+    figure({ name: `login, p50, while ${FLOOD} connections from one address flood`, value: median(flooded), unit: 'ms', target: { op: '<=', value: 1000 }, note: `${logins(FLOOD_LOGINS, floodedRetries)}; p99 ${ms(percentile(flooded, 99))}` });
+    figure({ name: `login, p50, sent into bursts of ${FLOOD} from ${FLOOD} addresses`, value: median(bursts), unit: 'ms', target: { op: '<=', value: 1000 }, note: `${logins(FLOOD_BURSTS, burstRetries)}; p99 ${ms(percentile(bursts, 99))}` });
     table(`POST /web2/auth/verify-credentials of a real account while ${FLOOD} unknown-email requests flood the coordinator (target ≤ 1 s)`, [
       ['p50 / p99, no flood', `${ms(median(quiet))} / ${ms(percentile(quiet, 99))}`],
       [
@@ -660,6 +697,8 @@ async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
     degraded.push(performance.now() - t0);
     await cluster.heal();
   }
+  figure({ name: 'silent member → marked unreachable, max', value: Math.max(...unreachable), unit: 'ms', note: `${SILENCES} partitions; p50 ${ms(median(unreachable))}` });
+  figure({ name: 'quorum write with 1 member silently gone / healthy, p50', value: median(during) / median(healthy), unit: '×', note: `${ms(median(during))} against ${ms(median(healthy))}` });
   table(`Silent partition (packets dropped, connections left open; ${SILENCES} times each; liveness ping every 300 ms, timeout 1.2 s)`, [
     ['member cut off → marked unreachable, p50 / max', `${ms(median(unreachable))} / ${ms(Math.max(...unreachable))}`],
     ['3 members cut off → /healthz degraded, p50 / max', `${ms(median(degraded))} / ${ms(Math.max(...degraded))}`],
@@ -669,34 +708,58 @@ async function benchSilence(cluster: LocalCluster, rtt: number): Promise<void> {
   ]);
 }
 
-async function main(): Promise<void> {
+/**
+ * `npm run bench -- [mode] [--markdown[=<file>]]`: the mode (the first argument not starting with
+ * `--`; none is the default run), and where the markdown table of the run's figures goes — printed
+ * at the end with `--markdown`, and merged into `<file>`'s table too with `--markdown=<file>`.
+ */
+function parseArgs(args: string[]): { mode: string | undefined; markdown: boolean; markdownFile: string | undefined } {
+  const flag = args.find((a) => a === '--markdown' || a.startsWith('--markdown='));
+  const unknown = args.filter((a) => a.startsWith('--') && a !== flag);
+  if (unknown.length > 0) throw new Error(`unknown option ${unknown.join(', ')} (npm run bench -- [mode] [--markdown[=<file>]])`);
+  const markdownFile = flag?.startsWith('--markdown=') ? flag.slice('--markdown='.length) : undefined;
+  if (markdownFile === '') throw new Error('--markdown= needs a file, e.g. --markdown=docs/benchmarks.md');
+  return { mode: args.find((a) => !a.startsWith('--')), markdown: flag !== undefined, markdownFile };
+}
+
+/** Print the run's figures as a markdown table and, with a file, merge them into its table. */
+async function report(startedAt: Date, loadAtStart: string, markdownFile: string | undefined): Promise<void> {
+  const run = describeRun(startedAt, loadAtStart);
+  console.log(`\nHeadline figures (markdown; docs/benchmarks.md)\n\n${renderTable(recordedFigures(), run)}`);
+  if (markdownFile === undefined) return;
+  const merged = mergeTable(await readFile(markdownFile, 'utf8'), recordedFigures(), run);
+  await writeFile(markdownFile, merged.text);
+  console.log(`\n${markdownFile}: ${merged.replaced.length} rows replaced, ${merged.added.length} added${merged.added.length > 0 ? ` (${merged.added.join('; ')})` : ''}`);
+}
+
+async function main(mode: string | undefined): Promise<void> {
   const settings = [...Object.entries(NODE_PROCESS_SETTINGS.env).map(([k, v]) => `${k}=${process.env[k] ?? v}`), ...NODE_PROCESS_SETTINGS.nodeFlags].join(' ');
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}; run as a node is deployed (${settings})`);
   // The nodes run in this process as `quorumkeep start` runs them (src/node/v8-heap.ts).
   tuneHeapForNodes();
   // `npm run bench -- flood`: only the flood figures (their own cluster); `-- latency` and
   // `-- silence`: see below.
-  if (process.argv[2] === 'flood') return benchFlood();
+  if (mode === 'flood') return benchFlood();
   // `npm run bench -- files`: only the file figures (their own cluster; never in the default run).
-  if (process.argv[2] === 'files') return benchFiles();
+  if (mode === 'files') return benchFiles();
   // `npm run bench -- usage`: only encrypt throughput with plan limits on vs off (their own clusters).
-  if (process.argv[2] === 'usage') return benchUsage();
+  if (mode === 'usage') return benchUsage();
   // `npm run bench -- web3`: only Web3 next to Web2 payload latency, RPC calls per request, and the
   // time from a secret's creation to its first encrypt (anvil).
-  if (process.argv[2] === 'web3') return benchWeb3();
+  if (mode === 'web3') return benchWeb3();
   // `npm run bench -- web3-ready`: only SecretCreated block → first successful encrypt (part of `-- web3`).
-  if (process.argv[2] === 'web3-ready') return benchWeb3Ready();
+  if (mode === 'web3-ready') return benchWeb3Ready();
   // `npm run bench -- recovery`: only a member's share recovery (10,000 secrets; its own cluster).
-  if (process.argv[2] === 'recovery') return benchRecovery();
+  if (mode === 'recovery') return benchRecovery();
   // `npm run bench -- scale`: session and decrypt latency at cluster sizes 5/3, 9/5 and 15/8, then a
   // member holding BENCH_SCALE_SECRETS secrets (its RSS, disk and start-up); `-- scale-store`: that alone.
-  if (process.argv[2] === 'scale') {
+  if (mode === 'scale') {
     await benchScale();
     return benchScaleStore();
   }
-  if (process.argv[2] === 'scale-store') return benchScaleStore();
+  if (mode === 'scale-store') return benchScaleStore();
   // `npm run bench -- latency-procs`: session and decrypt latency with one process per node.
-  if (process.argv[2] === 'latency-procs') return benchProcs();
+  if (mode === 'latency-procs') return benchProcs();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   // One principal encrypts thousands of messages a second here: a plan far above that (usage is
   // still counted and flushed, so its cost is in the figures).
@@ -716,19 +779,21 @@ async function main(): Promise<void> {
 
     // `npm run bench -- latency`: only the request latencies that the trust checks add to (sessions,
     // secrets, decrypt, permits), for quick before/after comparisons.
-    if (process.argv[2] === 'silence') return await benchSilence(cluster, rtt);
+    if (mode === 'silence') return await benchSilence(cluster, rtt);
     // `npm run bench -- catchup`: only the catch-up of a restarted member, three rounds.
-    if (process.argv[2] === 'catchup') {
+    if (mode === 'catchup') {
       const rates: number[] = [];
       for (let round = 0; round < 3; round++) rates.push((await catchUpRound(cluster, writer, `r${round}`)).recordsPerSecond);
+      figure({ name: 'catch-up of a restarted member', value: median(rates), unit: 'records/s', target: { op: '>=', value: 8000 }, note: `${CATCHUP_RECORDS} records; median of 3 rounds: ${rates.map((r) => r.toFixed(0)).join(', ')}` });
       table(`Catch-up of ${CATCHUP_RECORDS} records after restart (3 rounds)`, [
         ['records/s, median', `${median(rates).toFixed(0)}  (rounds: ${rates.map((r) => r.toFixed(0)).join(', ')}; target ≥ 8,000)`],
       ]);
       return;
     }
     // `npm run bench -- encrypt`: only encrypt over HTTP against its bound, alternating rounds.
-    if (process.argv[2] === 'encrypt') return await benchEncrypt(cluster);
-    if (process.argv[2] === 'latency') {
+    if (mode === 'encrypt') return await benchEncrypt(cluster);
+    if (mode === 'latency') {
+      figure({ name: 'libp2p loopback round trip, p50', value: rtt, unit: 'ms' });
       table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [['p50', ms(rtt)]]);
       await benchSecrets(cluster, rtt);
       await benchPermits(cluster, rtt);
@@ -755,6 +820,12 @@ async function main(): Promise<void> {
 
     const catchUp = await catchUpRound(cluster, writer, 'main');
 
+    figure({ name: 'libp2p loopback round trip, p50', value: rtt, unit: 'ms' });
+    figure({ name: 'quorum write, sequential, p50', value: median(seq.latencies), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync` });
+    figure({ name: 'quorum write, sequential, p99', value: percentile(seq.latencies, 99), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes` });
+    figure({ name: 'quorum write, concurrent writers, throughput', value: throughput, unit: 'writes/s', note: `${CONCURRENCY} writers, ${CONCURRENT_WRITES} writes` });
+    figure({ name: 'record on all 5 members, p50', value: median(reachAll), unit: 'ms', note: 'from the replicate() call' });
+    figure({ name: 'catch-up of a restarted member', value: catchUp.recordsPerSecond, unit: 'records/s', target: { op: '>=', value: 8000 }, note: `${CATCHUP_RECORDS} records; one round (\`-- catchup\`: median of 3)` });
     table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [
       ['p50', ms(rtt)],
       ['p99', ms(percentile(rtts, 99))],
@@ -798,8 +869,8 @@ async function main(): Promise<void> {
 /**
  * The in-process figures' nodes share this process: run it as the shipped unit runs a node
  * (`NODE_PROCESS_SETTINGS`: glibc's arenas, V8's young generation), starting it again with them when
- * `npm run bench` did not. A deployed node's scavenges then cost what they cost here (three runs of
- * `-- latency` without them: decrypt p99 19–24 ms with 7–12 ms scavenges; with them 11–18 ms).
+ * `npm run bench` did not. A deployed node's scavenges then cost what they cost here: without the
+ * settings, longer scavenges showed in the in-process decrypt p99 (CHANGELOG, Benchmark history).
  */
 function rerunAsDeployed(): boolean {
   if (missingProcessSettings(process.env).length === 0) return false;
@@ -811,7 +882,13 @@ function rerunAsDeployed(): boolean {
 }
 
 if (!rerunAsDeployed()) {
-  main().catch((err: unknown) => {
+  const startedAt = new Date();
+  const loadAtStart = loadNow();
+  (async () => {
+    const { mode, markdown, markdownFile } = parseArgs(process.argv.slice(2));
+    await main(mode);
+    if (markdown) await report(startedAt, loadAtStart, markdownFile);
+  })().catch((err: unknown) => {
     console.error(err);
     process.exit(1);
   });

@@ -234,7 +234,9 @@ export const accountsSchema = z.strictObject({
   maxConcurrentHashes: z.number().int().positive().max(64).default(2),
   /**
    * argon2id hashes waiting for a slot at most; one more is refused at once with 503 OVERLOADED and
-   * Retry-After. With the defaults (2 at once, ~40–50 ms each) a full queue waits about 0.4 s.
+   * Retry-After. It bounds how long a login waits behind a flood: the last of a full queue waits for
+   * this many hashes, run `maxConcurrentHashes` at a time (docs/configuration.md: the wait at the
+   * defaults).
    * @default 16
    */
   maxQueuedHashes: z.number().int().nonnegative().max(10_000).default(16),

@@ -20,7 +20,7 @@ function bufferView(b: Uint8Array): Buffer {
 
 /**
  * Overwrite every byte of each buffer with zero. Use in `finally` after private material is used.
- * In shared memory (a SharedArrayBuffer) `fill(0)` stores byte by byte, ~15× slower than the memset
+ * In shared memory (a SharedArrayBuffer) `fill(0)` stores byte by byte, far slower than the memset
  * node uses for a buffer-valued fill, which is what this does there.
  */
 export function zeroize(...buffers: Array<Uint8Array | undefined | null>): void {
@@ -33,7 +33,7 @@ export function zeroize(...buffers: Array<Uint8Array | undefined | null>): void 
 
 /**
  * Copy all of `source` into `target` at `offset`; returns the bytes copied. A memmove: into shared
- * memory, `target.set(source, offset)` copies byte by byte (~10× slower). RangeError when it does
+ * memory, `target.set(source, offset)` copies byte by byte, far slower. RangeError when it does
  * not fit.
  */
 export function copyBytes(source: Uint8Array, target: Uint8Array, offset = 0): number {

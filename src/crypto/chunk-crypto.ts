@@ -1,17 +1,17 @@
 /**
  * The bulk crypto of file jobs (./chunk-ops.ts) off the event loop: on worker threads (one by
  * default) with their own small heaps, reading and writing the callers' buffers in shared memory,
- * so a 1 GiB job allocates no megabyte buffers on the thread that runs the node. Measured on the 5-member bench
- * cluster (one heap for all five): AES-256-GCM of 1 GiB in 1 MiB chunks took 2.3 s of CPU there
- * (1.6 s of it garbage collection) and takes 0.9 s here, none of it on the event loop.
+ * so a 1 GiB job allocates no megabyte buffers on the thread that runs the node. On the node's own
+ * thread (in the bench, one heap for five nodes) most of a job's AES-256-GCM CPU went to collecting
+ * those buffers; here the work costs a fraction of that, none of it on the event loop.
  *
  * The inline variant (`thread: false`) runs the same functions on the calling thread: for tests and
  * small work; buffers need not be shared then.
  *
  * With several threads, a hash lives on one thread and every request that feeds it goes there (so
  * it sees its chunks in order); any other request goes to the thread with the fewest requests in
- * flight. One is the default: on the 2-core bench host a second thread gained nothing measurable
- * (`npm run bench -- files`, 2 alternating runs each), the callers' pipelines keep one busy.
+ * flight. One is the default: the callers' pipelines keep one busy, and on the 2-core bench host a
+ * second thread gained nothing measurable in alternating `npm run bench -- files` runs.
  *
  * Private material: keys cross as KeyObjects (their bytes stay in OpenSSL memory, shared by both
  * threads); a chunk's shared secret is copied into a fresh 32-byte shared slot, zeroed by the thread
@@ -42,9 +42,8 @@ export const DEFAULT_CHUNK_THREADS = 1;
  * Most bytes of free buffers a chunk crypto keeps for reuse ({@link ChunkCrypto.borrow}): a few
  * jobs' chunk buffers. A job's buffers were new ones each time before, and freed ones are not given
  * back to the system at once (glibc keeps megabyte blocks freed from its heap; shared memory is
- * freed only once every thread that saw it has collected it): a coordinator's RSS went from 190 to
- * 560 MiB over six 16 MiB jobs (`npm run bench -- files`). New pages also cost more than reused
- * ones to fill.
+ * freed only once every thread that saw it has collected it): a coordinator's RSS grew with every
+ * job that way (`npm run bench -- files`). New pages also cost more than reused ones to fill.
  */
 export const DEFAULT_CACHED_BUFFER_BYTES = 48 * 1024 * 1024;
 

@@ -6,8 +6,8 @@
  *
  * Why output buffers: node:crypto hands back a fresh buffer from every `update`; on a thread whose
  * heap holds a whole node (five, in the bench), each such megabyte brings a full garbage collection
- * closer (V8 collects after ~64 MiB of new buffers), and those collections were half of a file job's
- * CPU. On the worker thread the fresh buffers are collected in a heap of a few MiB, and the caller's
+ * closer (V8 collects after a fixed amount of new external memory), and those collections were a
+ * large share of a file job's CPU. On the worker thread the fresh buffers are collected in a heap of a few MiB, and the caller's
  * output buffers (shared memory, ./chunk-crypto.ts) are reused chunk after chunk.
  */
 import { createCipheriv, createDecipheriv, createHash, type Hash, type KeyObject } from 'node:crypto';

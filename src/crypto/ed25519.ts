@@ -1,6 +1,6 @@
 /**
- * Ed25519 (RFC 8032) signatures of principals. Verification runs on node:crypto (OpenSSL, ~10× faster
- * than JavaScript); @noble/curves is the reference and the fallback (docs/architecture.md, Keys and crypto).
+ * Ed25519 (RFC 8032) signatures of principals. Verification runs on node:crypto (OpenSSL, an order of
+ * magnitude faster than JavaScript); @noble/curves is the reference and the fallback (docs/architecture.md, Keys and crypto).
  *
  * Both paths apply the same strict rules, so they agree:
  * - public key: 64 lowercase hex chars, canonical y (< p), not one of the 8 small-order points
@@ -71,8 +71,8 @@ function asBuffer(b: Uint8Array): Buffer {
 
 /**
  * True when `hex` is a usable Ed25519 public key: exactly 64 lowercase hex characters encoding a
- * point of the curve (canonically) that is not of small order. Uses noble (~0.2 ms): meant for
- * registration, not for every request.
+ * point of the curve (canonically) that is not of small order. Uses noble (a point decompression in
+ * JavaScript): meant for registration, not for every request.
  */
 export function isEd25519PublicKeyHex(hex: string): boolean {
   if (publicKeyBytes(hex) === undefined) return false;
@@ -98,7 +98,7 @@ export interface Ed25519VerifierOptions {
 }
 
 /**
- * Create a native (node:crypto) verifier. Importing a key costs about a third of a verification and
+ * Create a native (node:crypto) verifier. Importing a key costs a good share of a verification and
  * the same principal key is checked again and again, so imported keys are kept in an LRU map.
  */
 export function createEd25519Verifier(options: Ed25519VerifierOptions = {}): Ed25519Verifier {

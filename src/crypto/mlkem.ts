@@ -2,7 +2,7 @@
  * ML-KEM-768 (FIPS 203) key pairs derived from 64-byte seeds: a secret's seed is what Shamir splits,
  * its public key is the record's `publicKeyCid` (docs/architecture.md, Keys and crypto).
  *
- * The hot path is node:crypto (OpenSSL 3.5, Node ≥ 24.7), about 15× faster than JavaScript;
+ * The hot path is node:crypto (OpenSSL 3.5, Node ≥ 24.7), an order of magnitude faster than JavaScript;
  * {@link mlkemNoble} (@noble/post-quantum) is the reference the tests cross-check it against.
  *
  * Keys cross into OpenSSL as DER. The private key uses the seed-only PKCS#8 form of
@@ -122,8 +122,8 @@ export interface MlkemEncapsulatorOptions {
 }
 
 /**
- * Create a native (node:crypto) encapsulator. Importing a public key costs about as much as an
- * encapsulation (OpenSSL checks the key's coefficients on import) and payloads go to the same few
+ * Create a native (node:crypto) encapsulator. Importing a public key costs as much as an
+ * encapsulation again (OpenSSL checks the key's coefficients on import) and payloads go to the same few
  * secrets again and again, so imported keys are kept in an LRU map. Public keys are not secret.
  */
 export function createMlkemEncapsulator(options: MlkemEncapsulatorOptions = {}): MlkemEncapsulator {

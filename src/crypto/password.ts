@@ -24,7 +24,7 @@ export interface Argon2idParams {
   readonly saltLength: number;
 }
 
-/** OWASP's argon2id baseline (m=19 MiB, t=2, p=1), about 40–50 ms on one core of our machines. */
+/** OWASP's argon2id baseline (m=19 MiB, t=2, p=1): tens of milliseconds of a core a hash (docs/http.md, "Abuse limits"). */
 export const ARGON2ID_DEFAULTS: Readonly<Argon2idParams> = Object.freeze({
   memoryKiB: 19456,
   passes: 2,
@@ -249,7 +249,7 @@ export interface HashLimiterOptions {
 
 /**
  * Bound how many argon2 computations run at once. Each one holds a libuv threadpool thread (4 by
- * default, shared with fs, dns and zlib) and `memoryKiB` of memory for ~50 ms, so a login burst must
+ * default, shared with fs, dns and zlib) and `memoryKiB` of memory for the whole hash, so a login burst must
  * queue here rather than starve the rest of the process. Keep `maxConcurrent` below the threadpool
  * size; N × 19 MiB is the peak memory.
  *

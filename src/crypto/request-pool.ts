@@ -2,7 +2,7 @@
  * The per-request crypto of the signed routes — the EIP-191 signer recovery every signed request
  * needs, and the payload seal of `POST /encrypt-payload` (an ML-KEM-768 encapsulation and AES-GCM) —
  * on a worker thread, so the event loop that parses, routes and answers requests does not also do
- * their crypto (about 250 µs of an encrypt's ~600 µs there). Operations queued in one turn of the
+ * their crypto (a large share of an encrypt's CPU there: docs/http.md, "Request path cost"). Operations queued in one turn of the
  * event loop go to the thread as one message, so under load a thread round trip is shared by many
  * requests; a lone operation at light load runs inline. The answers are exactly those of the inline
  * functions (same code, ./request-ops.ts).

@@ -7,9 +7,9 @@
  * compressed), info "quorumkeep/sealed-box/v1", 32 bytes). Putting both public keys in the salt binds
  * the key to this sender–recipient pair, so a box cannot be re-targeted.
  *
- * The ECDH runs on libsecp256k1 (the `secp256k1` package's native binding, ~13,500 per s on one core)
- * and falls back to node:crypto `createECDH` (~570 per s: OpenSSL has no optimised secp256k1) when the
- * binding cannot load. Both are cross-checked against @noble/curves in the tests.
+ * The ECDH runs on libsecp256k1 (the `secp256k1` package's native binding) and falls back to
+ * node:crypto `createECDH` — far slower: OpenSSL has no optimised secp256k1 — when the binding cannot
+ * load. Both are cross-checked against @noble/curves in the tests.
  */
 import { ECDH, createECDH, hkdfSync } from 'node:crypto';
 import { createRequire } from 'node:module';

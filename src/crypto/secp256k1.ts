@@ -64,7 +64,7 @@ export function addressOfPublicKey(pub: Uint8Array): string {
 
 /**
  * A public key in uncompressed form (65 bytes). Verifying against it skips the square root a
- * compressed key costs on every verify (about 10% of a verification): keys checked many times —
+ * compressed key costs on every verify (a visible share of a verification): keys checked many times —
  * the cluster's node keys — are converted once.
  */
 export function uncompressedPublicKey(pub: Uint8Array): Uint8Array {

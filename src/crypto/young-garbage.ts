@@ -5,10 +5,10 @@
  * Each such buffer is a few bytes of JavaScript heap holding up to a MiB of memory outside it, so
  * the young generation fills far too slowly for the scavenger to free them on its own: they wait
  * for a collection that V8 starts only when external memory crosses its global limit
- * (docs/deployment.md, "Sizing a host"). Streaming 512 MiB through `update` grew a thread's RSS by
- * ~130 MiB that way, and by 7–9 MiB with a scavenge every 4 MiB (test/unit/crypto/young-garbage.test.ts).
- * Freeing the buffers while their memory is still hot in the allocator is also faster: 2,048 1 MiB
- * `update`s on one core took 545–560 ms with a scavenge every 2–4 MiB, 780–970 ms without.
+ * (docs/deployment.md, "Sizing a host"). Meanwhile a thread streaming through `update` grows its RSS
+ * by a large share of what it streamed; with a scavenge every few MiB it stays nearly flat
+ * (test/unit/crypto/young-garbage.test.ts holds that bound). Freeing the buffers while their memory
+ * is still hot in the allocator is also faster than letting them pile up.
  *
  * The scavenge is V8's own (`gc({ type: 'minor' })`), reached through a context created while
  * `--expose-gc` is set for that moment only: the node's own global never gets a `gc`.
@@ -80,8 +80,9 @@ export class YoungGarbage {
 }
 
 /**
- * This thread's counter: a scavenge every 4 MiB. Measured on the 2-core reference host (above): 2–4
- * MiB between scavenges was both the fastest and the smallest; at 16–32 MiB the allocator returns
- * the freed memory to the kernel and takes fresh pages again, which cost twice the time.
+ * This thread's counter: a scavenge every 4 MiB. A few MiB between scavenges keeps the freed memory
+ * in the allocator for the next buffers, which was both the fastest and the smallest on the
+ * reference host; much further apart, the allocator returns the freed memory to the kernel and takes
+ * fresh pages again, which costs far more time.
  */
 export const youngGarbage = new YoungGarbage(4 * 1024 * 1024);

@@ -7,10 +7,10 @@
  * replaces keeps a pointer to its successor and the entries it held. Once one table of the chain has
  * reached the old generation, the scavenger has to keep every later table alive — and through them
  * every response that passed through the set, with its request, context and body — until the next
- * full collection. Measured under the encrypt load (`npm run bench -- encrypt`, V8's trace of its
- * collections): about 5 KiB a request promoted to the old generation through this one Set, and two
- * or three full collections a second to clear it; none with this array (docs/http.md, "Request path
- * cost").
+ * full collection. Under the encrypt load (`npm run bench -- encrypt`, V8's trace of its
+ * collections) that one Set promoted part of every request to the old generation, and full
+ * collections ran several times a second to clear it; with this array none run (docs/http.md,
+ * "Request path cost").
  */
 import type { ServerResponse } from 'node:http';
 

@@ -87,7 +87,8 @@ export function listenHttp(app: RequestHandlerFactory, options: ListenHttpOption
   const handle = app.callback();
   const headersTimeout = Math.min(HEADERS_TIMEOUT_MS, options.requestTimeoutMs);
   // Node checks request and header deadlines on this interval (30 s by default, so a trickled
-  // header was answered ~20 s late): check often enough that a deadline is kept to within a second.
+  // header could be answered long after its deadline): check often enough that a deadline is kept
+  // to within a second.
   const server = createServer({ connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 2))) });
   const log = deps.logger?.child({ module: 'http' });
 

@@ -50,7 +50,8 @@ export const LOCAL_CHAIN_NAME = 'Local (anvil)';
 /**
  * anvil mines a block per transaction at once, and an empty one every this many seconds: the head
  * keeps moving (a Web3 string is single-use per block, docs/web3.md, "Web3 secrets", Limits), while the
- * state file, which holds every block (about 1.7 kB each), grows by about 30 MB per day of running.
+ * state file, which holds every block, grows slowly enough for a development chain (its size per day:
+ * docs/web3.md, "Local chain").
  */
 const LOCAL_BLOCK_TIME_SECONDS = 5;
 /**

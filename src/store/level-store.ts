@@ -175,11 +175,11 @@ export interface StoreOptions {
  * LevelDB's open files: 64 table files kept open (it keeps 10 for itself), the least it allows.
  *
  * LevelDB memory-maps every table file it keeps open, up to 1,000, and each page it reads stays in
- * the node's RSS while the file is open. With its default (1,000 open), a member holding 100,000
- * secrets had 293 MB of table files mapped after 30,000 distinct reads; with 64 open, 16–23 MB, at
- * the same read rate within the noise (3,114/s and 2,960/s against 3,254/s; `npm run bench --
- * scale-store`, one run each). A table evicted from the cache is closed and unmapped; reopening one
- * reads its index (a few KiB) again.
+ * the node's RSS while the file is open. With its default (1,000 open), a member holding many
+ * secrets kept most of its tables mapped after many distinct reads — the largest part of its RSS;
+ * with 64 open, a small fraction of that, at the same read rate within the noise (`npm run bench --
+ * scale-store`: the member's RSS against its target in docs/benchmarks.md). A table evicted from
+ * the cache is closed and unmapped; reopening one reads its index (a few KiB) again.
  */
 export const STORE_MAX_OPEN_FILES = 74;
 

@@ -169,7 +169,7 @@ export function sealedPlaintextBytes(fileBytes: number, chunkBytes: number): num
 /**
  * Records a reader fetches and opens ahead of the one asked for. One is not enough with a threaded
  * engine: every record then costs a round trip to the worker through an event loop that is busy
- * with other work, and the worker sat idle between requests (a quarter busy on the decrypt-file
+ * with other work, and the worker sat idle between requests (mostly idle on the decrypt-file
  * bench); with a few queued it goes from one record to the next.
  */
 export const SPOOL_READ_AHEAD_RECORDS = 3;

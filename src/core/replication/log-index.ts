@@ -4,7 +4,7 @@
  * records it verified or signed, and the signatures of records stored lately. Loaded once at open,
  * then kept current by the commits (the engine is the only writer of the log). The fingerprints are
  * committed with the records they cover, so open reads one small sublevel, not the whole log (a
- * member holding 100,000 secrets took 7–9 s to open when it did).
+ * member holding 100,000 secrets took seconds to open when it did).
  */
 import { toHex } from '../../crypto/index.ts';
 import type { RecordStore, VersionVector } from './ports.ts';

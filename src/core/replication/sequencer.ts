@@ -26,7 +26,7 @@ const MAX_PROPOSALS = 4;
 /**
  * How long a coordinator keeps building a version again on slot 0's newer one before it answers 503,
  * ms. Slot 0 writes one proposal of a key at a time and each round writes one, so racing coordinators
- * all get through: forty changes to one secret at once take well under a second.
+ * all get through, a round each in turn: the budget is far above what a burst of changes to one key needs.
  */
 const CONFLICT_BUDGET_MS = 10_000;
 

@@ -5,7 +5,7 @@
  *
  * Bounded by entries and by an estimate of the memory they hold: a secret's state (its ML-KEM public
  * key, share digests and the owner's signed evidence) is a few KB, so a cap by count alone let a
- * member that served many distinct secrets keep ~90 MB of them.
+ * member that served many distinct secrets keep a large share of its memory in them.
  */
 import type { RecordStore } from './ports.ts';
 import { evictWithSecondChance } from '../../crypto/index.ts';

@@ -16,7 +16,7 @@ const REQUEST_ID_BYTES = 16;
 /** The request-id middleware; `log` is the app's logger, whose child each request gets. */
 export function requestId(log: Logger, random: RandomSource): HttpMiddleware {
   // A random per-app prefix and a counter: unique, 32 hex chars, and no call into the CSPRNG per
-  // request (node's randomFillSync for 16 bytes cost ~15 µs, a visible share of a cheap request).
+  // request (node's randomFillSync is a visible share of a cheap request's CPU).
   // Request ids correlate log lines; they are not secrets.
   const prefix = toHex(random(REQUEST_ID_BYTES / 2));
   let counter = 0;
