@@ -7,7 +7,6 @@
  * `quorumkeep chain deploy-controller` against a fresh anvil.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createPublicClient, createWalletClient, defineChain, http, parseEventLogs, type Address, type Chain, type Hex } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
@@ -19,51 +18,18 @@ import { getJson, postJson } from '../utils/http.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 import { startAnvil, type AnvilChain } from '../utils/anvil.ts';
 import { runCli } from '../utils/process-cluster.ts';
+import { interrupt, startLocal as startLocalIn, type LocalProcess } from '../utils/local-process.ts';
 
-const REPO = join(import.meta.dirname, '../..');
 const LOCAL_CHAIN_ID = 31337;
 /** anvil's dev accounts come from this mnemonic: a wallet of the local chain, as a client would hold it. */
 const ANVIL_MNEMONIC = 'test test test test test test test test test test test junk';
 const SIZE = 5;
-const START_TIMEOUT_MS = 60_000;
 
 const stack = cleanupStack();
 afterAll(() => stack.run());
 
-interface LocalProcess {
-  child: ChildProcess;
-  output(): string;
-  /** Coordinator URLs, as printed. */
-  coordinators: string[];
-  exited: Promise<number | null>;
-}
-
-/** `node src/main.ts local --dir <dir> …` with only the given QK_ variables; resolves once it says it runs. */
-async function startLocal(dir: string, args: string[], env: Record<string, string> = {}): Promise<LocalProcess> {
-  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('QK_')));
-  const child = spawn(process.execPath, ['src/main.ts', 'local', '--dir', dir, ...args], { cwd: REPO, env: { ...baseEnv, QK_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  let gone = false;
-  void exited.then(() => (gone = true));
-  stack.push(async () => {
-    if (!gone) child.kill('SIGKILL');
-    await exited;
-  });
-  await waitFor(
-    () => {
-      if (gone) throw new Error(`quorumkeep local exited:\n${out}`);
-      return out.includes('press Ctrl-C');
-    },
-    { timeoutMs: START_TIMEOUT_MS, intervalMs: 50, description: `quorumkeep local to start:\n${out}` },
-  ).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}\n${out}`);
-  });
-  const coordinators = [...out.matchAll(/^coordinator (\S+)$/gm)].map((m) => m[1]!);
-  return { child, output: () => out, coordinators, exited };
-}
+/** `quorumkeep local` in `dir`, stopped by the file's stack. */
+const startLocal = (dir: string, args: string[], env: Record<string, string> = {}) => startLocalIn(stack, dir, args, env);
 
 /** What the CLI printed, without the nodes' JSON log lines. */
 function printedLines(local: LocalProcess): string[] {
@@ -71,12 +37,6 @@ function printedLines(local: LocalProcess): string[] {
     .output()
     .split('\n')
     .filter((line) => line.trim() !== '' && !line.startsWith('{'));
-}
-
-/** Ctrl-C: the cluster and its chain stop; the exit code. */
-async function interrupt(local: LocalProcess): Promise<number | null> {
-  local.child.kill('SIGINT');
-  return local.exited;
 }
 
 interface HealthChain {
