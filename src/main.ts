@@ -49,6 +49,7 @@ const EXIT_FAILURE = 2;
 const EXIT_INTERRUPTED = 130;
 const STATUS_TIMEOUT_MS = 5000;
 const LOG_LEVELS = logSchema.shape.level.unwrap().options;
+const LOG_FORMATS = logSchema.shape.format.unwrap().options;
 
 // The one place outside src/config that touches the environment: it is handed to the config loader whole.
 // eslint-disable-next-line no-restricted-syntax
@@ -74,6 +75,7 @@ interface OverrideOptions {
   dataDir?: string;
   httpPort?: string;
   logLevel?: string;
+  logFormat?: string;
   set: string[];
 }
 
@@ -83,6 +85,7 @@ function withOverrideOptions(command: Command): Command {
     .option('--data-dir <dir>', 'override dataDir')
     .option('--http-port <n>', 'override http.port')
     .addOption(new Option('--log-level <level>', 'override log.level').choices(LOG_LEVELS))
+    .addOption(new Option('--log-format <format>', 'override log.format (auto: pretty on a terminal, else json)').choices(LOG_FORMATS))
     .option('--set <path=value>', 'override any config key, e.g. --set replication.applyTimeoutMs=5000 (repeatable)', collect, []);
 }
 
@@ -97,6 +100,7 @@ function overrideFlags(options: OverrideOptions): Record<string, unknown> {
   if (options.dataDir !== undefined) flags['dataDir'] = options.dataDir;
   if (options.httpPort !== undefined) flags['http.port'] = options.httpPort;
   if (options.logLevel !== undefined) flags['log.level'] = options.logLevel;
+  if (options.logFormat !== undefined) flags['log.format'] = options.logFormat;
   return flags;
 }
 
@@ -213,14 +217,16 @@ async function clusterSetAddress(options: { clusterFile: string; node: string; m
 async function startNode(options: OverrideOptions): Promise<void> {
   const { config, descriptor } = loadNodeSetup({ file: options.config, env, flags: overrideFlags(options) });
   // Loaded only now: config commands and config errors must not pay for loading libp2p and LevelDB.
-  const { createNode, missingProcessSettings, tuneHeapForNodes } = await import('./node/index.ts');
+  const [{ createNode, missingProcessSettings, tuneHeapForNodes }, { logProcessWarnings }] = await Promise.all([import('./node/index.ts'), import('./log/index.ts')]);
   tuneHeapForNodes();
+  // The commit is read here, at a node's start only (src/build-info.ts).
+  const node = await createNode(config, { descriptor, build: readBuildInfo(env) });
+  // From here on Node's warnings are log lines in the node's format, not plain text on stderr.
+  logProcessWarnings(process, node.logger.child({ module: 'process' }));
   const missing = missingProcessSettings(env);
   if (missing.length > 0) {
     process.emitWarning(`started without ${missing.join(' and ')}: its memory use will be higher than docs/deployment.md's sizing (see "Run each node under systemd")`, 'QuorumkeepProcessSettings');
   }
-  // The commit is read here, at a node's start only (src/build-info.ts).
-  const node = await createNode(config, { descriptor, build: readBuildInfo(env) });
   try {
     await node.start();
   } catch (err) {
@@ -406,7 +412,7 @@ async function restoreBackup(options: RestoreCliOptions): Promise<void> {
 }
 
 /** `local` options as commander gives them: unset when not on the command line. */
-interface LocalCliOptions extends Omit<LocalRunOptions, 'env' | 'chain' | 'notice'> {
+interface LocalCliOptions extends Omit<LocalRunOptions, 'env' | 'chain' | 'notice' | 'terminal' | 'warnings'> {
   /** false with --no-chain. */
   chain: boolean;
   chainPort: number;
@@ -442,20 +448,18 @@ async function runLocal(options: LocalCliOptions): Promise<void> {
   }
   const chain = localChainChoice(options);
   // Loaded only now, like in `start`: the other commands do not need libp2p and LevelDB.
-  const [{ runLocalCluster }, { tuneHeapForNodes }] = await Promise.all([import('./node/local.ts'), import('./node/index.ts')]);
+  const [{ runLocalCluster }, { localBanner }, { tuneHeapForNodes }] = await Promise.all([import('./node/local.ts'), import('./node/local-banner.ts'), import('./node/index.ts')]);
   tuneHeapForNodes();
   const { chain: _chain, chainPort: _port, chainRpcUrl: _url, controller: _controller, chainStartBlock: _start, ...rest } = options;
-  const cluster = await runLocalCluster({ ...rest, dir: resolve(options.dir), env, chain, notice: printLine }).catch((err: unknown) => {
+  const dir = resolve(options.dir);
+  printLine(`starting the local cluster under ${dir}…`);
+  // The nodes' log lines wait until the banner is out: a newcomer sees where everything is first.
+  const cluster = await runLocalCluster({ ...rest, dir, env, chain, notice: printLine, terminal: process.stdout.isTTY === true, warnings: process }).catch((err: unknown) => {
     throw err instanceof StartupError ? localStartupError(err) : err;
   });
   stopOnSignals(() => cluster.stop());
-  for (const url of cluster.coordinators) printLine(`coordinator ${url}`);
-  if (cluster.chain) {
-    const { entry, syncer, stateFile } = cluster.chain;
-    const where = stateFile ? `; its state in ${stateFile}` : '';
-    printLine(`chain ${entry.chainId} (${entry.name}) at ${entry.rpcUrl}: secrets controller ${entry.secretsControllerAddress ?? 'none'}, syncer ${syncer.id} (${syncer.nodeAddress})${where}`);
-  }
-  printLine(`local cluster of ${cluster.size} (threshold ${cluster.threshold}) under ${cluster.dir}; press Ctrl-C to stop`);
+  for (const line of localBanner(cluster)) printLine(line);
+  cluster.releaseLogs();
 }
 
 /** `chain deploy-controller` options. */
@@ -592,6 +596,7 @@ function buildProgram(): Command {
     .option('--http-base-port <n>', `HTTP port of coordinator 0 (default: ${DEFAULT_HTTP_BASE_PORT}, then the cluster's)`, integer)
     .option('--operator-base-port <n>', `operator port of node 0 (default: ${DEFAULT_OPERATOR_BASE_PORT}, then the cluster's)`, integer)
     .addOption(new Option('--log-level <level>', 'log level of every node (default: its config, or QK_LOG_LEVEL)').choices(LOG_LEVELS))
+    .addOption(new Option('--log-format <format>', 'log format of every node (default: its config, or QK_LOG_FORMAT; auto: pretty on a terminal, else json)').choices(LOG_FORMATS))
     .option('--no-chain', 'no local chain (the nodes keep their configs\' chains)')
     .option('--chain-port <n>', "the local chain's RPC port, 0 for any free one", integer, DEFAULT_LOCAL_CHAIN_PORT)
     .option('--chain-rpc-url <url>', 'use this existing chain instead of a local one (with --controller)')

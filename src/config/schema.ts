@@ -212,6 +212,11 @@ export const mailSchema = z.strictObject({
 export const logSchema = z.strictObject({
   /** pino level. @default "info" */
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * `json`: one JSON object a line, for machines; `pretty`: one readable line an event, for people;
+   * `auto`: pretty when stdout is a terminal, JSON otherwise (a pipe, a file, journald). @default "auto"
+   */
+  format: z.enum(['auto', 'pretty', 'json']).default('auto'),
 });
 
 export const adminSchema = z.strictObject({

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { NodeConfig } from '../config/schema.ts';
 import { loadClusterFile, parseClusterProposal } from '../config/cluster-file.ts';
-import { createLogger, type Logger } from '../log/index.ts';
+import { createLogger, resolveLogFormat, type Logger } from '../log/index.ts';
 import { createMetrics, type NodeMetrics } from '../metrics/index.ts';
 import { readBuildInfo } from '../build-info.ts';
 import { AppError, refusal } from '../errors/index.ts';
@@ -259,7 +259,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
   const descriptor: ClusterDescriptor = deps.descriptor ?? (await loadClusterFile(config.clusterFile));
   const self: ClusterNodeEntry | undefined = descriptor.nodes.find((n) => n.id === config.nodeId);
   if (!self) throw new Error(`config: nodeId: "${config.nodeId}" is not in the cluster file`);
-  const logger: Logger = deps.logger ?? createLogger({ level: config.log.level, base: { node: config.nodeId } });
+  const logger: Logger = deps.logger ?? createLogger({ level: config.log.level, format: resolveLogFormat(config.log.format, process.stdout.isTTY === true), base: { node: config.nodeId } });
   const metrics: NodeMetrics = deps.metrics ?? createMetrics({ processMetrics: true });
   const clock = deps.clock ?? Date.now;
   const blockedPeers = deps.blockedPeers ?? new Set<string>();

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, configEnvName, httpUrlOf, loadClusterFile, loadNodeSetup, parseTcpMultiaddr, tcpMultiaddr, urlHost, type NodeConfig } from '../config/index.ts';
 import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/ports.ts';
-import { createLogger } from '../log/index.ts';
+import { createLogDestination, createLogger, holdLines, logProcessWarnings, resolveLogFormat, type WarningSource } from '../log/index.ts';
 import { createMetrics } from '../metrics/index.ts';
 import { DEFAULT_BASE_PORT, DEFAULT_COORDINATORS, DEFAULT_HTTP_BASE_PORT, DEFAULT_OPERATOR_BASE_PORT, initCluster, portRangesProblem } from './cluster-init.ts';
 import { startLocalChain, type LocalChain, type LocalChainChoice } from './local-chain.ts';
@@ -39,6 +39,12 @@ export interface LocalRunOptions {
   operatorBasePort?: number;
   /** `log.level` of every node, over its file and `QK_LOG_LEVEL`. */
   logLevel?: string;
+  /** `log.format` of every node, over its file and `QK_LOG_FORMAT`. */
+  logFormat?: string;
+  /** Whether stdout is a terminal: `log.format: auto` is then pretty. @default false */
+  terminal?: boolean;
+  /** The process's warnings, logged through the cluster's log (the CLI passes `process`). */
+  warnings?: WarningSource;
   /** The environment: its `QK_*` variables apply to every node, as for `quorumkeep start`. */
   env: Readonly<Record<string, string | undefined>>;
   /** The chain: anvil under `dir` by default (src/node/local-chain.ts). */
@@ -51,6 +57,10 @@ export interface LocalRunOptions {
 export interface LocalRun {
   /** Coordinator URLs. */
   coordinators: string[];
+  /** Every node's operator URL (health, readiness, metrics), by node. */
+  operators: string[];
+  /** Where each coordinator's mail goes: its outbox folder (one `.eml` a message) or its SMTP server. */
+  mail: LocalMail[];
   /** Where the cluster lives. */
   dir: string;
   /** True when this run created the cluster. */
@@ -59,9 +69,18 @@ export interface LocalRun {
   threshold: number;
   /** The chain every node has, with its syncer; undefined without one. */
   chain?: Pick<LocalChain, 'kind' | 'entry' | 'syncer' | 'stateFile'>;
+  /**
+   * Let the nodes' log lines out: they are held from the start until this is called (at most
+   * `HELD_LINES_MAX` of them, src/log), so that what the CLI prints once the cluster is up comes first.
+   * Stopping releases them too. Idempotent.
+   */
+  releaseLogs(): void;
   /** Stop every node, then the chain. Idempotent. */
   stop(): Promise<void>;
 }
+
+/** Where a coordinator's mail goes. */
+export type LocalMail = { nodeId: string; outbox: string } | { nodeId: string; smtp: string };
 
 /** Start (creating on first use) the local cluster under `options.dir`, with its chain. */
 export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRun> {
@@ -90,16 +109,31 @@ export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRu
   // Every node's config is checked before the chain starts: a mistyped QK_ variable costs no deployment.
   const setups = ids.map((id) => {
     const file = join(dir, `${id}.json`);
-    const flags: Record<string, unknown> = { ...nodeFlags(id), ...(options.logLevel !== undefined ? { 'log.level': options.logLevel } : {}) };
+    const flags: Record<string, unknown> = {
+      ...nodeFlags(id),
+      ...(options.logLevel !== undefined ? { 'log.level': options.logLevel } : {}),
+      ...(options.logFormat !== undefined ? { 'log.format': options.logFormat } : {}),
+    };
     return { id, file, flags, config: loadNodeSetup({ file, env: options.env, flags }).config };
   });
 
+  // One destination for every node (one worker thread for the pretty format), in the first node's
+  // format: the environment and the flags are every node's. Held until the CLI has said where
+  // everything is.
+  const { log: firstLog } = setups[0]!.config;
+  const output = holdLines(createLogDestination(resolveLogFormat(firstLog.format, options.terminal ?? false)));
+  if (options.warnings) logProcessWarnings(options.warnings, createLogger({ level: firstLog.level, destination: output }).child({ module: 'process' }));
+
   const slot0 = descriptor.nodes.find((n) => n.slot === 0) ?? descriptor.nodes[0]!;
-  const chain = await startLocalChain(options.chain, { dir, syncer: { id: slot0.id, nodeAddress: slot0.nodeAddress }, notice });
+  const chain = await startLocalChain(options.chain, { dir, syncer: { id: slot0.id, nodeAddress: slot0.nodeAddress }, notice }).catch((err: unknown) => {
+    output.release();
+    throw err;
+  });
   const nodes: QuorumNode[] = [];
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      output.release();
       await Promise.allSettled(nodes.map((n) => n.stop()));
       await chain?.stop();
     })());
@@ -109,7 +143,7 @@ export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRu
       nodes.push(
         await createNode(config, {
           descriptor,
-          logger: createLogger({ level: config.log.level, base: { node: id } }),
+          logger: createLogger({ level: config.log.level, base: { node: id }, destination: output }),
           // One process, several nodes: process metrics would repeat on every node's /metrics.
           metrics: createMetrics({ processMetrics: id === ids[0], labels: { node: id } }),
         }),
@@ -123,13 +157,19 @@ export async function runLocalCluster(options: LocalRunOptions): Promise<LocalRu
   void chain?.exited?.then(({ code, signal }) => {
     if (!stopping) notice(`the local chain (anvil) exited (${code ?? signal}): Web3 routes answer 503 CHAIN_UNAVAILABLE until the cluster is restarted`);
   });
+  const coordinators = nodes.filter((n) => n.httpUrl);
   return {
-    coordinators: nodes.filter((n) => n.httpUrl).map((n) => n.httpUrl!),
+    coordinators: coordinators.map((n) => n.httpUrl!),
+    operators: nodes.filter((n) => n.operatorUrl).map((n) => n.operatorUrl!),
+    mail: coordinators.map(({ nodeId, config: { mail, dataDir } }) =>
+      mail.transport === 'outbox' ? { nodeId, outbox: join(dataDir, 'outbox') } : { nodeId, smtp: `${mail.smtp.host}:${mail.smtp.port}` },
+    ),
     dir,
     created,
     size: descriptor.size,
     threshold: descriptor.threshold,
     ...(chain ? { chain: { kind: chain.kind, entry: chain.entry, syncer: chain.syncer, ...(chain.stateFile ? { stateFile: chain.stateFile } : {}) } } : {}),
+    releaseLogs: output.release,
     stop,
   };
 }

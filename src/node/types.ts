@@ -50,7 +50,7 @@ export interface QuorumNode extends Startable {
 
 /** Live dependencies a node may be given (tests, the in-process harness); defaults otherwise. */
 export interface NodeDeps {
-  /** Root logger. @default pino to stdout at config.log.level */
+  /** Root logger. @default pino to stdout at config.log.level, in config.log.format */
   logger?: Logger;
   /** Wall clock, Unix ms. @default Date.now */
   clock?: () => number;

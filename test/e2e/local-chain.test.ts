@@ -18,7 +18,7 @@ import { getJson, postJson } from '../utils/http.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 import { startAnvil, type AnvilChain } from '../utils/anvil.ts';
 import { runCli } from '../utils/process-cluster.ts';
-import { ANVIL_MNEMONIC, LOCAL_CHAIN_ID, localViemChain, startLocal, type LocalProcess } from '../utils/local-process.ts';
+import { ANVIL_MNEMONIC, LOCAL_CHAIN_ID, interrupt, localViemChain, startLocal, type LocalProcess } from '../utils/local-process.ts';
 
 const SIZE = 5;
 
@@ -31,12 +31,6 @@ function printedLines(local: LocalProcess): string[] {
     .output()
     .split('\n')
     .filter((line) => line.trim() !== '' && !line.startsWith('{'));
-}
-
-/** Ctrl-C: the cluster and its chain stop; the exit code. */
-async function interrupt(local: LocalProcess): Promise<number | null> {
-  local.child.kill('SIGINT');
-  return local.exited;
 }
 
 interface HealthChain {

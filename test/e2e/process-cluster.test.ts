@@ -37,7 +37,14 @@ describe('process-level cluster (real CLI, child processes)', () => {
     // Started as the shipped unit starts a node: no warning. Node 2 now starts without those settings.
     expect(pc.output(0)).not.toContain('QuorumkeepProcessSettings');
     await pc.start(2, { processSettings: false });
-    expect(pc.output(2)).toContain('QuorumkeepProcessSettings: started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=8');
+    // A process warning is a log line in the node's format (JSON here: its stdout is a pipe), not Node's text on stderr.
+    const warnings = pc
+      .output(2)
+      .split('\n')
+      .filter((line) => line.includes('"process warning"'))
+      .map((line) => JSON.parse(line) as { warning?: string; detail?: string });
+    expect(warnings).toEqual([expect.objectContaining({ warning: 'QuorumkeepProcessSettings', detail: expect.stringMatching(/^started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=8:/) })]);
+    expect(pc.output(2)).not.toMatch(/^\(node:\d+\)/m);
     const last = acked[acked.length - 1]!;
     await waitFor(async () => (await getJson(`${pc.urls[2]}/admin/probe/${last}`, auth(2))).status === 200, { timeoutMs: 20_000, description: 'restarted node to catch up' });
     for (const [n, url] of pc.urls.entries()) {

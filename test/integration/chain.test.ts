@@ -85,7 +85,6 @@ describe('the test secrets controller artifact', () => {
 
 describe('anvil with the test secrets controller', () => {
   let chain: AnvilChain;
-  let startMs: number;
   let controller: Address;
   let owner: DevAccount; // deploys and owns the controller
   let alice: DevAccount;
@@ -96,9 +95,7 @@ describe('anvil with the test secrets controller', () => {
   const nodeAddress = privateKeyToAccount(nodeKey).address;
 
   beforeAll(async () => {
-    const t0 = performance.now();
     chain = await startAnvil({ chainId: 8453 });
-    startMs = performance.now() - t0;
     [owner, alice, bob, carol] = [account(chain, 0), account(chain, 1), account(chain, 2), account(chain, 3)];
     controller = await deployController(chain);
   });
@@ -106,8 +103,8 @@ describe('anvil with the test secrets controller', () => {
     await chain?.stop();
   });
 
-  it('starts in under 2 s on chain 8453 with the ten funded dev accounts', async () => {
-    expect(startMs).toBeLessThan(2000);
+  // How fast anvil starts is the bench's figure (`npm run bench -- web3`), not this test's.
+  it('starts on chain 8453 with the ten funded dev accounts', async () => {
     expect(chain.rpcUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(chain.wsUrl).toBe(chain.rpcUrl.replace('http:', 'ws:'));
     expect(await chain.publicClient.getChainId()).toBe(8453);

@@ -199,12 +199,10 @@ describe('getSecretState', () => {
 });
 
 describe('RPC failures', () => {
-  it('a closed port: 503 CHAIN_UNAVAILABLE naming the chain within the retry budget, the URL never shown', async () => {
+  it('a closed port: 503 CHAIN_UNAVAILABLE naming the chain after its attempts, the URL never shown', async () => {
     const [port] = await getFreePorts(1);
     const { client, metrics, logs } = makeClient({ rpcUrl: `http://127.0.0.1:${port}/v3/${API_KEY}?key=${API_KEY}`, rpcAttempts: 3 });
-    const started = performance.now();
     const err = await appErrorOf(client.blockNumber());
-    expect(performance.now() - started).toBeLessThan(2000);
     expect(err).toMatchObject({ code: 'CHAIN_UNAVAILABLE', status: 503, message: 'Chain 8453 (Base) RPC is unavailable: connection refused', extra: { chainId: 8453 } });
     expect(await rpcErrors(metrics)).toBe(3); // three attempts, each counted
     expect(client.status()).toMatchObject({ reachable: false, lastError: 'connection refused', head: null, rpcUrl: `http://127.0.0.1:${port}/[redacted]` });
@@ -221,11 +219,10 @@ describe('RPC failures', () => {
       silent.closeAllConnections();
       return new Promise<void>((r) => silent.close(() => r()));
     });
-    const { client } = makeClient({ rpcUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, rpcTimeoutMs: 150, rpcAttempts: 2 });
-    const started = performance.now();
+    const { client, metrics } = makeClient({ rpcUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, rpcTimeoutMs: 150, rpcAttempts: 2 });
     const err = await appErrorOf(client.blockNumber());
     expect(err.message).toBe('Chain 8453 (Base) RPC is unavailable: timed out after 150 ms');
-    expect(performance.now() - started).toBeLessThan(2000);
+    expect(await rpcErrors(metrics)).toBe(2); // each attempt ended by the per-call timeout
   });
 
   it('an RPC serving another chain is refused', async () => {

@@ -16,7 +16,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { simpleParser } from 'mailparser';
 import { waitFor } from 'quorumkeep/testing';
-import { createNetnsLab, netnsAvailable, type NetnsLab } from '../utils/netns.ts';
+import { createNetnsLab, type NetnsLab } from '../utils/netns.ts';
+import { allOf, asRoot, onPath, requireTool } from '../utils/tools.ts';
 import { runCli } from '../utils/process-cluster.ts';
 import { newSessionWallet, sessionRequest, signData, type SessionWallet } from '../utils/session.ts';
 import { digestOf } from '../utils/permits.ts';
@@ -111,14 +112,12 @@ async function appliedPermits(i: number): Promise<number> {
   return [...text.matchAll(/^quorumkeep_permits_applied_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
 }
 
-// Without the tools, a developer's run skips with one line; CI (which .ci/run equips) must run it.
-const missing = await netnsAvailable();
-const skip = missing !== undefined && !process.env.CI;
-if (skip) console.warn(`netns-partitions skipped: needs root, ip and iptables (${missing}); .ci/run installs them`);
+// Network namespaces and iptables rules: root, ip and iptables (.ci/run installs iptables; CI runs as root).
+const netnsNeed = requireTool('netns-partitions', 'root, ip and iptables', allOf(asRoot, onPath('ip', 'iptables')));
 
 beforeAll(async () => {
-  if (skip) return;
-  if (missing) throw new Error(`this test runs the cluster in network namespaces and needs root, ip and iptables (${missing}); .ci/run installs them`);
+  if (netnsNeed.skip) return;
+  netnsNeed.assertPresent();
   lab = await createNetnsLab(SIZE);
   dir = await mkdtemp(join(tmpdir(), 'qk-netns-'));
   const init = await runCli(['cluster', 'init', '--size', String(SIZE), '--threshold', '3', '--coordinators', '2', '--hosts', lab.hosts.join(','), '--out', dir]);
@@ -140,7 +139,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe.skipIf(skip)('a cluster of five hosts under silent partitions', () => {
+describe.skipIf(netnsNeed.skip)('a cluster of five hosts under silent partitions', () => {
   it('every answer is true: 201s survive, 503s are retry-safe, consumed permits are applied once everywhere', async () => {
     const alice = await client(A, 0, 'alice');
     const bob = await client(B, 1, 'bob');

@@ -17,6 +17,7 @@ import { createNode } from '../../src/node/index.ts';
 import { initCluster } from '../../src/node/cluster-init.ts';
 import { getFreePortRange } from '../../src/testing/index.ts';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
+import { onPath, requireTool } from '../utils/tools.ts';
 
 const stack = cleanupStack();
 afterEach(() => stack.run());
@@ -132,15 +133,14 @@ describe('ops/: alerting rules and dashboard', () => {
   });
 });
 
-const hasPromtool = spawnSync('promtool', ['--version'], { stdio: 'ignore' }).error === undefined;
-// Skipped locally without it; CI installs it and must run these.
-const skipPromtool = !hasPromtool && !process.env['CI'];
-if (skipPromtool) console.warn("ops-alerts: promtool checks skipped: needs promtool (Debian's prometheus package); .ci/run installs it");
+// Debian's prometheus package (only promtool is used; .ci/run installs it).
+const promtoolNeed = requireTool('ops-alerts (promtool checks)', "promtool (Debian's prometheus package)", onPath('promtool'));
 
-describe.skipIf(skipPromtool)('ops/prometheus with promtool', () => {
+describe.skipIf(promtoolNeed.skip)('ops/prometheus with promtool', () => {
   const promtool = (...args: string[]) => {
+    promtoolNeed.assertPresent();
     const run = spawnSync('promtool', args, { cwd: join(ROOT, 'ops/prometheus'), encoding: 'utf8' });
-    expect(run.error, 'promtool is not on PATH (.ci/run installs Debian\'s prometheus package)').toBeUndefined();
+    expect(run.error).toBeUndefined();
     return run;
   };
 

@@ -5,9 +5,9 @@
  * page's Confirm button — and checks what a person would see: the outcome, the page's headers, its
  * style applied under its own CSP, no console errors. Screenshots go to `test-artifacts/`.
  *
- * Needs Debian's Chromium at {@link CHROMIUM_PATH} (`.ci/run` installs it); no browser is downloaded.
+ * Needs Debian's Chromium on PATH (package `chromium`: `/usr/bin/chromium`; `.ci/run` installs it);
+ * no browser is downloaded. Without it, the test skips unless `CI` is set (test/utils/tools.ts).
  */
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -16,9 +16,8 @@ import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { postJson } from '../utils/http.ts';
 import { newPrincipal, principalWithSession, type Principal } from '../utils/session.ts';
 import { appliedOnMembers, onEveryMember, ownerBody, requestPermit, secretOnEveryMember, type ConfirmLink } from '../utils/permits.ts';
+import { findOnPath, onPath, requireTool } from '../utils/tools.ts';
 
-/** Debian's Chromium (package `chromium`), the only browser this test drives. */
-const CHROMIUM_PATH = '/usr/bin/chromium';
 const ARTIFACTS_DIR = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 /** Playwright's own waits, kept under vitest's test timeout so a stuck page fails with Playwright's message. */
 const BROWSER_TIMEOUT_MS = 10_000;
@@ -37,18 +36,15 @@ interface BrowserWindow {
   getComputedStyle(element: unknown): { display: string; borderTopWidth: string; borderTopColor: string };
 }
 
-// Without Chromium, a developer's run skips with one line; CI (which .ci/run equips) must run it.
-const skip = !existsSync(CHROMIUM_PATH) && !process.env.CI;
-if (skip) console.warn(`permits-browser skipped: needs Debian's chromium at ${CHROMIUM_PATH}; .ci/run installs it`);
+/** Debian's Chromium (package `chromium`), the only browser this test drives. */
+const chromiumNeed = requireTool('permits-browser', "Debian's chromium", onPath('chromium'));
 
 let browser: Browser;
 beforeAll(async () => {
-  if (skip) return;
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: this test needs Debian's chromium — run .ci/run, or apt-get install chromium`);
-  }
+  if (chromiumNeed.skip) return;
+  chromiumNeed.assertPresent();
   await mkdir(ARTIFACTS_DIR, { recursive: true });
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: ['--no-sandbox'] });
+  browser = await chromium.launch({ executablePath: findOnPath('chromium')!, args: ['--no-sandbox'] });
 });
 afterAll(() => browser?.close());
 
@@ -147,7 +143,7 @@ async function expectWrongTokenRefused(env: ReturnType<typeof clusterIn>, mode: 
   expect(await permitStatuses(env.cluster, link.permitId)).toEqual(['pending', 'pending', 'pending']);
 }
 
-describe.skipIf(skip)('confirmMode "link": opening the emailed link in Chromium', () => {
+describe.skipIf(chromiumNeed.skip)('confirmMode "link": opening the emailed link in Chromium', () => {
   const env = clusterIn('link');
 
   it('consumes the permit and shows the outcome, applied on every member; a reload shows the same result', async () => {
@@ -174,7 +170,7 @@ describe.skipIf(skip)('confirmMode "link": opening the emailed link in Chromium'
   it('a wrong token shows the 403 page', () => expectWrongTokenRefused(env, 'link'));
 });
 
-describe.skipIf(skip)('confirmMode "button": opening the emailed link, then pressing Confirm', () => {
+describe.skipIf(chromiumNeed.skip)('confirmMode "button": opening the emailed link, then pressing Confirm', () => {
   const env = clusterIn('button');
 
   it('the link shows a Confirm button and consumes nothing; the button consumes, applied on every member', async () => {

@@ -74,3 +74,9 @@ export async function startLocal(stack: ReturnType<typeof cleanupStack>, dir: st
 export function localViemChain(rpcUrl: string): Chain {
   return defineChain({ id: LOCAL_CHAIN_ID, name: 'local', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
 }
+
+/** Ctrl-C: the cluster (and its chain) stop; the exit code. */
+export async function interrupt(local: LocalProcess): Promise<number | null> {
+  local.child.kill('SIGINT');
+  return local.exited;
+}

@@ -16,18 +16,6 @@ async function sh(cmd: string, args: string[]): Promise<string> {
   return stdout;
 }
 
-/** True when this process may create namespaces and rules (root with ip and iptables). */
-export async function netnsAvailable(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'not root';
-  try {
-    await sh('ip', ['-V']);
-    await sh('iptables', ['--version']);
-  } catch (err) {
-    return `ip/iptables unavailable: ${(err as Error).message}`;
-  }
-  return undefined;
-}
-
 export interface NetnsLab {
   /** Each host's address (host i is namespace i). */
   readonly hosts: string[];
