@@ -150,7 +150,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/config/**', 'test/**', 'scripts/**', 'src/testing/**'],
+    files: ['src/config/**', 'test/**', 'scripts/**', 'src/testing/**', 'examples/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   ...layerConfigs(),

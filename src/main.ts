@@ -29,6 +29,7 @@ import type * as BackupModuleType from './backup/index.ts';
 /** The backup module, loaded when a backup command runs. */
 type BackupModule = typeof BackupModuleType;
 import { addMemberCommands } from './node/member-cli.ts';
+import { addClientCommands } from './cli/client-commands.ts';
 
 /** A failure the CLI reports as one line with a chosen exit code. */
 class CliError extends Error {
@@ -574,6 +575,7 @@ function buildProgram(): Command {
     .action(deployControllerCommand);
 
   addMemberCommands(program, printLine);
+  addClientCommands(program, { env, print: printLine });
 
   return program;
 }

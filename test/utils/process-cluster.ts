@@ -20,15 +20,34 @@ const REPO = resolve(fileURLToPath(import.meta.url), '../../..');
  */
 const COMPILE_CACHE_ENV = { NODE_COMPILE_CACHE: join(tmpdir(), 'quorumkeep-test-compile-cache') };
 
-/** Run the CLI to completion. */
-export async function runCli(args: string[], options: { env?: Record<string, string> } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: REPO, env: { ...process.env, ...COMPILE_CACHE_ENV, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** A finished process: its exit code and what it wrote. */
+export interface ProcessRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run a command to completion in the repository (or `cwd`) with exactly `env` plus the compile cache;
+ * `input`, when given, is its stdin (otherwise stdin is closed).
+ */
+export async function runProcess(command: string, args: string[], options: { env: Record<string, string | undefined>; input?: string; cwd?: string }): Promise<ProcessRun> {
+  const child = spawn(command, args, { cwd: options.cwd ?? REPO, env: { ...options.env, ...COMPILE_CACHE_ENV }, stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdin?.end(options.input);
+  const code = await new Promise<number | null>((resolveCode, reject) => {
+    child.on('error', reject);
+    child.on('close', (c) => resolveCode(c));
+  });
   return { code, stdout, stderr };
+}
+
+/** Run the CLI to completion. */
+export function runCli(args: string[], options: { env?: Record<string, string> } = {}): Promise<ProcessRun> {
+  return runProcess(process.execPath, ['src/main.ts', ...args], { env: { ...process.env, ...options.env } });
 }
 
 /** A process cluster. */
