@@ -17,10 +17,10 @@ export type OtpPurpose = 'verify' | 'reset' | 'delete';
 export interface OutboxCodeOptions {
   /**
    * An outbox folder, a node's data folder (holding `outbox/`), or a local cluster's folder (holding
-   * `node-<i>/outbox/`, as `quorumkeep local --dir` and `startLocalCluster` make): every outbox found
-   * there is read, since the coordinator that took the request is the one that mails.
+   * `node-<i>/outbox/`, as `quorumkeep local --dir` and `startLocalCluster` make), or several: every
+   * outbox found there is read, since the coordinator that took the request is the one that mails.
    */
-  dir: string;
+  dir: string | readonly string[];
   /** The address the mail went to (compared trimmed and lowercased). */
   email: string;
   /** @default "verify" */
@@ -64,7 +64,8 @@ async function findCode(options: OutboxCodeOptions): Promise<string | undefined>
   const email = options.email.trim().toLowerCase();
   const category = `-otp-${options.purpose ?? 'verify'}-`;
   const files: Array<{ path: string; name: string }> = [];
-  for (const dir of await outboxDirs(options.dir)) {
+  const roots = typeof options.dir === 'string' ? [options.dir] : options.dir;
+  for (const dir of (await Promise.all(roots.map(outboxDirs))).flat()) {
     const names = await readdir(dir).catch(() => [] as string[]);
     // Dot-named files are messages still being written (src/mail/mailer.ts writes atomically).
     for (const name of names) if (name.endsWith('.eml') && !name.startsWith('.') && name.includes(category)) files.push({ path: join(dir, name), name });
@@ -92,7 +93,7 @@ export async function readOutboxCode(options: OutboxCodeOptions): Promise<string
     const code = await findCode(options);
     if (code !== undefined) return code;
     if (Date.now() >= deadline) {
-      throw new ClientError('NO_MAIL', `no ${options.purpose ?? 'verify'} code mail to ${options.email} in the outboxes under ${options.dir} within ${timeoutMs} ms`);
+      throw new ClientError('NO_MAIL', `no ${options.purpose ?? 'verify'} code mail to ${options.email} in the outboxes under ${String(options.dir)} within ${timeoutMs} ms`);
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
