@@ -319,7 +319,7 @@ export function createClient(options: ClientOptions, deps: ClientDeps = {}): Quo
       // A 503 OVERLOADED comes before anything is stored, or after it with the code still to mail:
       // either way the same request again is what docs/http.md asks for.
       const response = await http.raw({ method: 'POST', path: '/web2/auth/register', json: { email, password } });
-      const body = (await response.json()) as { principalId?: string; message?: string };
+      const body = (await response.json().catch(() => ({}))) as { principalId?: string; message?: string };
       return { principalId: expectField(body.principalId, 'POST /web2/auth/register', 'principalId'), created: response.status === 201, message: body.message ?? '' };
     },
 

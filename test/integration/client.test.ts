@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import { getFreePorts, startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
 import { ApiError, ClientError, createClient, readOutboxCode, restoreSession, storeSession, type ClientDeps, type ClientOptions, type FileProgress, type QuorumkeepClient } from 'quorumkeep/client';
 import { patterned } from '../utils/files.ts';
 import { newEmail } from '../utils/web2.ts';
@@ -163,7 +163,8 @@ describe('retries and errors', () => {
     const expired = client(A, { session: { ...restoreSession(storeSession(carol.session!)), expiresAt: Date.now() - 1 } });
     await expect(expired.encrypt({ secretId, plaintext: 'x' })).rejects.toSatisfy((err: unknown) => err instanceof ClientError && err.code === 'SESSION_EXPIRED');
 
-    const nowhere = client('http://127.0.0.1:9', { retry: { attempts: 1 } });
+    const [closed] = await getFreePorts(1);
+    const nowhere = client(`http://127.0.0.1:${closed}`, { retry: { attempts: 1 } });
     await expect(nowhere.register(newEmail('x'), 'password-1')).rejects.toMatchObject({ code: 'UNREACHABLE' });
   });
 });
