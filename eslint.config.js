@@ -56,6 +56,9 @@ const OWNED_LIBRARIES = [
 
 const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** src files import each other by relative paths. */
+const SELF_IMPORT = { regex: '^quorumkeep(/|$)', caseSensitive: true, message: 'src imports src by relative paths, never through the package name.' };
+
 /** `no-restricted-imports` configs of the layers: one per layer and directory depth, then the exceptions. */
 function layerConfigs() {
   const configs = [];
@@ -69,18 +72,17 @@ function layerConfigs() {
       message: `${why}.`,
     };
   };
-  const selfImport = { regex: '^quorumkeep(/|$)', caseSensitive: true, message: 'src imports src by relative paths, never through the package name.' };
   for (const folder of Object.keys(LAYERS)) {
     for (let depth = 1; depth <= MAX_DEPTH; depth++) {
       configs.push({
         files: [`src/${folder}/${'*/'.repeat(depth - 1)}*.ts`],
-        rules: { 'no-restricted-imports': ['error', { patterns: [pattern(folder, depth), selfImport] }] },
+        rules: { 'no-restricted-imports': ['error', { patterns: [pattern(folder, depth), SELF_IMPORT] }] },
       });
     }
   }
   for (const { file, allow } of LAYER_EXCEPTIONS) {
     const [, folder, ...rest] = file.split('/');
-    configs.push({ files: [file], rules: { 'no-restricted-imports': ['error', { patterns: [pattern(folder, rest.length, allow), selfImport] }] } });
+    configs.push({ files: [file], rules: { 'no-restricted-imports': ['error', { patterns: [pattern(folder, rest.length, allow), SELF_IMPORT] }] } });
   }
   return configs;
 }
@@ -90,20 +92,50 @@ function layerConfigs() {
  * these never override the layers' `no-restricted-imports`): all of src refuses every owned library,
  * then each owner gets the list without its own.
  */
+/** The owned libraries' patterns, all but `except`'s. */
+function libraryPatterns(except) {
+  return OWNED_LIBRARIES.filter((library) => library !== except).map(({ regex, owners, what }) => ({
+    regex,
+    caseSensitive: true,
+    message: `Only ${owners.join(', ')} imports ${what}; use what it exports.`,
+  }));
+}
+
 function libraryConfigs() {
-  const patterns = (except) =>
-    OWNED_LIBRARIES.filter((library) => library !== except).map(({ regex, owners, what }) => ({
-      regex,
-      caseSensitive: true,
-      message: `Only ${owners.join(', ')} imports ${what}; use what it exports.`,
-    }));
   return [
-    { files: ['src/**/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: patterns(undefined) }] } },
+    { files: ['src/**/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: libraryPatterns(undefined) }] } },
     ...OWNED_LIBRARIES.map((library) => ({
       files: library.owners,
-      rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: patterns(library) }] },
+      rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: libraryPatterns(library) }] },
     })),
   ];
+}
+
+/**
+ * src/client is what users import as `quorumkeep/client`: it speaks to a cluster over HTTP and signs
+ * with src/crypto, and loads none of a node's code — but its answers are the server's wire views, so
+ * it may import their *types* from src/core. One `@typescript-eslint/no-restricted-imports` config
+ * (it alone knows type imports) holding the owned libraries' patterns too, since a later config of a
+ * rule replaces an earlier one's options.
+ */
+function clientConfig() {
+  const why = "src/client loads none of a node's code: it imports src/crypto, and only types from src/core";
+  return {
+    files: ['src/client/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...libraryPatterns(undefined),
+            { regex: '^\\.\\./(?!(client|crypto|core)/)', caseSensitive: true, message: `${why}.` },
+            { regex: '^\\.\\./core/', caseSensitive: true, allowTypeImports: true, message: `${why}.` },
+            SELF_IMPORT,
+          ],
+        },
+      ],
+    },
+  };
 }
 
 export default tseslint.config(
@@ -119,9 +151,10 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/config/**', 'test/**', 'scripts/**', 'src/testing/**'],
+    files: ['src/config/**', 'test/**', 'scripts/**', 'src/testing/**', 'examples/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   ...layerConfigs(),
   ...libraryConfigs(),
+  clientConfig(),
 );

@@ -3,8 +3,11 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   resolve: {
-    // Our tests import the public harness by its package name, resolved to the TypeScript source.
-    alias: { 'quorumkeep/testing': fileURLToPath(new URL('./src/testing/index.ts', import.meta.url)) },
+    // Our tests import the public harness and client by their package names, resolved to the TypeScript source.
+    alias: {
+      'quorumkeep/testing': fileURLToPath(new URL('./src/testing/index.ts', import.meta.url)),
+      'quorumkeep/client': fileURLToPath(new URL('./src/client/index.ts', import.meta.url)),
+    },
   },
   test: {
     include: ['test/**/*.test.ts'],

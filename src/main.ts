@@ -31,6 +31,7 @@ import type * as BackupModuleType from './backup/index.ts';
 type BackupModule = typeof BackupModuleType;
 import { addMemberCommands } from './node/member-cli.ts';
 import { urlOption } from './node/url-option.ts';
+import { addClientCommands } from './cli/client-commands.ts';
 
 /** A failure the CLI reports as one line with a chosen exit code. */
 class CliError extends Error {
@@ -616,6 +617,7 @@ function buildProgram(): Command {
     .action(deployControllerCommand);
 
   addMemberCommands(program, printLine);
+  addClientCommands(program, { env, print: printLine });
 
   return program;
 }

@@ -218,6 +218,35 @@ export function needsRehash(phc: string, current?: Partial<Argon2idParams>): boo
   );
 }
 
+/**
+ * argon2id cost of {@link derivePasswordKeySeed}: above the server's hashing cost (the derived key's
+ * public half is held by every member, as the password's hash is), and paid once per login.
+ */
+export const PASSWORD_KEY_PARAMS: Readonly<Argon2idParams> = Object.freeze({
+  memoryKiB: 65536,
+  passes: 3,
+  parallelism: 1,
+  tagLength: 32,
+  saltLength: 16,
+});
+
+/**
+ * A 32-byte key seed derived from a password with argon2id: the client's Ed25519 key of a Web2
+ * principal (docs/client.md, "The account key"), so that a login needs only the email and the
+ * password and no long-lived key is kept on disk. The salt is `label` and `context` (the principal
+ * id): one key per account and per use. The caller zeroes the seed after use.
+ */
+export async function derivePasswordKeySeed(password: string, label: string, context: string): Promise<Uint8Array> {
+  if (typeof password !== 'string') throw new TypeError('password must be a string');
+  const message = passwordBytes(password);
+  const salt = utf8(`${label}:${context}`);
+  try {
+    return await runArgon2id(message, salt, PASSWORD_KEY_PARAMS);
+  } finally {
+    zeroize(message);
+  }
+}
+
 /** A FIFO semaphore around password hashing, with a bounded queue. */
 export interface HashLimiter {
   /**

@@ -28,6 +28,40 @@ function nodeProcess(settings: boolean): { flags: readonly string[]; env: NodeJS
   return { flags: settings ? NODE_PROCESS_SETTINGS.nodeFlags : [], env };
 }
 
+/** A finished process: its exit code and what it wrote. */
+export interface ProcessRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run a command to completion in the repository (or `cwd`) with exactly `env` plus the compile cache;
+ * `input`, when given, is its stdin (otherwise stdin is closed); `timeoutMs` SIGTERMs it after that long.
+ */
+export async function runProcess(
+  command: string,
+  args: string[],
+  options: { env: Record<string, string | undefined>; input?: string; cwd?: string; timeoutMs?: number },
+): Promise<ProcessRun> {
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? REPO,
+    env: { ...options.env, ...COMPILE_CACHE_ENV },
+    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdin?.end(options.input);
+  const code = await new Promise<number | null>((resolveCode, reject) => {
+    child.on('error', reject);
+    child.on('close', (c) => resolveCode(c));
+  });
+  return { code, stdout, stderr };
+}
+
 /** Options of {@link runCli}. */
 export interface RunCliOptions {
   /** Added to this process's environment. */
@@ -41,28 +75,16 @@ export interface RunCliOptions {
   timeoutMs?: number;
 }
 
-/** Run the CLI to completion. */
-export async function runCli(args: string[], options: RunCliOptions = {}): Promise<CliResult> {
-  const node = options.processSettings ? nodeProcess(true) : { flags: [], env: { ...process.env, ...COMPILE_CACHE_ENV } };
-  const child = spawn(process.execPath, [...node.flags, 'src/main.ts', ...args], {
-    cwd: REPO,
-    env: { ...node.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
-  return { code, stdout, stderr };
-}
-
 /** What a CLI run ended with. */
-export interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+export type CliResult = ProcessRun;
+
+/** Run the CLI to completion. */
+export function runCli(args: string[], options: RunCliOptions = {}): Promise<CliResult> {
+  const node = options.processSettings ? nodeProcess(true) : { flags: [], env: process.env };
+  return runProcess(process.execPath, [...node.flags, 'src/main.ts', ...args], {
+    env: { ...node.env, ...options.env },
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+  });
 }
 
 /** The failure's single stderr line; fails unless the CLI exited non-zero with exactly one line. */

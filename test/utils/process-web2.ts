@@ -4,53 +4,16 @@
  * default `mail.transport` writes one `.eml` per message under `<dataDir>/outbox` (src/mail/mailer.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { simpleParser, type AddressObject } from 'mailparser';
-import { waitFor } from 'quorumkeep/testing';
+import { readOutboxCode, type OtpPurpose } from 'quorumkeep/client';
 import { postJson } from './http.ts';
 import type { ProcessCluster } from './process-cluster.ts';
-import { newSessionWallet, openSession, signData, type Principal } from './session.ts';
-import { newEmail, OTP_SUBJECT, registerKey } from './web2.ts';
-
-/** A message of an outbox, parsed as a mail client would. */
-interface OutboxMail {
-  to: string[];
-  subject: string;
-  text: string;
-}
-
-function addressesOf(to: AddressObject | AddressObject[] | undefined): string[] {
-  const objects = to === undefined ? [] : Array.isArray(to) ? to : [to];
-  return objects.flatMap((o) => o.value.map((a) => (a.address ?? '').toLowerCase()));
-}
-
-/** Every finished message in the outboxes of the cluster's nodes (temp files, dot-named, skipped). */
-async function outboxMails(pc: ProcessCluster): Promise<OutboxMail[]> {
-  const mails: OutboxMail[] = [];
-  for (let i = 0; i < pc.size; i++) {
-    const dir = join(pc.dataDir(i), 'outbox');
-    const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return [];
-      throw err;
-    });
-    for (const name of names.filter((n) => n.endsWith('.eml') && !n.startsWith('.'))) {
-      const parsed = await simpleParser(await readFile(join(dir, name)));
-      mails.push({ to: addressesOf(parsed.to), subject: parsed.subject ?? '', text: parsed.text ?? '' });
-    }
-  }
-  return mails;
-}
+import { openSession, principalOf, type Principal } from './session.ts';
+import { newEmail, registerKey } from './web2.ts';
 
 /** Wait for an OTP mail of a purpose to `email` in any node's outbox and return its code. */
-export async function outboxOtp(pc: ProcessCluster, email: string, purpose: keyof typeof OTP_SUBJECT): Promise<string> {
-  const mail = await waitFor(
-    async () => (await outboxMails(pc)).find((m) => m.to.includes(email.toLowerCase()) && OTP_SUBJECT[purpose].test(m.subject)),
-    { timeoutMs: 20_000, intervalMs: 100, description: `a ${purpose} mail to ${email} in an outbox` },
-  );
-  const code = /\b(\d{6})\b/.exec(mail.text)?.[1];
-  if (!code) throw new Error(`no code in mail: ${mail.text}`);
-  return code;
+export function outboxOtp(pc: ProcessCluster, email: string, purpose: OtpPurpose): Promise<string> {
+  const dataDirs = Array.from({ length: pc.size }, (_, i) => pc.dataDir(i));
+  return readOutboxCode({ dir: dataDirs, email, purpose, timeoutMs: 20_000 });
 }
 
 /**
@@ -68,15 +31,7 @@ export async function outboxPrincipalWithSession(pc: ProcessCluster, url: string
   const account = { email, password, principalId: reg.body.principalId };
   const key = await registerKey(url, account);
   if (key.status !== 201) throw new Error(`register-key: ${key.status} ${JSON.stringify(key.body)}`);
-  const p: Principal = {
-    ...account,
-    key: key.key,
-    wallet: newSessionWallet(),
-    signed(subject, extra, at) {
-      const data = `-1_${subject}_${p.wallet.address}_${at ?? Date.now()}` + (extra === undefined ? '' : `_${extra}`);
-      return signData(p.wallet, data);
-    },
-  };
+  const p = principalOf(account, key.key);
   await openSession(url, p);
   return p;
 }

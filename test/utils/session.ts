@@ -3,6 +3,7 @@
  * secp256k1 keys) that sign the `data` strings of docs/architecture.md, "Signed data strings".
  */
 import type { LocalCluster } from 'quorumkeep/testing';
+import { WEB2_CHAIN_ID, sessionMessage, signedData } from 'quorumkeep/client';
 import { addressOfPrivateKey, generatePrivateKey, signPersonalMessage } from '../../src/crypto/index.ts';
 import { postJson, type JsonResponse } from './http.ts';
 import { registerKey, verifiedAccount, type newEd25519 } from './web2.ts';
@@ -27,7 +28,7 @@ export function signData(wallet: SessionWallet, data: string): { data: string; s
 /** The body of POST /web2/session for a principal's key and a wallet. */
 export function sessionRequest(principalId: string, key: ReturnType<typeof newEd25519>, wallet: SessionWallet, options: { timestamp?: number; ttl?: number } = {}) {
   const timestamp = String(options.timestamp ?? Date.now());
-  const message = `cifer_session:${principalId}:${timestamp}:${wallet.address}` + (options.ttl === undefined ? '' : `:${options.ttl}`);
+  const message = sessionMessage(principalId, timestamp, wallet.address, options.ttl);
   return { principalId, timestamp, sessionAddress: wallet.address, signature: key.sign(message), ...(options.ttl === undefined ? {} : { ttl: options.ttl }) };
 }
 
@@ -43,22 +44,25 @@ export interface Principal {
   signed(subject: string | number, extra?: string, at?: number): { data: string; signature: string };
 }
 
+/** A principal of a verified account and its registered key, with a new session wallet (no session yet). */
+export function principalOf(account: { email: string; password: string; principalId: string }, key: ReturnType<typeof newEd25519>): Principal {
+  const p: Principal = {
+    ...account,
+    key,
+    wallet: newSessionWallet(),
+    signed(subject, extra, at) {
+      return signData(p.wallet, signedData(WEB2_CHAIN_ID, subject, p.wallet.address, at ?? Date.now(), ...(extra === undefined ? [] : [extra])));
+    },
+  };
+  return p;
+}
+
 /** Register, verify and register a key through `url`. */
 export async function newPrincipal(cluster: LocalCluster, url: string, tag = 'user'): Promise<Principal> {
   const account = await verifiedAccount(cluster, url, tag);
   const reg = await registerKey(url, account);
   if (reg.status !== 201) throw new Error(`register-key: ${reg.status} ${JSON.stringify(reg.body)}`);
-  const wallet = newSessionWallet();
-  const p: Principal = {
-    ...account,
-    key: reg.key,
-    wallet,
-    signed(subject, extra, at) {
-      const data = `-1_${subject}_${p.wallet.address}_${at ?? Date.now()}` + (extra === undefined ? '' : `_${extra}`);
-      return signData(p.wallet, data);
-    },
-  };
-  return p;
+  return principalOf(account, reg.key);
 }
 
 /** Open a session for the principal's current wallet through `url`; throws unless 201. */

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { CaughtMail, LocalCluster } from 'quorumkeep/testing';
+import { keyRegistrationMessage } from 'quorumkeep/client';
 import { signEd25519, ed25519PublicKeyOf, toHex } from '../../src/crypto/index.ts';
 import { postJson, type JsonResponse } from './http.ts';
 
@@ -49,7 +50,7 @@ export async function registerKey(url: string, account: { principalId: string; p
     principalId: account.principalId,
     password: account.password,
     publicKey: key.publicKey,
-    signature: key.sign(`cifer_register:${key.publicKey}`),
+    signature: key.sign(keyRegistrationMessage(key.publicKey)),
   });
   return { ...res, key };
 }

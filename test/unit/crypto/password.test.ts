@@ -1,9 +1,12 @@
+import { argon2Sync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   ARGON2ID_DEFAULTS,
   createHashLimiter,
   createTimingEqualizer,
+  derivePasswordKeySeed,
   hashPassword,
+  PASSWORD_KEY_PARAMS,
   needsRehash,
   verifyPassword,
   type RandomSource,
@@ -346,5 +349,24 @@ describe('createTimingEqualizer', () => {
     // Loose on purpose: this guards against a shortcut (no argon2, or other parameters), not jitter.
     expect(ratio).toBeGreaterThan(0.4);
     expect(ratio).toBeLessThan(2.5);
+  });
+});
+
+describe('derivePasswordKeySeed', () => {
+  it('the same password, label and context give the same 32 bytes; any other gives others', async () => {
+    const seed = await derivePasswordKeySeed('correct horse', 'label/v1', 'principal-1');
+    expect(seed).toHaveLength(32);
+    expect(await derivePasswordKeySeed('correct horse', 'label/v1', 'principal-1')).toEqual(seed);
+    const others = await Promise.all([
+      derivePasswordKeySeed('correct horsf', 'label/v1', 'principal-1'),
+      derivePasswordKeySeed('correct horse', 'label/v2', 'principal-1'),
+      derivePasswordKeySeed('correct horse', 'label/v1', 'principal-2'),
+    ]);
+    for (const other of others) expect(other).not.toEqual(seed);
+  });
+
+  it('is argon2id over the NFC password with the documented parameters and salt', async () => {
+    const expected = argon2Sync('argon2id', { message: Buffer.from('é', 'utf8'), nonce: Buffer.from('label/v1:ctx'), memory: PASSWORD_KEY_PARAMS.memoryKiB, passes: PASSWORD_KEY_PARAMS.passes, parallelism: 1, tagLength: 32 });
+    expect(Buffer.from(await derivePasswordKeySeed('e\u0301', 'label/v1', 'ctx'))).toEqual(expected);
   });
 });
