@@ -10,6 +10,9 @@ import type { Mailbox } from '../src/testing/index.ts';
 import type { Figure } from './bench-report.ts';
 import { addressOfPrivateKey, ed25519PublicKeyOf, generatePrivateKey, signEd25519, signPersonalMessage, toHex } from '../src/crypto/index.ts';
 
+/** The in-process bounds yield to the event loop every this many operations (the members share it). */
+export const BOUND_YIELD_EVERY = 64;
+
 /** Percentile (0–100) of a sample, nearest-rank. */
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;
@@ -123,6 +126,22 @@ export async function benchPrincipal(cluster: { mailbox: Pick<Mailbox, 'waitFor'
     return { wallet, address, body };
   };
   return { principalId, newSession };
+}
+
+/**
+ * A bench principal's session, live (created through `POST /web2/session`), and `signed(subject, extra?)`:
+ * a fresh string `-1_<subject>_<address>_<now>[_<extra>]` and the session key's signature of it.
+ */
+export async function benchSession(cluster: { mailbox: Pick<Mailbox, 'waitFor'> }, url: string) {
+  const { newSession } = await benchPrincipal(cluster, url);
+  const session = newSession();
+  const created = await post(`${url}/web2/session`, session.body);
+  if (created.status !== 201) throw new Error(`session: ${created.status} ${JSON.stringify(created.body)}`);
+  const signed = (subject: string | number, extra?: string) => {
+    const data = `-1_${subject}_${session.address}_${Date.now()}` + (extra === undefined ? '' : `_${extra}`);
+    return { data, signature: signPersonalMessage(data, session.wallet) };
+  };
+  return { session, signed };
 }
 
 /** Limits far above anything one bench client sends (usage is still counted and flushed). */

@@ -19,13 +19,14 @@ import {
   recoverPersonalSigner,
   sealPayload,
 } from '../src/crypto/index.ts';
-import { BENCH_PLAN, benchPrincipal, decryptBodies, figure, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
+import { BENCH_PLAN, BOUND_YIELD_EVERY, benchPrincipal, benchSession, decryptBodies, figure, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
 import { describeRun, loadNow, mergeTable, renderTable } from './bench-report.ts';
 import { benchWeb3, benchWeb3Ready } from './bench-web3.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { benchScaleStore } from './bench-scale-store.ts';
 import { benchProcs } from './bench-procs.ts';
 import { benchFiles } from './bench-files.ts';
+import { benchDecryptLoad } from './bench-decrypt-load.ts';
 import { spawnSync } from 'node:child_process';
 import { NODE_PROCESS_SETTINGS, missingProcessSettings, tuneHeapForNodes } from '../src/node/index.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
@@ -43,8 +44,6 @@ const SECRETS = Number(process.env.BENCH_SECRETS ?? 200);
 const ENCRYPTS = Number(process.env.BENCH_ENCRYPTS ?? 4000);
 /** Rounds of `npm run bench -- encrypt`, each the bound then the HTTP path. */
 const ENCRYPT_ROUNDS = Number(process.env.BENCH_ENCRYPT_ROUNDS ?? 11);
-/** The in-process bounds yield to the event loop every this many operations (the members share it). */
-const BOUND_YIELD_EVERY = 64;
 const ENCRYPT_CLIENTS = Number(process.env.BENCH_ENCRYPT_CLIENTS ?? 16);
 const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
 const PERMITS = Number(process.env.BENCH_PERMITS ?? 100);
@@ -190,13 +189,7 @@ async function benchSecrets(cluster: LocalCluster, rtt: number): Promise<void> {
  */
 async function benchEncrypt(cluster: LocalCluster): Promise<void> {
   const url = cluster.coordinators[0]!;
-  const { newSession } = await benchPrincipal(cluster, url);
-  const session = newSession();
-  if ((await post(`${url}/web2/session`, session.body)).status !== 201) throw new Error('session');
-  const signed = (subject: string | number, extra?: string) => {
-    const data = `-1_${subject}_${session.address}_${Date.now()}` + (extra === undefined ? '' : `_${extra}`);
-    return { data, signature: signPersonalMessage(data, session.wallet) };
-  };
+  const { signed } = await benchSession(cluster, url);
   const secret = await post(`${url}/web2/secret`, signed(0));
   const secretId = secret.body.secretId as number;
   const publicKey = fromBase64(secret.body.publicKeyCid as string);
@@ -807,6 +800,8 @@ async function main(mode: string | undefined): Promise<void> {
     }
     // `npm run bench -- encrypt`: only encrypt over HTTP against its bound, alternating rounds.
     if (mode === 'encrypt') return await benchEncrypt(cluster);
+    // `npm run bench -- decrypt-load`: only decrypts with 16 and 64 clients at once against their bound.
+    if (mode === 'decrypt-load') return await benchDecryptLoad(cluster, PAYLOAD_BYTES);
     if (mode === 'latency') {
       figure({ name: 'libp2p loopback round trip, p50', value: rtt, unit: 'ms' });
       table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [['p50', ms(rtt)]]);
@@ -867,6 +862,7 @@ async function main(mode: string | undefined): Promise<void> {
     await benchAccounts(cluster);
     await benchSecrets(cluster, rtt);
     await benchEncrypt(cluster);
+    await benchDecryptLoad(cluster, PAYLOAD_BYTES);
     await benchPermits(cluster, rtt);
     await benchSilence(cluster, rtt);
   } finally {
