@@ -652,6 +652,35 @@ async function benchFlood(): Promise<void> {
 
 const probe = (node: QuorumNode, key: string) => node.replicator.replicate({ kind: 'probe', key, body: { note: '', writtenAt: Date.now() } });
 
+/**
+ * Quorum writes from one member: sequential latency, then throughput and latency with
+ * {@link CONCURRENCY} writers (the concurrent phase is the one profiled with BENCH_CPU_PROFILE).
+ */
+async function benchQuorumWrites(writer: QuorumNode, rtt: number): Promise<void> {
+  for (let i = 0; i < 50; i++) await probe(writer, `warm-${i}`);
+  const seq = await runConcurrent(SEQUENTIAL_WRITES, 1, (i) => probe(writer, `seq-${i}`));
+  // CPU of the whole process (every node, every thread) per write: steadier than the rate on a shared machine.
+  const cpuBefore = process.cpuUsage();
+  const conc = await withCpuProfile('writes-concurrent', () => runConcurrent(CONCURRENT_WRITES, CONCURRENCY, (i) => probe(writer, `conc-${i}`)));
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuPerWriteMs = (cpu.user + cpu.system) / 1000 / CONCURRENT_WRITES;
+  const throughput = (CONCURRENT_WRITES / conc.wallMs) * 1000;
+  figure({ name: 'quorum write, sequential, p50', value: median(seq.latencies), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync` });
+  figure({ name: 'quorum write, sequential, p99', value: percentile(seq.latencies, 99), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes` });
+  figure({ name: 'quorum write, concurrent writers, throughput', value: throughput, unit: 'writes/s', note: `${CONCURRENCY} writers, ${CONCURRENT_WRITES} writes` });
+  table(`Quorum write, sequential (${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync)`, [
+    ['p50', `${ms(median(seq.latencies))}  (${(median(seq.latencies) / rtt).toFixed(1)}× RTT)`],
+    ['p99', `${ms(percentile(seq.latencies, 99))}  (${(percentile(seq.latencies, 99) / rtt).toFixed(1)}× RTT)`],
+    ['throughput', `${((SEQUENTIAL_WRITES / seq.wallMs) * 1000).toFixed(0)} writes/s`],
+  ]);
+  table(`Quorum write, ${CONCURRENCY} concurrent writers (${CONCURRENT_WRITES} writes)`, [
+    ['throughput', `${throughput.toFixed(0)} writes/s`],
+    ['p50', `${ms(median(conc.latencies))}  (${(median(conc.latencies) / rtt).toFixed(1)}× RTT)`],
+    ['p99', `${ms(percentile(conc.latencies, 99))}`],
+    ['CPU per write', `${ms(cpuPerWriteMs)}  (the process: 5 members, every thread)`],
+  ]);
+}
+
 /** Catch-up: member 4 misses CATCHUP_RECORDS writes, then restarts on its data dir and catches them up. */
 async function catchUpRound(cluster: LocalCluster, writer: QuorumNode, tag: string): Promise<{ restartMs: number; catchUpMs: number; recordsPerSecond: number }> {
   await cluster.stopMember(4);
@@ -802,6 +831,8 @@ async function main(mode: string | undefined): Promise<void> {
     if (mode === 'encrypt') return await benchEncrypt(cluster);
     // `npm run bench -- decrypt-load`: only decrypts with 16 and 64 clients at once against their bound.
     if (mode === 'decrypt-load') return await benchDecryptLoad(cluster, PAYLOAD_BYTES);
+    // `npm run bench -- writes`: only the quorum write figures, sequential and concurrent.
+    if (mode === 'writes') return await benchQuorumWrites(writer, rtt);
     if (mode === 'latency') {
       figure({ name: 'libp2p loopback round trip, p50', value: rtt, unit: 'ms' });
       table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [['p50', ms(rtt)]]);
@@ -810,13 +841,12 @@ async function main(mode: string | undefined): Promise<void> {
       return;
     }
 
-    // Quorum write latency, one at a time.
-    for (let i = 0; i < 50; i++) await probe(writer, `warm-${i}`);
-    const seq = await runConcurrent(SEQUENTIAL_WRITES, 1, (i) => probe(writer, `seq-${i}`));
-
-    // Throughput with concurrent writers.
-    const conc = await runConcurrent(CONCURRENT_WRITES, CONCURRENCY, (i) => probe(writer, `conc-${i}`));
-    const throughput = (CONCURRENT_WRITES / conc.wallMs) * 1000;
+    figure({ name: 'libp2p loopback round trip, p50', value: rtt, unit: 'ms' });
+    table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [
+      ['p50', ms(rtt)],
+      ['p99', ms(percentile(rtts, 99))],
+    ]);
+    await benchQuorumWrites(writer, rtt);
 
     // Time until a record is on all 5 members (version vectors are in memory: cheap to poll).
     const origin = writer.nodeAddress;
@@ -830,26 +860,8 @@ async function main(mode: string | undefined): Promise<void> {
 
     const catchUp = await catchUpRound(cluster, writer, 'main');
 
-    figure({ name: 'libp2p loopback round trip, p50', value: rtt, unit: 'ms' });
-    figure({ name: 'quorum write, sequential, p50', value: median(seq.latencies), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync` });
-    figure({ name: 'quorum write, sequential, p99', value: percentile(seq.latencies, 99), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes` });
-    figure({ name: 'quorum write, concurrent writers, throughput', value: throughput, unit: 'writes/s', note: `${CONCURRENCY} writers, ${CONCURRENT_WRITES} writes` });
     figure({ name: 'record on all 5 members, p50', value: median(reachAll), unit: 'ms', note: 'from the replicate() call' });
     figure({ name: 'catch-up of a restarted member', value: catchUp.recordsPerSecond, unit: 'records/s', target: { op: '>=', value: 8000 }, note: `${CATCHUP_RECORDS} records; one round (\`-- catchup\`: median of 3)` });
-    table('Loopback libp2p round trip (ping over a cluster link: one message each way)', [
-      ['p50', ms(rtt)],
-      ['p99', ms(percentile(rtts, 99))],
-    ]);
-    table(`Quorum write, sequential (${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync)`, [
-      ['p50', `${ms(median(seq.latencies))}  (${(median(seq.latencies) / rtt).toFixed(1)}× RTT)`],
-      ['p99', `${ms(percentile(seq.latencies, 99))}  (${(percentile(seq.latencies, 99) / rtt).toFixed(1)}× RTT)`],
-      ['throughput', `${((SEQUENTIAL_WRITES / seq.wallMs) * 1000).toFixed(0)} writes/s`],
-    ]);
-    table(`Quorum write, ${CONCURRENCY} concurrent writers (${CONCURRENT_WRITES} writes)`, [
-      ['throughput', `${throughput.toFixed(0)} writes/s`],
-      ['p50', `${ms(median(conc.latencies))}  (${(median(conc.latencies) / rtt).toFixed(1)}× RTT)`],
-      ['p99', `${ms(percentile(conc.latencies, 99))}`],
-    ]);
     table('Record on all 5 members (from replicate() call)', [
       ['p50', `${ms(median(reachAll))}  (${(median(reachAll) / rtt).toFixed(1)}× RTT)`],
       ['p99', ms(percentile(reachAll, 99))],
