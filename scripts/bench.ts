@@ -22,6 +22,7 @@ import {
 import { BENCH_PLAN, BOUND_YIELD_EVERY, benchPrincipal, benchSession, decryptBodies, figure, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
 import { describeRun, loadNow, mergeTable, renderTable } from './bench-report.ts';
 import { benchWeb3, benchWeb3Ready } from './bench-web3.ts';
+import { appliedTotal, catchUpDiagnostics, catchUpLog, countSyncServed } from './bench-catchup-diag.ts';
 import { benchRecovery } from './bench-recovery.ts';
 import { benchScaleStore } from './bench-scale-store.ts';
 import { benchProcs } from './bench-procs.ts';
@@ -686,15 +687,34 @@ async function catchUpRound(cluster: LocalCluster, writer: QuorumNode, tag: stri
   await cluster.stopMember(4);
   await runConcurrent(CATCHUP_RECORDS, CONCURRENCY, (i) => probe(writer, `catchup-${tag}-${i}`));
   const target = writer.versionVector();
-  const { tRestart, tConnected, catchUpMs } = await withCpuProfile(`catchup-${tag}`, async () => {
+  const running = cluster.members.slice(0, 4);
+  const missing = (vv: Record<string, number>) => Object.entries(target).reduce((n, [o, s]) => n + Math.max(0, s - (vv[o] ?? 0)), 0);
+  // BENCH_CATCHUP_SETTLE=1: restart only once every running member holds every record written (no
+  // replication of the write burst's tail left to overlap the catch-up).
+  if (process.env.BENCH_CATCHUP_SETTLE) {
+    while (running.some((m) => missing(m.versionVector()) > 0)) await new Promise((r) => setTimeout(r, 5));
+  }
+  const lagAtRestart = running.map((m) => missing(m.versionVector()));
+  const appliedBefore = await Promise.all(running.map(appliedTotal));
+  const diag = process.env.BENCH_CATCHUP_DIAG ? { served: countSyncServed(running), round: catchUpDiagnostics() } : undefined;
+  const { tRestart, tConnected, catchUpMs, missingAtConnect } = await withCpuProfile(`catchup-${tag}`, async () => {
     const tRestart = performance.now();
     const restarted = await cluster.restartMember(4);
     const tConnected = performance.now();
+    const missingAtConnect = missing(restarted.versionVector());
+    diag?.round.connected();
     const caughtUp = () => Object.entries(target).every(([o, s]) => (restarted.versionVector()[o] ?? 0) >= s);
     while (!caughtUp()) await new Promise((r) => setTimeout(r, 2));
-    return { tRestart, tConnected, catchUpMs: performance.now() - tConnected };
+    return { tRestart, tConnected, catchUpMs: performance.now() - tConnected, missingAtConnect };
   });
-  return { restartMs: tConnected - tRestart, catchUpMs, recordsPerSecond: CATCHUP_RECORDS / (catchUpMs / 1000) };
+  const recordsPerSecond = CATCHUP_RECORDS / (catchUpMs / 1000);
+  if (diag) {
+    const appliedAfter = await Promise.all(running.map(appliedTotal));
+    process.stderr.write(`catch-up ${tag}: running members' records missing at restart ${lagAtRestart.join('/')}; applied by them during restart + catch-up ${appliedAfter.map((a, i) => a - appliedBefore[i]!).join('/')}\n`);
+    process.stderr.write(`catch-up ${tag}: sync streams served (ms after restart: records) ${diag.served.report()}\n`);
+    await diag.round.report(tag, { records: CATCHUP_RECORDS, restartMs: tConnected - tRestart, catchUpMs, recordsPerSecond, missingAtConnect, member: cluster.members[4]! });
+  }
+  return { restartMs: tConnected - tRestart, catchUpMs, recordsPerSecond };
 }
 
 /**
@@ -804,7 +824,9 @@ async function main(mode: string | undefined): Promise<void> {
     http: { rateLimits: { perIpPerMinute: 0, perAccountPerMinute: 0 } },
     usage: { plans: [BENCH_PLAN] },
   };
-  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, logLevel: 'silent', nodeConfig: noLimits });
+  // BENCH_CATCHUP_LOG=1 (`-- catchup`): the nodes' info lines kept for catchUpDiagnostics.
+  const keepLog = mode === 'catchup' && process.env.BENCH_CATCHUP_LOG ? { logLevel: 'info', logDestination: { write: (line: string) => void catchUpLog.push(JSON.parse(line) as Record<string, unknown>) } } : { logLevel: 'silent' };
+  const cluster = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, ...keepLog, nodeConfig: noLimits });
   try {
     const [writer, ...others] = cluster.members as [QuorumNode, ...QuorumNode[]];
 
