@@ -13,6 +13,7 @@ import { PROTOCOLS } from './protocols.ts';
 import { messageChannel } from './rpc.ts';
 import { untilStopped, type Peer, type Peers } from './peers.ts';
 import type { Track } from './background.ts';
+import { createSyncTurns, type SyncTurn } from './sync-turns.ts';
 import { runPeriodic, type Periodic, type Startable } from '../core/lifecycle.ts';
 
 /** Summary of one catch-up round with one peer. */
@@ -79,8 +80,10 @@ interface PeerSync {
   syncAbort: AbortController | undefined;
 }
 
-/** Longest a sync waits for the sync with another peer before it (see takeSyncTurn). */
-const SYNC_TURN_WAIT_MS = 1_000;
+/** How long the sync with another peer before it may read no page before a sync starts anyway (./sync-turns.ts). */
+const SYNC_TURN_IDLE_MS = 1_000;
+/** Longest a sync waits for the one before it once that one has begun, however it progresses. */
+const SYNC_TURN_MAX_WAIT_MS = 10_000;
 /** Sync streams per protocol per connection. */
 const SYNC_MAX_STREAMS = 64;
 
@@ -141,33 +144,25 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
   // ---- requester -------------------------------------------------------------------------------
 
   /**
-   * Syncs with several peers at once would each bring every missing record, and a member far behind
-   * would receive (and decode) each several times: they take turns. Each waits for the one before it
-   * at most {@link SYNC_TURN_WAIT_MS}, so a slow or withholding peer cannot hold catch-up back.
+   * Syncs with several peers take turns (./sync-turns.ts): each waits while the one before it reads
+   * pages, at most {@link SYNC_TURN_IDLE_MS} without one and {@link SYNC_TURN_MAX_WAIT_MS} in all, so
+   * a member far behind receives each missing record about once, and a slow or withholding peer
+   * cannot hold catch-up back.
    */
-  let syncTurn: Promise<void> = Promise.resolve();
-  async function takeSyncTurn(): Promise<() => void> {
-    const previous = syncTurn;
-    let release!: () => void;
-    syncTurn = new Promise<void>((resolve) => (release = resolve));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([previous, new Promise<void>((resolve) => (timer = setTimeout(resolve, SYNC_TURN_WAIT_MS)))]);
-    clearTimeout(timer);
-    return release;
-  }
+  const turns = createSyncTurns({ idleMs: SYNC_TURN_IDLE_MS, maxWaitMs: SYNC_TURN_MAX_WAIT_MS });
 
   async function runSync(p: Peer): Promise<SyncResult> {
     if (peers.silenced(p)) throw new Error('peer silenced (fault injection)');
     if (peers.blocked(p)) throw new Error('peer blocked (fault injection)');
-    const release = await takeSyncTurn();
+    const turn = await turns.take();
     try {
-      return await runSyncTurn(p);
+      return await runSyncTurn(p, turn);
     } finally {
-      release();
+      turn.release();
     }
   }
 
-  async function runSyncTurn(p: Peer): Promise<SyncResult> {
+  async function runSyncTurn(p: Peer, turn: SyncTurn): Promise<SyncResult> {
     const started = performance.now();
     const abort = new AbortController();
     stateOf(p).syncAbort = abort;
@@ -190,6 +185,7 @@ export async function createSync(options: SyncOptions, deps: SyncDeps): Promise<
         // Fault injection (partition): a round under way takes nothing more from the peer.
         if (peers.blocked(p)) throw new Error('peer blocked (fault injection)');
         pages++;
+        turn.progress();
         const prepared = engine.prepareIngest(msg.records, 'sync');
         // Handled where it is awaited, below; this only keeps an early rejection from being reported as unhandled.
         prepared.catch(() => undefined);
