@@ -18,7 +18,7 @@ import { resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type * as ClientModuleType from '../client/index.ts';
 import type { ApiError, ClientError, FileProgress, QuorumkeepClient, WalletOptions } from '../client/index.ts';
-import { DEFAULT_HTTP_BASE_PORT } from '../node/cluster-init.ts';
+import { DEFAULT_COORDINATOR_URL, URL_ENV } from '../node/url-option.ts';
 import { readSessionFile, removeSessionFile, sessionFilePath, writeSessionFile, type SessionFile } from './session-file.ts';
 
 /** What the verbs need from the CLI. */
@@ -30,7 +30,6 @@ export interface ClientCommandsDeps {
 }
 
 /** The coordinator of `quorumkeep local`, when nothing else names one. */
-const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_HTTP_BASE_PORT}`;
 /** Where `quorumkeep local` keeps its cluster (its `--dir` default): the outboxes are under it. */
 const DEFAULT_LOCAL_DIR = './data';
 
@@ -163,7 +162,7 @@ function context(deps: ClientCommandsDeps) {
     return { path, file: await readSessionFile(path) };
   }
 
-  const urlOf = (options: CommonOptions, file?: SessionFile) => options.url ?? env['QK_URL'] ?? file?.url ?? DEFAULT_URL;
+  const urlOf = (options: CommonOptions, file?: SessionFile) => options.url ?? env[URL_ENV] ?? file?.url ?? DEFAULT_COORDINATOR_URL;
 
   /** A client without a signer (account verbs). */
   async function anonymous(options: CommonOptions): Promise<QuorumkeepClient> {
@@ -206,7 +205,7 @@ function context(deps: ClientCommandsDeps) {
 
 function common(command: Command): Command {
   return command
-    .option('--url <url>', `coordinator base URL (default: QK_URL, the session's, or ${DEFAULT_URL})`)
+    .option('--url <url>', `coordinator base URL (default: ${URL_ENV}, the session's, or ${DEFAULT_COORDINATOR_URL})`)
     .option('--session-file <path>', 'where the session is kept (default: QK_SESSION_FILE, or ~/.config/quorumkeep/session.json)');
 }
 

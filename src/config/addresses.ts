@@ -97,10 +97,15 @@ export function tcpMultiaddr(host: string, port: number): string {
   return `/${protocol}/${h}/tcp/${port}`;
 }
 
+/** `host:port`, an IPv6 host in brackets. */
+export function hostPortOf(host: string, port: number): string {
+  const h = bare(host);
+  return `${isIPv6(h) ? `[${h}]` : h}:${port}`;
+}
+
 /** `http://host:port`, an IPv6 host in brackets. */
 export function httpUrlOf(host: string, port: number): string {
-  const h = bare(host);
-  return `http://${isIPv6(h) ? `[${h}]` : h}:${port}`;
+  return `http://${hostPortOf(host, port)}`;
 }
 
 /** The host of an http(s) URL without IPv6 brackets; undefined when `url` is not a URL. */

@@ -5,7 +5,7 @@
  * does not have, Node's bare `EADDRINUSE`, LevelDB's lock file). Anything else is passed on as it was.
  */
 import { createServer } from 'node:net';
-import { parseTcpMultiaddr } from '../config/index.ts';
+import { hostPortOf, parseTcpMultiaddr } from '../config/index.ts';
 import { StartupError } from '../errors/index.ts';
 import { isStoreLocked } from '../store/index.ts';
 
@@ -25,7 +25,7 @@ export interface HttpPortRole {
 /** Binding an HTTP port failed: a {@link StartupError} when another process holds it. */
 export function httpBindFailure(err: unknown, role: HttpPortRole, where: { host: string; port: number; nodeId: string }): unknown {
   if ((err as NodeJS.ErrnoException | undefined)?.code !== 'EADDRINUSE') return err;
-  return new StartupError('ADDRESS_IN_USE', `${role.key}: the ${role.name} port ${hostPort(where.host, where.port)} is in use by another process`, { key: role.key, nodeId: where.nodeId }, { cause: err });
+  return new StartupError('ADDRESS_IN_USE', `${role.key}: the ${role.name} port ${hostPortOf(where.host, where.port)} is in use by another process`, { key: role.key, nodeId: where.nodeId }, { cause: err });
 }
 
 /**
@@ -52,8 +52,4 @@ function bindError(host: string, port: number): Promise<string | undefined> {
     server.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'unknown'));
     server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(undefined)));
   });
-}
-
-function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
