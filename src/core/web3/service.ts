@@ -114,10 +114,11 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
     return view;
   }
 
-  async function confirmedState(chainId: number, secretId: number): Promise<SecretState | undefined> {
+  /** The secret's state in the confirmed view; `freshHead` reads the head again instead of its cache. */
+  async function confirmedState(chainId: number, secretId: number, freshHead = false): Promise<SecretState | undefined> {
     const view = viewOf(chainId);
     // Never behind what the follower already delivered (its head may be fresher than the cached one).
-    const target = Math.max(0, (await view.chain.blockNumber()) - view.chain.confirmations, view.followedTo ?? 0);
+    const target = Math.max(0, (await view.chain.blockNumber({ fresh: freshHead })) - view.chain.confirmations, view.followedTo ?? 0);
     const key = String(secretId);
     const hit = view.states.get(key);
     // Valid while the follower has seen every block up to the target: an event in between dropped it.
@@ -161,8 +162,12 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
       throw new AppError('NOT_FOUND', `Secret ${secretId} on chain ${chainId} is served by another cluster`);
     }
     const resolved = { chainId, secretId, publicKeyCid: record.publicKeyCid, isSyncing: state.isSyncing, secretType: state.secretType };
-    // Not confirmed yet (created within the last `confirmations` blocks): no owner anyone decrypts as.
-    return confirmed ? { ...resolved, owner: confirmed.owner, delegate: confirmed.delegate } : { ...resolved, owner: '', delegate: null, unconfirmed: true };
+    // Unknown to the confirmed view but known at the latest block: the cached head may be what lags
+    // (up to a block time), so the confirmed view is read again from a fresh head before the secret is
+    // called unconfirmed. Not confirmed then (created within the last `confirmations` blocks): no
+    // owner anyone decrypts as.
+    const owned = confirmed ?? (await confirmedState(chainId, secretId, true));
+    return owned ? { ...resolved, owner: owned.owner, delegate: owned.delegate } : { ...resolved, owner: '', delegate: null, unconfirmed: true };
   }
 
   /** The syncer's work for one confirmed range: deal and mark every new secret of type 1. */
