@@ -709,7 +709,9 @@ export async function benchScaleStore(): Promise<void> {
     }
     const ready = rounds.map((r) => r.totalMs / 1000);
     figure({ name: `${holder}: spawn → ready`, value: median(ready), unit: 's', note: starts(ready, (v) => v.toFixed(1)) });
-    figure({ name: `${holder}: disk per secret`, value: diskAfterRuns / SECRETS / 1024, unit: 'KiB', note: `db after ${STARTS} runs of the member` });
+    // Issue 31's target is on the compacted store (what LevelDB converges to); before a compaction
+    // the store also holds the superseded copies of its write-ahead log's tables.
+    figure({ name: `${holder}: disk per secret`, value: diskCompacted / SECRETS / 1024, unit: 'KiB', target: { op: '<=', value: 3.5 }, note: `db after a full compaction; ${(diskAfterRuns / SECRETS / 1024).toFixed(2)} KiB before it (after ${STARTS} runs); uncompressed: log ${(sub('log').bytes / SECRETS / 1024).toFixed(2)} KiB, state ${(sub('state').bytes / SECRETS / 1024).toFixed(2)} KiB` });
     const rss = (f: (r: StartRound) => ProbeMemory) => `${mib(median(rounds.map((r) => f(r).rss)))}  (${rounds.map((r) => mib(f(r).rss)).join(', ')})`;
     const rows: Array<[string, string]> = [
       ['RSS at ready, median (each)', `${rss((r) => r.atReady)}  (target ≤ ${mib(RSS_TARGET_BYTES)})`],

@@ -19,7 +19,7 @@ import { join, relative, sep } from 'node:path';
 import type { NodeConfig } from '../config/schema.ts';
 import type { ClusterDescriptor, ClusterNodeEntry } from '../core/replication/ports.ts';
 import { zeroize } from '../crypto/bytes.ts';
-import { importStore, isStoreLocked, lockStore, openStore, STORE_SCHEMA_VERSION, type StoreEntry, type StoreLock } from '../store/index.ts';
+import { importStore, isStoreLocked, lockStore, OLDEST_STORE_SCHEMA_VERSION, openStore, STORE_SCHEMA_VERSION, type StoreEntry, type StoreLock } from '../store/index.ts';
 import { decodeArchive, type BackupHeader, type BackupSummary } from './archive.ts';
 import { BackupError, keysDirOf, operatorUrlOf, selfEntry } from './backup.ts';
 import { RESTORE_META_KEY, type RestoreMarker } from './catch-up.ts';
@@ -180,7 +180,10 @@ async function restoreStopped(options: RestoreOptions, self: ClusterNodeEntry, c
   if (header.nodeId !== self.id || header.nodeAddress !== self.nodeAddress) {
     throw new BackupError(`the archive is of ${header.nodeId} (${header.nodeAddress}); this config is ${self.id} (${self.nodeAddress})`);
   }
-  if (header.storeSchemaVersion !== STORE_SCHEMA_VERSION) throw new BackupError(`the archive's store schema is version ${header.storeSchemaVersion}; this build reads ${STORE_SCHEMA_VERSION}`);
+  // An older schema's entries restore as they are: opening the store upgrades them (src/store).
+  if (header.storeSchemaVersion < OLDEST_STORE_SCHEMA_VERSION || header.storeSchemaVersion > STORE_SCHEMA_VERSION) {
+    throw new BackupError(`the archive's store schema is version ${header.storeSchemaVersion}; this build reads ${OLDEST_STORE_SCHEMA_VERSION} to ${STORE_SCHEMA_VERSION}`);
+  }
   if (self.slot === 0 && !options.allowSlot0) {
     throw new BackupError(
       `${self.id} is slot 0: its counters and claims (secret ids, email claims) exist only on it, so a restored slot 0 could hand out again what it handed out after the backup. Pass --allow-slot0 only when no create ran after the backup (docs/operations.md)`,

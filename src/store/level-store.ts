@@ -14,7 +14,11 @@ import type { JobRecord, JobRepo } from '../core/files/types.ts';
 export const SUBLEVELS = {
   /** Replication log: `<origin>!<seq as 12 hex digits>` → record. */
   log: 'log',
-  /** Current state: `<kind>!<key>` → winning record. */
+  /**
+   * Current state: `<kind>!<key>` → the log key (`<origin>!<seq as 12 hex digits>`) of the winning
+   * record, so every record is stored once, in `log` (schema version 2; version 1 held a copy of the
+   * record, rewritten into a log key when such a store is opened).
+   */
   state: 'state',
   /** Version vector: origin → highest contiguous seq applied. */
   vv: 'vv',
@@ -52,8 +56,18 @@ const USED_STRINGS_IN_MEMORY = 200_000;
 /** Used-string changes per batch when many are made at once (a prune, the load of old entries). */
 const USED_STRINGS_BATCH_ENTRIES = 1000;
 
-/** Schema version of the on-disk layout. */
-export const STORE_SCHEMA_VERSION = 1;
+/**
+ * Schema version of the on-disk layout. 2: `state` holds log keys. A store of version 1 is upgraded
+ * when opened ({@link upgradeStateToLogKeys}); a build that reads only version 1 refuses a store of
+ * version 2 instead of misreading it.
+ */
+export const STORE_SCHEMA_VERSION = 2;
+
+/** The oldest store schema this build opens (and upgrades): archives of it restore too. */
+export const OLDEST_STORE_SCHEMA_VERSION = 1;
+
+/** State entries rewritten per batch by the upgrade from version 1. */
+const UPGRADE_BATCH_ENTRIES = 1000;
 
 type Db = Level<string, unknown>;
 
@@ -64,6 +78,10 @@ function logKey(origin: string, seq: number): string {
 function stateKey(kind: string, key: string): string {
   return `${kind}!${key}`;
 }
+
+/** State entries read per page by `listState` (their records then in one `getMany`). */
+const LIST_STATE_PAGE = 256;
+
 
 /** Lowest string greater than every string that starts with `prefix`. */
 function prefixEnd(prefix: string): string {
@@ -194,7 +212,8 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   await db.open();
   const sync = options.sync ?? true;
   const log = db.sublevel<string, ReplicatedRecord>(SUBLEVELS.log, { valueEncoding: 'json' });
-  const state = db.sublevel<string, ReplicatedRecord>(SUBLEVELS.state, { valueEncoding: 'json' });
+  // A log key; a whole record only in a version-1 store not yet upgraded (read as such meanwhile).
+  const state = db.sublevel<string, string | ReplicatedRecord>(SUBLEVELS.state, { valueEncoding: 'json' });
   const vv = db.sublevel<string, number>(SUBLEVELS.vv, { valueEncoding: 'json' });
   const fp = db.sublevel<string, string>(SUBLEVELS.fp, { valueEncoding: 'json' });
   const counters = db.sublevel<string, number>(SUBLEVELS.counters, { valueEncoding: 'json' });
@@ -223,11 +242,48 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     await batch.write({ sync });
   }
 
+  /**
+   * Schema 1 → 2: every `state` entry that holds a whole record is rewritten as that record's log key,
+   * in bounded batches. Rerunnable: a crash midway leaves entries of both forms, which read alike, and
+   * the schema version is raised only after the last batch.
+   */
+  async function upgradeStateToLogKeys(): Promise<void> {
+    let batch = db.batch();
+    for await (const [k, v] of state.iterator()) {
+      if (typeof v === 'string') continue;
+      batch.put(k, logKey(v.origin, v.seq), { sublevel: state });
+      if (batch.length >= UPGRADE_BATCH_ENTRIES) {
+        await batch.write({ sync: true });
+        batch = db.batch();
+      }
+    }
+    await batch.write({ sync: true });
+  }
+
   const schema = await meta.get('schemaVersion');
   if (schema === undefined) await durablePut(meta, 'schemaVersion', STORE_SCHEMA_VERSION);
-  else if (schema !== STORE_SCHEMA_VERSION) {
+  else if (typeof schema !== 'number' || schema < OLDEST_STORE_SCHEMA_VERSION || schema > STORE_SCHEMA_VERSION) {
     await db.close();
-    throw new Error(`store at ${options.location} has schema version ${String(schema)}, this build reads ${STORE_SCHEMA_VERSION}`);
+    throw new Error(`store at ${options.location} has schema version ${String(schema)}, this build reads ${OLDEST_STORE_SCHEMA_VERSION} to ${STORE_SCHEMA_VERSION}`);
+  } else if (schema < 2) {
+    await upgradeStateToLogKeys();
+    await durablePut(meta, 'schemaVersion', STORE_SCHEMA_VERSION);
+  }
+
+  /**
+   * The records `state` entries name, in order: each log key read in one `getMany`; an entry naming
+   * a record of another kind or key (its log place taken by the other record of an equivocation,
+   * src/core/replication/equivocation.ts) is no winner.
+   */
+  async function statesOf(keys: readonly string[], stored: ReadonlyArray<string | ReplicatedRecord | undefined>): Promise<Array<ReplicatedRecord | undefined>> {
+    const places = stored.map((v) => (typeof v === 'string' ? v : undefined));
+    const wanted = places.filter((p): p is string => p !== undefined);
+    const found = wanted.length === 0 ? [] : await log.getMany(wanted);
+    let next = 0;
+    return stored.map((v, i) => {
+      const record = typeof v === 'string' ? found[next++] : v;
+      return record !== undefined && stateKey(record.kind, record.key) === keys[i] ? record : undefined;
+    });
   }
 
   const records: NodeStore['records'] = {
@@ -251,15 +307,31 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       return (await log.get(logKey(origin, seq))) !== undefined;
     },
     async getState(kind, key) {
-      return state.get(stateKey(kind, key));
+      const k = stateKey(kind, key);
+      return (await statesOf([k], [await state.get(k)]))[0];
     },
     async getStates(pairs) {
       if (pairs.length === 0) return [];
-      return state.getMany(pairs.map((p) => stateKey(p.kind, p.key)));
+      const keys = pairs.map((p) => stateKey(p.kind, p.key));
+      return statesOf(keys, await state.getMany(keys));
     },
     async *listState(kind, opts = {}) {
       const prefix = `${kind}!${opts.prefix ?? ''}`;
-      yield* state.values({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1, reverse: opts.reverse === true });
+      const entries = state.iterator({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1, reverse: opts.reverse === true });
+      try {
+        // A page of log keys, then their records in one read.
+        for (;;) {
+          const page = await entries.nextv(LIST_STATE_PAGE);
+          if (page.length === 0) return;
+          const records = await statesOf(
+            page.map(([k]) => k),
+            page.map(([, v]) => v),
+          );
+          for (const r of records) if (r !== undefined) yield r;
+        }
+      } finally {
+        await entries.close();
+      }
     },
     getLog: (origin, seq) => log.get(logKey(origin, seq)),
     allLog: () => log.values(),
@@ -282,7 +354,8 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     async commit(change) {
       const batch = db.batch();
       for (const r of change.log) batch.put(logKey(r.origin, r.seq), r, { sublevel: log });
-      for (const r of change.states) batch.put(stateKey(r.kind, r.key), r, { sublevel: state });
+      // Every winner is a log record, of this batch or an earlier one: the state names its place.
+      for (const r of change.states) batch.put(stateKey(r.kind, r.key), logKey(r.origin, r.seq), { sublevel: state });
       for (const [origin, seq] of Object.entries(change.vv)) batch.put(origin, seq, { sublevel: vv });
       for (const [origin, hex] of Object.entries(change.fp ?? {})) batch.put(origin, hex, { sublevel: fp });
       await batch.write({ sync });

@@ -11,7 +11,7 @@ import { cleanupStack, tempDir } from '../../utils/temp.ts';
 const stack = cleanupStack();
 afterEach(() => stack.run());
 
-const state = (kind: string, key: string): ReplicatedRecord => ({ kind, key, origin: `0x${'1'.repeat(40)}`, seq: 1, hlc: [1, 0], body: { key }, sig: '0x' });
+const state = (kind: string, key: string, seq: number): ReplicatedRecord => ({ kind, key, origin: `0x${'1'.repeat(40)}`, seq, hlc: [1, 0], body: { key }, sig: '0x' });
 
 describe('slot 0 counters', () => {
   it('raiseTo lifts the last value allocated, never lowers it, survives a reopen, and is serialised with allocations', async () => {
@@ -34,7 +34,9 @@ describe('slot 0 counters', () => {
   it('listState in reverse yields the last key first', async () => {
     const store = await openStore({ location: await tempDir(stack) });
     stack.push(() => store.close());
-    await store.records.commit({ log: [], states: ['000000000002', '000000000010', '000000000009'].map((k) => state('secret', k)).concat(state('sessions', 'zzz')), vv: {} });
+    // A state names its record's place in the log: the winners are logged in the same batch.
+    const winners = ['000000000002', '000000000010', '000000000009'].map((k, i) => state('secret', k, i + 1)).concat(state('sessions', 'zzz', 4));
+    await store.records.commit({ log: winners, states: winners, vv: {} });
     const keys = async (o: { limit?: number; reverse?: boolean }) => {
       const out: string[] = [];
       for await (const r of store.records.listState('secret', o)) out.push(r.key);

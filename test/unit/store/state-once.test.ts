@@ -1,0 +1,128 @@
+/**
+ * Each record stored once (src/store/level-store.ts, schema 2): a `state` entry names its winner's
+ * place in the log instead of holding a copy; a store of schema 1 (copies) is upgraded when opened,
+ * and reads the same before and after; a state whose log place now holds another record (the other
+ * record of an equivocation) is no winner; a store of a newer schema is refused.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Level } from 'level';
+import { openStore, STORE_SCHEMA_VERSION, type NodeStore } from '../../../src/store/index.ts';
+import type { ReplicatedRecord } from '../../../src/core/replication/record.ts';
+import { cleanupStack, tempDir } from '../../utils/temp.ts';
+
+const stack = cleanupStack();
+afterEach(() => stack.run());
+
+const ORIGIN = `0x${'a'.repeat(40)}`;
+const BIG = 'x'.repeat(3000);
+
+function record(kind: string, key: string, seq: number, extra = BIG): ReplicatedRecord {
+  return { kind, key, origin: ORIGIN, seq, hlc: [seq, 0], body: { key, extra }, sig: `0x${seq.toString(16)}` };
+}
+
+/** Raw bytes (values) of a sublevel, read with a plain LevelDB on the closed store. */
+async function sublevelBytes(location: string, name: string): Promise<{ entries: number; bytes: number; values: string[] }> {
+  const db = new Level<string, string>(location, { valueEncoding: 'utf8' });
+  await db.open();
+  const out = { entries: 0, bytes: 0, values: [] as string[] };
+  try {
+    for await (const [, v] of db.iterator({ gt: `!${name}!`, lt: `!${name}!\uffff` })) {
+      out.entries++;
+      out.bytes += Buffer.byteLength(v);
+      out.values.push(v);
+    }
+  } finally {
+    await db.close();
+  }
+  return out;
+}
+
+async function keysOf(store: NodeStore, kind: string, o: { limit?: number; reverse?: boolean } = {}): Promise<string[]> {
+  const out: string[] = [];
+  for await (const r of store.records.listState(kind, o)) out.push(r.key);
+  return out;
+}
+
+describe('each record stored once', () => {
+  it('a state entry is its winner’s log key, and reads give the whole record', async () => {
+    const location = await tempDir(stack);
+    const store = await openStore({ location });
+    const records = Array.from({ length: 600 }, (_, i) => record('secret', String(i).padStart(12, '0'), i + 1));
+    await store.records.commit({ log: records, states: records, vv: { [ORIGIN]: records.length } });
+    // A later version of one key wins it; the log keeps both.
+    const v2 = record('secret', records[7]!.key, 601, 'second');
+    await store.records.commit({ log: [v2], states: [v2], vv: { [ORIGIN]: 601 } });
+
+    expect(await store.records.getState('secret', records[7]!.key)).toEqual(v2);
+    expect(await store.records.getStates([{ kind: 'secret', key: records[3]!.key }, { kind: 'secret', key: 'none' }, { kind: 'secret', key: records[7]!.key }])).toEqual([records[3], undefined, v2]);
+    // Listing crosses several pages, forwards and backwards, with a limit.
+    const all = await keysOf(store, 'secret');
+    expect(all).toEqual(records.map((r) => r.key));
+    expect(await keysOf(store, 'secret', { reverse: true, limit: 300 })).toEqual(all.slice(-300).reverse());
+    const listed: ReplicatedRecord[] = [];
+    for await (const r of store.records.listState('secret')) listed.push(r);
+    expect(listed[7]).toEqual(v2);
+    await store.close();
+
+    const state = await sublevelBytes(location, 'state');
+    const log = await sublevelBytes(location, 'log');
+    expect(state.entries).toBe(600);
+    expect(log.entries).toBe(601);
+    // The body lives in the log alone: a state entry is a log key, tens of bytes.
+    expect(state.values.every((v) => /^"0x[0-9a-f]{40}![0-9a-f]{12}"$/.test(v))).toBe(true);
+    expect(state.bytes).toBeLessThan(log.bytes / 40);
+  });
+
+  it('a schema-1 store (states held copies) is upgraded when opened and reads the same', async () => {
+    const location = await tempDir(stack);
+    const records = Array.from({ length: 1500 }, (_, i) => record(i % 2 ? 'secret' : 'principal', String(i).padStart(12, '0'), i + 1));
+    // Build it as a schema-1 build left it: whole records under `state`.
+    const db = new Level<string, unknown>(location, { valueEncoding: 'json' });
+    await db.open();
+    const batch = db.batch();
+    batch.put('schemaVersion', 1, { sublevel: db.sublevel('meta', { valueEncoding: 'json' }) });
+    for (const r of records) {
+      batch.put(`${ORIGIN}!${r.seq.toString(16).padStart(12, '0')}`, r, { sublevel: db.sublevel('log', { valueEncoding: 'json' }) });
+      batch.put(`${r.kind}!${r.key}`, r, { sublevel: db.sublevel('state', { valueEncoding: 'json' }) });
+    }
+    await batch.write();
+    await db.close();
+    const before = await sublevelBytes(location, 'state');
+
+    let store = await openStore({ location });
+    expect(await store.records.getState('secret', records[1]!.key)).toEqual(records[1]);
+    expect(await keysOf(store, 'principal')).toEqual(records.filter((r) => r.kind === 'principal').map((r) => r.key));
+    expect(await store.getMeta('schemaVersion')).toBe(STORE_SCHEMA_VERSION);
+    await store.close();
+    const after = await sublevelBytes(location, 'state');
+    expect(after.entries).toBe(1500);
+    expect(after.values.every((v) => v.startsWith('"0x'))).toBe(true);
+    expect(after.bytes).toBeLessThan(before.bytes / 20);
+
+    // Opening again changes nothing.
+    store = await openStore({ location });
+    stack.push(() => store.close());
+    expect(await store.records.getStates(records.slice(0, 3).map((r) => ({ kind: r.kind, key: r.key })))).toEqual(records.slice(0, 3));
+  });
+
+  it('a state whose log place now holds another record is no winner', async () => {
+    const store = await openStore({ location: await tempDir(stack) });
+    stack.push(() => store.close());
+    const first = record('secret', '000000000001', 1);
+    await store.records.commit({ log: [first], states: [first], vv: { [ORIGIN]: 1 } });
+    // The other record of an equivocation under (ORIGIN, 1), of another key, takes the log place.
+    const other = record('secret', '000000000002', 1, 'other');
+    await store.records.commit({ log: [other], states: [other], vv: {} });
+    expect(await store.records.getState('secret', '000000000001')).toBeUndefined();
+    expect(await store.records.getState('secret', '000000000002')).toEqual(other);
+    expect(await keysOf(store, 'secret')).toEqual(['000000000002']);
+  });
+
+  it('a store of a newer schema is refused, not misread', async () => {
+    const location = await tempDir(stack);
+    const store = await openStore({ location });
+    await store.putMeta('schemaVersion', STORE_SCHEMA_VERSION + 1);
+    await store.close();
+    await expect(openStore({ location })).rejects.toThrow(/schema version/);
+  });
+});
