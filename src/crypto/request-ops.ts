@@ -1,9 +1,12 @@
 /**
- * The operations of ./request-pool.ts — EIP-191 signer recoveries and payload seals — run alike on
- * its worker thread (./request-worker.ts) and inline, so both give the same answers.
+ * The operations of ./request-pool.ts — EIP-191 signer recoveries, payload seals, and the sealed
+ * boxes a share release travels in — run alike on its worker thread (./request-worker.ts) and
+ * inline, so both give the same answers.
  */
+import { zeroize } from './bytes.ts';
 import { recoverPersonalSigner } from './eip191.ts';
-import { sealPayload } from './payload-envelope.ts';
+import { openPayloadWithCheckedSeed, sealPayload, type CheckedOpen } from './payload-envelope.ts';
+import { openSealed, sealTo } from './sealed-box.ts';
 
 /**
  * One operation of a batch: a recovery, a seal, or both for one request (`recover-seal`: an encrypt's
@@ -12,7 +15,20 @@ import { sealPayload } from './payload-envelope.ts';
 export type RequestOp =
   | { op: 'recover'; message: string; signature: string }
   | { op: 'seal'; publicKey: Uint8Array; plaintext: Uint8Array }
-  | { op: 'recover-seal'; message: string; signature: string; publicKey: Uint8Array; plaintext: Uint8Array };
+  | { op: 'recover-seal'; message: string; signature: string; publicKey: Uint8Array; plaintext: Uint8Array }
+  /** A share sealed to the coordinator it is released to ({@link sealTo}). */
+  | { op: 'seal-box'; recipient: Uint8Array; share: Uint8Array; aad: Uint8Array }
+  /** A released share opened with this node's signing key ({@link openSealed}; the key: {@link OpeningKey}). */
+  | { op: 'open-box'; box: Uint8Array; aad: Uint8Array }
+  /** A payload opened with the seed its shares rebuilt ({@link openPayloadWithCheckedSeed}). */
+  | { op: 'open-payload'; seed: Uint8Array; expectedPublicKey: Uint8Array; cifer: Uint8Array; encryptedMessage: Uint8Array };
+
+/** The node's signing key pair, which `open-box` opens with: given to the thread once, when it starts. */
+export interface OpeningKey {
+  privateKey: Uint8Array;
+  /** Compressed. */
+  publicKey: Uint8Array;
+}
 
 /** The kind of an operation (the metrics' `op` label). */
 export type RequestOpKind = RequestOp['op'];
@@ -25,6 +41,10 @@ export type RequestOpResult =
   | { signer: string | null }
   | { cifer: Uint8Array; encryptedMessage: Uint8Array }
   | { signer: string | null; cifer: Uint8Array; encryptedMessage: Uint8Array }
+  | { box: Uint8Array }
+  /** The box's plaintext, or null when it does not open. */
+  | { opened: Uint8Array | null }
+  | { checked: CheckedOpen }
   | { error: string };
 
 /** Operations of a batch the thread answers per message (./request-worker.ts). */
@@ -36,14 +56,36 @@ export interface RequestBatch {
   ops: RequestOp[];
 }
 
-/** Run one operation (the same functions the pool runs inline). */
-export function runRequestOp(op: RequestOp): RequestOpResult {
+/** Run one operation (the same functions the pool runs inline); `open-box` needs `key`. */
+export function runRequestOp(op: RequestOp, key?: OpeningKey): RequestOpResult {
   try {
     if (op.op === 'recover') return { signer: recoverPersonalSigner(op.message, op.signature) ?? null };
     if (op.op === 'seal') return sealPayload(op.publicKey, op.plaintext);
+    if (op.op === 'seal-box') return { box: sealTo(op.recipient, op.share, op.aad) };
+    if (op.op === 'open-payload') return { checked: openPayloadWithCheckedSeed(op.seed, op.expectedPublicKey, op.cifer, op.encryptedMessage) };
+    if (op.op === 'open-box') {
+      if (!key) return { error: 'no opening key' };
+      return { opened: openSealed(key.privateKey, op.box, op.aad, key.publicKey) ?? null };
+    }
     const sealed = sealPayload(op.publicKey, op.plaintext);
     return { signer: recoverPersonalSigner(op.message, op.signature) ?? null, ...sealed };
   } catch (err) {
     return { error: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/**
+ * The private material an operation carries (a share, a seed): the pool gives each operation its own
+ * exact copy, moved to the thread (transferred, so no copy stays behind) or used inline, and zeroed
+ * by whoever ran it ({@link scrubRequestOp}). A view into a larger buffer (Node's Buffer pool) is
+ * never posted: it would copy the whole buffer to the thread.
+ */
+export function privateBytesOf(op: RequestOp): Uint8Array | undefined {
+  return op.op === 'seal-box' ? op.share : op.op === 'open-payload' ? op.seed : undefined;
+}
+
+/** Zero the private material of an operation once it ran (see {@link privateBytesOf}). */
+export function scrubRequestOp(op: RequestOp): void {
+  const bytes = privateBytesOf(op);
+  if (bytes) zeroize(bytes);
 }

@@ -8,10 +8,10 @@
  * functions (same code, ./request-ops.ts).
  */
 import { Worker } from 'node:worker_threads';
-import type { SealedPayload } from './payload-envelope.ts';
-import { runRequestOp, type RequestBatch, type RequestOp, type RequestOpKind, type RequestOpResult } from './request-ops.ts';
+import type { CheckedOpen, SealedPayload } from './payload-envelope.ts';
+import { privateBytesOf, runRequestOp, scrubRequestOp, type OpeningKey, type RequestBatch, type RequestOp, type RequestOpKind, type RequestOpResult } from './request-ops.ts';
 
-export type { RequestOp, RequestOpKind } from './request-ops.ts';
+export type { OpeningKey, RequestOp, RequestOpKind } from './request-ops.ts';
 
 /** Options of {@link createRequestCryptoPool}. */
 export interface RequestCryptoPoolOptions {
@@ -37,6 +37,11 @@ export interface RequestCryptoPoolOptions {
   maxBatch?: number;
   /** Plaintexts larger than this are sealed inline (copying them to the thread would cost more). @default 65536 */
   maxThreadPlaintextBytes?: number;
+  /**
+   * The node's signing key pair, for {@link RequestCryptoPool.openBox}: the thread gets its copy once,
+   * when it starts, and holds it for its life, as the node does. Without it `openBox` throws.
+   */
+  openingKey?: OpeningKey;
   /** Told how many operations of a kind ran where (the node's metrics). */
   onRun?: (op: RequestOpKind, where: 'thread' | 'inline', count: number) => void;
 }
@@ -53,6 +58,19 @@ export interface RequestCryptoPool {
    * throws (the caller then takes the two steps apart, and gets the seal's own error).
    */
   recoverAndSeal(message: string, signature: string, publicKey: Uint8Array, plaintext: Uint8Array): Promise<{ signer: string | undefined; sealed: SealedPayload } | undefined>;
+  /**
+   * `sealTo` (./sealed-box.ts): a released share sealed to its coordinator. The operation takes its
+   * own copy of `share` and zeroes it; the caller zeroes its own.
+   */
+  sealBox(recipient: Uint8Array, share: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  /** `openSealed` (./sealed-box.ts) with the pool's `openingKey`: undefined when the box does not open. The share comes back moved, not copied. */
+  openBox(box: Uint8Array, aad: Uint8Array): Promise<Uint8Array | undefined>;
+  /**
+   * `openPayloadWithCheckedSeed` (./payload-envelope.ts): a decrypt's envelope opened with the seed
+   * its shares rebuilt. The operation takes its own copy of the seed and zeroes it; the caller
+   * zeroes its own and the plaintext. Envelopes larger than `maxThreadPlaintextBytes` open inline.
+   */
+  openPayload(seed: Uint8Array, expectedPublicKey: Uint8Array, cifer: Uint8Array, encryptedMessage: Uint8Array): Promise<CheckedOpen>;
   /** Stop the thread; operations still queued or in flight run inline. Idempotent. */
   close(): Promise<void>;
 }
@@ -93,13 +111,23 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     for (const p of batch) kinds.set(p.op.op, (kinds.get(p.op.op) ?? 0) + 1);
     for (const [kind, n] of kinds) options.onRun(kind, where, n);
   };
+  /** Run one operation here; its private copy (if any) is zeroed after. */
+  const runHere = (op: RequestOp): RequestOpResult => {
+    // Its private copy went to a thread that stopped before answering: it is gone with it.
+    if ((privateBytesOf(op)?.buffer as { detached?: boolean } | undefined)?.detached) return { error: 'the crypto thread stopped with this operation' };
+    try {
+      return runRequestOp(op, options.openingKey);
+    } finally {
+      scrubRequestOp(op);
+    }
+  };
   const inline = (op: RequestOp): RequestOpResult => {
     options.onRun?.(op.op, 'inline', 1);
-    return runRequestOp(op);
+    return runHere(op);
   };
   const runInline = (batch: Pending[]) => {
     counted(batch, 'inline');
-    for (const p of batch) p.resolve(runRequestOp(p.op));
+    for (const p of batch) p.resolve(runHere(p.op));
   };
   /** What the thread has not answered (it stopped or failed, or the pool closed) is answered inline: nothing is lost. */
   const answerInFlightInline = () => {
@@ -109,7 +137,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   };
   const thread = (): Worker => {
     if (worker) return worker;
-    const started = new Worker(WORKER_URL);
+    const started = new Worker(WORKER_URL, options.openingKey ? { workerData: { openingKey: options.openingKey } } : {});
     // Idle between requests: it must not keep the process alive.
     started.unref();
     started.on('message', (m: { id: number; from: number; results: RequestOpResult[] }) => {
@@ -142,7 +170,9 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       const id = nextId++;
       inFlight.push({ id, batch, answered: 0 });
       const message: RequestBatch = { id, ops: batch.map((p) => p.op) };
-      thread().postMessage(message);
+      // The private copies move to the thread: nothing of them stays on this one.
+      const moved = batch.map((p) => privateBytesOf(p.op)?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+      thread().postMessage(message, moved);
     }
   };
   const run = (op: RequestOp): Promise<RequestOpResult> => {
@@ -179,6 +209,19 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       const r = await runSealing({ op: 'recover-seal', message, signature, publicKey, plaintext });
       if (!('cifer' in r && 'signer' in r)) return undefined;
       return { signer: r.signer ?? undefined, sealed: { cifer: r.cifer, encryptedMessage: r.encryptedMessage } };
+    },
+    async sealBox(recipient, share, aad) {
+      const r = await run({ op: 'seal-box', recipient, share: Uint8Array.from(share), aad });
+      return 'box' in r ? r.box : fail(r);
+    },
+    async openBox(box, aad) {
+      const r = await run({ op: 'open-box', box, aad });
+      return 'opened' in r ? (r.opened ?? undefined) : fail(r);
+    },
+    async openPayload(seed, expectedPublicKey, cifer, encryptedMessage) {
+      const op: RequestOp = { op: 'open-payload', seed: Uint8Array.from(seed), expectedPublicKey, cifer, encryptedMessage };
+      const r = await (encryptedMessage.length > maxThreadPlaintext ? inline(op) : run(op));
+      return 'checked' in r ? r.checked : fail(r);
     },
     async close() {
       closed = true;

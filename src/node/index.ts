@@ -107,11 +107,16 @@ function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains, acceptLe
   ]);
 }
 
-/** The node's private-key operations for shares; the keys stay here, the core gets functions. */
-function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array): NodeKeyring {
+/**
+ * The node's private-key operations for shares; the keys stay here, the core gets functions. The
+ * release boxes go through `requestCrypto`, whose thread holds the same signing key (`openingKey`).
+ */
+function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array, requestCrypto: Pick<RequestCryptoPool, 'openBox' | 'sealBox'>): NodeKeyring {
   const signingPublicKey = publicKeyOf(signingKey, true);
   return {
     openSealed: (box, aad) => openSealed(signingKey, box, aad, signingPublicKey),
+    openReleased: (box, aad) => requestCrypto.openBox(box, aad),
+    sealRelease: (recipient, share, aad) => requestCrypto.sealBox(recipient, share, aad),
     encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
     decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
     ecdhX: (publicKey) => secp256k1EcdhX(signingKey, publicKey),
@@ -314,7 +319,11 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     // Record signatures of large batches (catch-up) are verified on a worker thread.
     const verifyPool = createVerifyPool();
     // Signer recoveries and payload seals of concurrent requests run on a worker thread.
-    const requestCrypto = createRequestCryptoPool({ onRun: (op, where, n) => metrics.requestCryptoOps.inc({ op, where }, n) });
+    // … and so do the boxes of share releases, sealed by members and opened by coordinators.
+    const requestCrypto = createRequestCryptoPool({
+      openingKey: { privateKey: keys.signing, publicKey: publicKeyOf(keys.signing, true) },
+      onRun: (op, where, n) => metrics.requestCryptoOps.inc({ op, where }, n),
+    });
     const life = (lifetime = new AbortController());
     const { signal } = life;
     // What exists so far: a failed start stops it, in the stop order.
@@ -498,7 +507,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           catchUp,
           shares: store.shares,
           pending: store.pendingShares,
-          keyring: nodeKeyring(keys.signing, keys.storage),
+          keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto),
           random: systemRandom,
           clock,
           logger,
@@ -526,7 +535,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // The admission port of every encrypt and decrypt; none with `usage.enabled` false (limits
       // off: nothing admitted, nothing counted). The report and plan assignment keep the service.
       const admission = config.usage.enabled ? usage : undefined;
-      const payloads = createPayloadsService({ verifier, secrets, usage: admission, seal: requestCrypto.seal, recoverAndSeal: requestCrypto.recoverAndSeal, logger });
+      const payloads = createPayloadsService({ verifier, secrets, usage: admission, seal: requestCrypto.seal, recoverAndSeal: requestCrypto.recoverAndSeal, openPayload: requestCrypto.openPayload, logger });
       const fileMetrics = {
         jobs: metrics.fileJobs,
         bytes: metrics.fileBytes,
@@ -547,7 +556,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           maxUnverifiedBytes: config.files.maxUnverifiedBytes,
           sweepIntervalMs: config.files.sweepIntervalMs,
         },
-        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage), jobs: store.jobs, usage: admission, clock, logger, metrics: fileMetrics, signal },
+        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto), jobs: store.jobs, usage: admission, clock, logger, metrics: fileMetrics, signal },
       );
       parts.files = files;
       const permits = createPermitsService(
@@ -581,7 +590,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           ? undefined
           : createShareInventory({
               state: engine,
-              held: { shares: store.shares, keyring: nodeKeyring(keys.signing, keys.storage), clusterId: descriptor.clusterId, slot: self!.slot },
+              held: { shares: store.shares, keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto), clusterId: descriptor.clusterId, slot: self!.slot },
               caughtUp: () => network.get().caughtUp(),
               // After the own-log catch-up: a sync round with size − threshold + 1 other members, so
               // the replica holds every secret a quorum acknowledged (not merely the first pages).
@@ -605,7 +614,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               membership,
               members,
               shares: store.shares,
-              keyring: nodeKeyring(keys.signing, keys.storage),
+              keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto),
               versionVector,
               catchUp,
               syncAll: () => network.get().syncAll(),

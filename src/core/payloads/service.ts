@@ -9,7 +9,7 @@ import type { Logger } from '../../log/index.ts';
 import type { SignedDataVerifier, SignedRequest, SignerRecovery } from '../sessions/types.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import { assertDecryptRight, assertUsable, parseSecretId, resolvedOf, type SecretsCapability } from '../secrets/service.ts';
-import { CIFER_BYTES, createLruCache, fromBase64, openPayloadWithCheckedSeed, sealPayload, zeroize, type SealedPayload } from '../../crypto/index.ts';
+import { CIFER_BYTES, createLruCache, fromBase64, openPayloadWithCheckedSeed, sealPayload, zeroize, type CheckedOpen, type SealedPayload } from '../../crypto/index.ts';
 import type { EncryptedPayload, PayloadsService } from './types.ts';
 import type { UsageAdmission, UsageReservation } from '../usage/types.ts';
 import { decodeBinary, decodeEncryptedMessage, encodeBinary, PAYLOAD_MIN_BYTES } from './binary.ts';
@@ -36,6 +36,11 @@ export interface PayloadsDeps {
    * `recoverAndSeal`): one round trip to the thread instead of two. Undefined: the two steps apart.
    */
   recoverAndSeal?: (message: string, signature: string, publicKey: Uint8Array, plaintext: Uint8Array) => Promise<{ signer: string | undefined; sealed: SealedPayload } | undefined>;
+  /**
+   * {@link openPayloadWithCheckedSeed}, off the event loop while it is busy (the request crypto
+   * thread). @default inline
+   */
+  openPayload?: (seed: Uint8Array, expectedPublicKey: Uint8Array, cifer: Uint8Array, encryptedMessage: Uint8Array) => Promise<CheckedOpen>;
   logger: Logger;
 }
 
@@ -56,6 +61,7 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
   const publicKeys = createLruCache<Uint8Array>(PUBLIC_KEY_CACHE_ENTRIES);
   const publicKeyOf = (cid: string): Uint8Array => publicKeys.getOrCreate(cid, () => fromBase64(cid));
   const seal = deps.seal ?? (async (publicKey: Uint8Array, plaintext: Uint8Array) => sealPayload(publicKey, plaintext));
+  const openPayload = deps.openPayload ?? (async (seed: Uint8Array, expected: Uint8Array, cifer: Uint8Array, message: Uint8Array) => openPayloadWithCheckedSeed(seed, expected, cifer, message));
 
   async function secretFor(caller: { chainId: number; subject: string }) {
     return deps.secrets.resolveSecret(caller.chainId, parseSecretId(caller.subject));
@@ -140,9 +146,9 @@ export function createPayloadsService(deps: PayloadsDeps): PayloadsService {
         admitted.release();
         throw err;
       }
-      let opened: ReturnType<typeof openPayloadWithCheckedSeed> | undefined;
+      let opened: CheckedOpen | undefined;
       try {
-        opened = openPayloadWithCheckedSeed(seed, publicKeyOf(secret.publicKeyCid), cifer, message);
+        opened = await openPayload(seed, publicKeyOf(secret.publicKeyCid), cifer, message);
         if (!opened.ok && opened.reason === 'wrong-seed') {
           // A corrupt or lying member's share: not the client's fault, and never "Decryption failed".
           log.error({ secretId: secret.secretId }, 'released shares do not rebuild the secret');

@@ -81,6 +81,16 @@ export interface UsedStringStore {
 export interface NodeKeyring {
   /** Open a box sealed to this node's secp256k1 key; undefined when it does not open. */
   openSealed(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;
+  /**
+   * {@link openSealed} for a share released to this coordinator: on the request crypto thread while
+   * the event loop is busy (inline at light load), as decrypts come many at once.
+   */
+  openReleased(box: Uint8Array, aad: Uint8Array): Promise<Uint8Array | undefined>;
+  /**
+   * A share sealed to the coordinator it is released to (`recipient`: its signing public key), on the
+   * request crypto thread while the event loop is busy; the caller zeroes `share`.
+   */
+  sealRelease(recipient: Uint8Array, share: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
   /** AES-256-GCM under the node's storage key. */
   encryptAtRest(plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
   decryptAtRest(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;

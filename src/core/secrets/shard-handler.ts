@@ -7,7 +7,7 @@
  */
 import { refusal, refusedAs, withReason } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
-import { CIFER_BYTES, constantTimeEqual, fromBase64, fromHex, sealTo, shareXOfSlot, toBase64, toHex, zeroize } from '../../crypto/index.ts';
+import { CIFER_BYTES, constantTimeEqual, fromBase64, fromHex, shareXOfSlot, toBase64, toHex, zeroize } from '../../crypto/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { decodeBinary, decodeEncryptedMessage } from '../payloads/binary.ts';
 import { isCoordinatorEntry, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
@@ -148,7 +148,7 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
     // To ourselves (in-process, never on a wire) the share is handed over as is; the caller zeroes it.
     if (from.nodeAddress === self.nodeAddress) return { slot: own.slot, share };
     try {
-      const sealed = sealTo(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, own.slot, from.nodeAddress));
+      const sealed = await keyring.sealRelease(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, own.slot, from.nodeAddress));
       return { slot: own.slot, box: toBase64(sealed) };
     } finally {
       zeroize(share);

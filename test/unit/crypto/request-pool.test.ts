@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRequestCryptoPool, type RequestCryptoPool } from '../../../src/crypto/request-pool.ts';
-import { mlkemPublicKeyFromSeed, openPayloadWithSeed, recoverPersonalSigner, signPersonalMessage } from '../../../src/crypto/index.ts';
+import { generatePrivateKey, sealPayload as sealPayloadInline, mlkemPublicKeyFromSeed, openPayloadWithSeed, openSealed, publicKeyOf, recoverPersonalSigner, sealTo, signPersonalMessage, toHex, utf8 } from '../../../src/crypto/index.ts';
+import { runRequestOp, scrubRequestOp, type RequestOp } from '../../../src/crypto/request-ops.ts';
 
 const pools: RequestCryptoPool[] = [];
 afterEach(async () => {
@@ -69,6 +70,58 @@ describe('request crypto pool', () => {
     expect(await p.recoverAndSeal(messages[0]!, signatures[0]!, new Uint8Array(10), new Uint8Array(1))).toBeUndefined();
   });
 
+  it('seals released shares to their coordinator and opens them with the node key, on its thread and inline alike', async () => {
+    const coordinatorKey = generatePrivateKey();
+    const openingKey = { privateKey: coordinatorKey, publicKey: publicKeyOf(coordinatorKey, true) };
+    const { p, runs } = pool({ openingKey });
+    const shares = Array.from({ length: 24 }, () => randomBytes(65));
+    const aad = (i: number) => utf8(`release:${i}`);
+    const boxes = await Promise.all(shares.map((share, i) => p.sealBox(openingKey.publicKey, share, aad(i))));
+    // The caller's shares are untouched (the thread zeroes its own copies): the caller zeroes them.
+    expect(shares.every((s) => s.some((b) => b !== 0))).toBe(true);
+    boxes.forEach((box, i) => expect(toHex(openSealed(coordinatorKey, box, aad(i))!)).toBe(toHex(shares[i]!)));
+    const opened = await Promise.all(boxes.map((box, i) => p.openBox(box, aad(i))));
+    expect(opened.map((o) => toHex(o!))).toEqual(shares.map((s) => toHex(s)));
+    // A box for another purpose, or sealed to another key, does not open — wherever it runs.
+    expect(await Promise.all([p.openBox(boxes[0]!, aad(1)), p.openBox(sealTo(publicKeyOf(generatePrivateKey(), true), shares[0]!, aad(0)), aad(0))])).toEqual([undefined, undefined]);
+    expect(runs['seal-box:thread']).toBe(23);
+    expect(runs['open-box:thread']).toBeGreaterThanOrEqual(23);
+    // The node key is the pool's own: the caller's stays whole.
+    expect(toHex(coordinatorKey)).toBe(toHex(openingKey.privateKey));
+    expect(coordinatorKey.some((b) => b !== 0)).toBe(true);
+  });
+
+  it('opens decrypts’ envelopes with their rebuilt seed on its thread as inline, telling a wrong seed from a bad envelope', async () => {
+    const { p, runs } = pool();
+    const messages = Array.from({ length: 12 }, (_, i) => `payload ${i} ${'x'.repeat(i * 10)}`);
+    const sealed = messages.map((m) => sealPayloadInline(publicKey, utf8(m)));
+    const opened = await Promise.all(sealed.map((s) => p.openPayload(seed, publicKey, s.cifer, s.encryptedMessage)));
+    expect(opened.map((o) => (o.ok ? new TextDecoder().decode(o.plaintext) : o.reason))).toEqual(messages);
+    const tampered = Uint8Array.from(sealed[0]!.encryptedMessage);
+    tampered[0]! ^= 1;
+    const [bad, wrong] = await Promise.all([p.openPayload(seed, publicKey, sealed[0]!.cifer, tampered), p.openPayload(randomBytes(64), publicKey, sealed[0]!.cifer, sealed[0]!.encryptedMessage)]);
+    expect(bad).toEqual({ ok: false, reason: 'decryption-failed' });
+    expect(wrong).toEqual({ ok: false, reason: 'wrong-seed' });
+    expect(runs['open-payload:thread']).toBeGreaterThanOrEqual(11);
+    // The caller's seed stays whole: the caller zeroes it.
+    expect(seed.some((b) => b !== 0)).toBe(true);
+  });
+
+  it('zeroes the share a seal carried once the thread used its copy, and opens nothing without a node key', () => {
+    const share = randomBytes(65);
+    const op: RequestOp = { op: 'seal-box', recipient: publicKeyOf(generatePrivateKey(), true), share, aad: utf8('a') };
+    expect('box' in runRequestOp(op)).toBe(true);
+    scrubRequestOp(op);
+    expect(share.every((b) => b === 0)).toBe(true);
+    expect(runRequestOp({ op: 'open-box', box: new Uint8Array(80), aad: utf8('a') })).toEqual({ error: 'no opening key' });
+    const rebuilt = Uint8Array.from(seed);
+    const envelope = sealPayloadInline(publicKey, utf8('m'));
+    const open: RequestOp = { op: 'open-payload', seed: rebuilt, expectedPublicKey: publicKey, cifer: envelope.cifer, encryptedMessage: envelope.encryptedMessage };
+    expect(runRequestOp(open)).toMatchObject({ checked: { ok: true } });
+    scrubRequestOp(open);
+    expect(rebuilt.every((b) => b === 0)).toBe(true);
+  });
+
   it('sends an operation to the thread after a busy stretch with no idle time, and runs one inline after the loop sat idle, however busy before', async () => {
     const { p, runs } = pool({ minThreadBatch: 1 });
     const m = `-1_3_0xabc_${Date.now()}`;
@@ -97,6 +150,29 @@ describe('request crypto pool', () => {
     const { p } = pool({ minThreadBatch: 1, idleInlineMs: 0 });
     await expect(p.seal(new Uint8Array(10), new Uint8Array(1))).rejects.toThrow(TypeError);
     await expect(p.seal(new Uint8Array(10), new Uint8Array(1))).rejects.toThrow(/1184/);
+  });
+
+  it('fails, never answers wrongly, an operation whose private copy went to a thread that stopped', async () => {
+    const { p } = pool({ minThreadBatch: 1, idleInlineMs: 0 });
+    const recipientKey = generatePrivateKey();
+    const share = randomBytes(65);
+    const sealing = p.sealBox(publicKeyOf(recipientKey, true), share, utf8('a'));
+    // Flushed to the thread at the next turn, then the pool closes before it answers.
+    await new Promise((r) => setImmediate(r));
+    const closing = p.close();
+    const outcome = await sealing.then(
+      (box) => ({ box }),
+      (err: unknown) => ({ err }),
+    );
+    await closing;
+    // Either the thread answered before it stopped (a box that opens to the share) or the seal failed.
+    if ('box' in outcome) expect(toHex(openSealed(recipientKey, outcome.box, utf8('a'))!)).toBe(toHex(share));
+    else expect(outcome.err).toBeInstanceOf(TypeError);
+    expect(share.some((b) => b !== 0)).toBe(true);
+    // After the close, inline: the caller's share is sealed as given.
+    const key = generatePrivateKey();
+    const box = await p.sealBox(publicKeyOf(key, true), share, utf8('b'));
+    expect(toHex(openSealed(key, box, utf8('b'))!)).toBe(toHex(share));
   });
 
   it('answers what is queued when it closes, and inline after', async () => {
