@@ -22,7 +22,6 @@
  * this machine's cores do with both.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { LocalCluster } from '../src/testing/index.ts';
 import {
   combineShares,
@@ -50,7 +49,7 @@ import { decodeBinary, decodeEncryptedMessage, encodeBinary } from '../src/core/
 import { requireHeldShare, type HeldShares } from '../src/core/secrets/held-share.ts';
 import { shareAtRestAad, shareDigest, shareReleaseAad } from '../src/core/secrets/records.ts';
 import { releaseUseKey } from '../src/core/secrets/shard-handler.ts';
-import { BOUND_YIELD_EVERY, benchSession, decryptBodies, figure, load, median, ms, percentile, post, runConcurrent, table, withCpuProfile, type LoadResult } from './bench-lib.ts';
+import { BOUND_YIELD_EVERY, benchSession, decryptBodies, figure, load, loadAverages, median, ms, percentile, post, runConcurrent, table, withCpuProfile, type LoadResult } from './bench-lib.ts';
 
 /** Decrypts of each timed phase (one concurrency level of one round). */
 const DECRYPTS = Number(process.env.BENCH_DECRYPT_LOAD ?? 1000);
@@ -275,7 +274,7 @@ export async function benchDecryptLoad(cluster: LocalCluster, payloadBytes: numb
   try {
     await measureBound(secret, boundBodies(300), threshold, pools); // warm-up
     for (let round = 0; round < ROUNDS; round++) {
-      loads.push(loadAverage());
+      loads.push(loadAverages());
       bound.push(await measureBound(secret, boundBodies(DECRYPTS), threshold, pools));
       for (const clients of CLIENTS) http.get(clients)!.push(await phase(clients, `decrypt-load-${clients}-${round}`));
     }
@@ -317,9 +316,4 @@ export async function benchDecryptLoad(cluster: LocalCluster, payloadBytes: numb
     );
   }
   table(`POST /decrypt-payload under concurrent clients vs its in-process bound (${where}; load at each round ${loads.join(' | ')})`, rows);
-}
-
-/** The 1-, 5- and 15-minute load averages. */
-function loadAverage(): string {
-  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }

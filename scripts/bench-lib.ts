@@ -3,6 +3,7 @@
  * principal, the load worker.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { Worker } from 'node:worker_threads';
@@ -57,6 +58,11 @@ export async function post(url: string, body: unknown, headers: Record<string, s
 export function envFromVariable(variable: string): Record<string, string> {
   const spec = process.env[variable] ?? '';
   return Object.fromEntries(spec.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
+
+/** The 1-, 5- and 15-minute load averages, as /proc/loadavg has them. */
+export function loadAverages(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }
 
 /** Print a two-column table. */

@@ -12,18 +12,22 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startMailbox } from '../src/testing/index.ts';
+import { startMailbox, type Mailbox } from '../src/testing/index.ts';
 import { signPersonalMessage } from '../src/crypto/index.ts';
 import { benchPrincipal, decryptBodies, figure, load, median, ms, percentile, post, table } from './bench-lib.ts';
 import { initBenchCluster, metricOf, spawnNode, untilReady, type NodeProcess } from './bench-scale-store.ts';
+import type { ClusterInitSummary } from '../src/node/cluster-init.ts';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const DECRYPTS = Number(process.env.BENCH_DECRYPTS ?? 300);
 /** Rounds of each: the figures are the medians of the rounds' p50 and p99. */
 const ROUNDS = Number(process.env.BENCH_PROCS_ROUNDS ?? 3);
 
-/** Run the figures (see the module comment). */
-export async function benchProcs(): Promise<void> {
+/**
+ * Run `fn` on a bench cluster of one process per node (`cluster init`'s files, each node spawned as
+ * `node src/main.ts start`), every node ready; stops them and removes their files after.
+ */
+export async function withProcessCluster(fn: (cluster: { summary: ClusterInitSummary; nodes: NodeProcess[]; mailbox: Mailbox }) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-procs-'));
   const mailbox = await startMailbox();
   const nodes: NodeProcess[] = [];
@@ -31,6 +35,17 @@ export async function benchProcs(): Promise<void> {
     const summary = await initBenchCluster(dir, mailbox);
     for (const n of summary.nodes) nodes.push(spawnNode(summary, n.slot, { logLevel: 'warn' }));
     for (const n of summary.nodes) await untilReady(nodes[n.slot]!, n.operatorPort!, 120_000);
+    await fn({ summary, nodes, mailbox });
+  } finally {
+    await Promise.allSettled(nodes.map((n) => n.stop()));
+    await mailbox.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Run the figures (see the module comment). */
+export async function benchProcs(): Promise<void> {
+  await withProcessCluster(async ({ summary, mailbox }) => {
     const url = summary.nodes[0]!.httpUrl!;
     const { newSession } = await benchPrincipal({ mailbox }, url);
 
@@ -83,9 +98,5 @@ export async function benchProcs(): Promise<void> {
       ['POST /decrypt-payload p99', `${shown(decryptRounds, 99)}  target ≤ 20 ms`],
       ['request crypto operations, all nodes: inline / on the crypto thread', `${ops.inline} / ${ops.thread}`],
     ]);
-  } finally {
-    await Promise.allSettled(nodes.map((n) => n.stop()));
-    await mailbox.close();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }

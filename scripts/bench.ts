@@ -28,6 +28,7 @@ import { benchScaleStore } from './bench-scale-store.ts';
 import { benchProcs } from './bench-procs.ts';
 import { benchFiles } from './bench-files.ts';
 import { benchDecryptLoad } from './bench-decrypt-load.ts';
+import { benchCreates } from './bench-creates.ts';
 import { spawnSync } from 'node:child_process';
 import { NODE_PROCESS_SETTINGS, missingProcessSettings, tuneHeapForNodes } from '../src/node/index.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
@@ -817,6 +818,9 @@ async function main(mode: string | undefined): Promise<void> {
   if (mode === 'scale-store') return benchScaleStore();
   // `npm run bench -- latency-procs`: session and decrypt latency with one process per node.
   if (mode === 'latency-procs') return benchProcs();
+  // `npm run bench -- creates`: secret creates with 16 and 64 clients at once (in-process, then one
+  // process per node), CPU per create; about two minutes, so not in the default run.
+  if (mode === 'creates') return benchCreates();
   // Every figure but the flood's is a capacity from one client address: no abuse limits.
   // One principal encrypts thousands of messages a second here: a plan far above that (usage is
   // still counted and flushed, so its cost is in the figures).

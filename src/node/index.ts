@@ -78,6 +78,7 @@ import { createDataSafety, type DataSafety, type DataSafetyMonitor } from '../co
 import { lostSecretKind } from '../core/secrets/lost-records.ts';
 import { parseShardRequest } from '../core/secrets/shard-messages.ts';
 import { raiseSecretIdCounter } from '../core/secrets/create.ts';
+import { createSlot0Registry } from '../core/slot0-registry.ts';
 import { createWeb3Service, type Web3Service } from '../core/web3/service.ts';
 import { createNodeBackup } from '../backup/index.ts';
 import { membershipChangeProblem } from '../core/membership/epoch.ts';
@@ -371,9 +372,16 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       );
       parts.engine = engine;
       await engine.open();
+      // Slot 0's counters and claims: decided in memory one operation at a time, written in group
+      // commits (used only on slot 0).
+      const registry = createSlot0Registry({
+        store: { getClaim: (name) => store.claims.get(name), getCounter: (name) => store.counters.current(name), write: (change) => store.claims.commit(change) },
+        onWriteFailed: (err) => log.error({ err }, 'slot 0 registry write failed'),
+      });
+      const allocations = registry.serialised();
       const creator = createCreator(
         { timeoutMs: config.replication.createTimeoutMs },
-        { isCreator: self!.slot === 0, counters: store.counters, requestCreate: (req, o) => network.get().requestCreate(req, o), ownWritesReleased: (waitMs) => engine.ownWritesReleased(waitMs), logger },
+        { isCreator: self!.slot === 0, counters: { next: (name) => allocations((tx) => tx.next(name)) }, requestCreate: (req, o) => network.get().requestCreate(req, o), ownWritesReleased: (waitMs) => engine.ownWritesReleased(waitMs), logger },
       );
       parts.creator = creator;
       // Writes of the sequenced kinds (secret, principal, permit): proposed to slot 0, which writes
@@ -499,8 +507,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           versions,
           ingest: (records) => engine.ingest(records, 'apply'),
           fresh,
-          claims: store.claims,
-          allocateWithClaim: (counter, claim, value) => store.counters.nextWithClaim(counter, claim, value),
+          registry,
           verifier,
           usedStrings: store.usedStrings,
           versionVector,
@@ -686,7 +693,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       // counter past the ids in its replica, and a restored node (src/backup) marks its restore caught up.
       const backup = await createNodeBackup({ store, engine, descriptor, self: self!, storageKey: keys.storage, membersNeeded: membersToLearnOwnLog(descriptor, self!), clock, logger });
       const raiseIds = async () => {
-        const { before, highest } = await raiseSecretIdCounter({ state: engine, raiseTo: (counter, atLeast) => store.counters.raiseTo(counter, atLeast) });
+        const { before, highest } = await raiseSecretIdCounter({ state: engine, raiseTo: (counter, atLeast) => allocations((tx) => tx.raiseTo(counter, atLeast)) });
         if (before < highest) log.warn({ before, raisedTo: highest }, 'slot 0: the secret id counter was behind the ids in its replica (an empty or older data dir); raised');
       };
       const ownLog = createOwnLogCatchUp(

@@ -9,6 +9,7 @@ import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
 import type { PendingShares, PendingShareStore, ShareStore, UsedStringExpiry, UsedStringStore } from '../core/secrets/ports.ts';
 import type { JobRecord, JobRepo } from '../core/files/types.ts';
+import type { RegistryChange } from '../core/slot0-registry.ts';
 
 /** The sublevels, by role. Adding one is fine; renaming or reusing one is not. */
 export const SUBLEVELS = {
@@ -116,28 +117,22 @@ function holderOf(stored: UsedMark | string | number): string {
   return typeof stored === 'object' && stored !== null && typeof stored.holder === 'string' ? stored.holder : NO_HOLDER;
 }
 
-/** A durable named counter (slot 0's id allocation). */
+/**
+ * Slot 0's named counters (its id allocation): read here, allocated and raised only through slot 0's
+ * registry (src/core/slot0-registry.ts), which keeps their values in memory and writes them with
+ * {@link ClaimRepo.commit}.
+ */
 export interface CounterRepo {
-  /** Allocate the next value (1, 2, 3…), durably, serialised per store. */
-  next(name: string): Promise<number>;
   /** Last value allocated, 0 when none. */
   current(name: string): Promise<number>;
-  /**
-   * Allocate the next value and write a claim naming it, in one durable batch (one fsync): slot 0's
-   * create-string → secretId registry.
-   */
-  nextWithClaim(name: string, claim: string, value: (allocated: number) => string): Promise<number>;
-  /**
-   * Make the last value allocated at least `atLeast`, durably (nothing at or below it is handed out
-   * again); returns the last value allocated before. Serialised with the allocations.
-   */
-  raiseTo(name: string, atLeast: number): Promise<number>;
 }
 
 /** Durable name → value claims (slot 0's uniqueness registry); callers serialise claims per name. */
 export interface ClaimRepo {
   get(name: string): Promise<string | undefined>;
   put(name: string, value: string): Promise<void>;
+  /** Counters' values and claims in one durable batch: a group commit of slot 0's registry. */
+  commit(change: RegistryChange): Promise<void>;
 }
 
 /** The opened store. */
@@ -480,43 +475,22 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
     };
   };
 
-  // Allocations are read-modify-write: serialise them so two callers never get the same value.
-  let counterChain: Promise<unknown> = Promise.resolve();
-  const serialised = <T>(work: () => Promise<T>): Promise<T> => {
-    const run = counterChain.then(work);
-    counterChain = run.catch(() => undefined);
-    return run;
-  };
-  const lastAllocated = async (name: string) => (await counters.get(name)) ?? 0;
-  const counterRepo: CounterRepo = {
-    next: (name) =>
-      serialised(async () => {
-        const value = (await lastAllocated(name)) + 1;
-        await durablePut(counters, name, value);
-        return value;
-      }),
-    current: lastAllocated,
-    nextWithClaim: (name, claim, value) =>
-      serialised(async () => {
-        const allocated = (await lastAllocated(name)) + 1;
-        const batch = db.batch();
-        batch.put(name, allocated, { sublevel: counters as unknown as typeof meta });
-        batch.put(claim, value(allocated), { sublevel: claims as unknown as typeof meta });
-        await batch.write({ sync });
-        return allocated;
-      }),
-    raiseTo: (name, atLeast) =>
-      serialised(async () => {
-        const last = await lastAllocated(name);
-        if (atLeast > last) await durablePut(counters, name, atLeast);
-        return last;
-      }),
+  const counterRepo: CounterRepo = { current: async (name) => (await counters.get(name)) ?? 0 };
+  const claimRepo: ClaimRepo = {
+    get: (name) => claims.get(name),
+    put: (name, value) => durablePut(claims, name, value),
+    async commit(change) {
+      const batch = db.batch();
+      for (const [name, value] of change.counters) batch.put(name, value, { sublevel: counters as unknown as typeof meta });
+      for (const [name, value] of change.claims) batch.put(name, value, { sublevel: claims as unknown as typeof meta });
+      await batch.write({ sync });
+    },
   };
 
   return {
     records,
     counters: counterRepo,
-    claims: { get: (name) => claims.get(name), put: (name, value) => durablePut(claims, name, value) },
+    claims: claimRepo,
     shares: {
       // The boxes are encrypted at rest, so keeping recent ones in memory holds nothing in clear and
       // saves a LevelDB read on every decrypt. Shares are written once and never change.

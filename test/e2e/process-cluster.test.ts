@@ -3,6 +3,7 @@ import { waitFor } from 'quorumkeep/testing';
 import { cleanupStack, tempDir } from '../utils/temp.ts';
 import { startProcessCluster } from '../utils/process-cluster.ts';
 import { getJson, postJson } from '../utils/http.ts';
+import { outboxPrincipalWithSession } from '../utils/process-web2.ts';
 
 const stack = cleanupStack();
 afterEach(() => stack.run());
@@ -59,4 +60,45 @@ describe('process-level cluster (real CLI, child processes)', () => {
     // A clean stop exits 0.
     expect(await pc.stop(1)).toBe(0);
   }, 120_000);
+
+  it('kill -9 of slot 0 mid-burst of creates loses no acknowledged secret id and never hands one out twice', async () => {
+    const dir = await tempDir(stack);
+    const pc = await startProcessCluster(dir, { size: 3, threshold: 2 });
+    stack.push(() => pc.stopAll());
+    // Creates go through coordinator 1: slot 0 (node 0) only claims their ids, and is the one killed.
+    const via = pc.urls[1]!;
+    const p = await outboxPrincipalWithSession(pc, via, 'burst');
+    const signedAt = Date.now();
+    let serial = 0;
+    const acked: Array<{ body: unknown; secretId: number }> = [];
+    let stop = false;
+    const client = async () => {
+      while (!stop) {
+        // Each create its own string (its idempotency key), all within the freshness window.
+        const body = p.signed(0, undefined, signedAt + serial++);
+        const res = await postJson<{ secretId: number }>(`${via}/web2/secret`, body).catch(() => undefined);
+        if (res?.status === 201) acked.push({ body, secretId: res.body.secretId });
+      }
+    };
+    const clients = Array.from({ length: 16 }, client);
+    await waitFor(() => acked.length >= 40, { timeoutMs: 30_000, description: 'creates before the kill' });
+    await pc.kill9(0);
+    const atKill = acked.length;
+    await pc.start(0);
+    await waitFor(() => acked.length >= atKill + 40, { timeoutMs: 60_000, description: 'creates after slot 0 restarted' });
+    stop = true;
+    await Promise.all(clients);
+
+    const ids = acked.map((a) => a.secretId);
+    expect(new Set(ids).size, 'a secret id was handed out twice').toBe(ids.length);
+    // Every acknowledged create's claim survived: its string, sent again through the other
+    // coordinator, gets its own id back, not a new one.
+    const other = pc.urls[2]!;
+    const again: Array<{ expected: number; got: number | undefined; status: number }> = [];
+    for (const a of acked) {
+      const res = await postJson<{ secretId: number }>(`${other}/web2/secret`, a.body);
+      again.push({ expected: a.secretId, got: res.body.secretId, status: res.status });
+    }
+    expect(again.filter((r) => r.status !== 201 || r.got !== r.expected)).toEqual([]);
+  }, 180_000);
 });

@@ -14,12 +14,12 @@ import { reachableMemberSlots } from '../replication/gather.ts';
 import type { MembershipView, StateReader } from '../replication/ports.ts';
 import type { ReplicatedRecord } from '../replication/record.ts';
 import { currentRead, type VersionWriter } from '../replication/sequencer.ts';
-import { serialQueue } from '../serial-queue.ts';
+import type { Slot0Registry } from '../slot0-registry.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { SignedDataVerifier, SignedRequest, VerifiedCaller } from '../sessions/types.ts';
 import type { KeyDealer } from './dealing.ts';
-import type { ClaimStore, PendingShareStore } from './ports.ts';
+import type { PendingShareStore } from './ports.ts';
 import { SECRET_TYPE_MLKEM768, secretKey, secretKindName, type SecretBody } from './records.ts';
 import { evidenceFor, USE_KEY_RE } from './rules.ts';
 import type { CreatedSecret } from './types.ts';
@@ -90,10 +90,8 @@ export interface SecretCreationDeps {
   state: StateReader;
   /** Take records slot 0 sent into this replica. */
   ingest(records: unknown[]): Promise<unknown>;
-  /** Slot 0's durable claims. */
-  claims: ClaimStore;
-  /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
-  allocateWithClaim(counter: string, claim: string, value: (allocated: number) => string): Promise<number>;
+  /** Slot 0's counters and claims, group-committed. */
+  registry: Pick<Slot0Registry, 'serialised' | 'get'>;
   verifier: SignedDataVerifier;
   dealer: Pick<KeyDealer, 'deal'>;
   pending: Pick<PendingShareStore, 'get'>;
@@ -104,7 +102,7 @@ export interface SecretCreationDeps {
 
 /** Register slot 0's create operations and return the coordinator's POST /web2/secret. */
 export function createSecretCreation(deps: SecretCreationDeps): { createSecret(request: SignedRequest): Promise<CreatedSecret> } {
-  const { membership, creator, claims, clock, logger: log } = deps;
+  const { membership, creator, registry, clock, logger: log } = deps;
   const { descriptor, self } = membership;
   const clusterId = descriptor.clusterId;
 
@@ -118,49 +116,53 @@ export function createSecretCreation(deps: SecretCreationDeps): { createSecret(r
     const name = evidence ? createClaimName(signedStringKey('createSecret', evidence.data.split('_'))) : undefined;
     let id = name ? claimed.get(name) : undefined;
     if (name && id === undefined) {
-      const raw = await claims.get(name);
+      const raw = await registry.get(name);
       id = raw ? (JSON.parse(raw) as CreateClaim).secretId : undefined;
     }
     if (id !== body.secretId) throw new AppError('FORBIDDEN', 'no create claim names this secret', undefined, { reason: 'not_proposable' });
   });
 
   // Slot 0: create string → secretId, leased to the attempt creating it; claims and releases of
-  // leases run one at a time.
-  const serialised = serialQueue();
+  // leases are decided one at a time, and each answered once what it wrote or read is durable (many
+  // share one write: src/core/slot0-registry.ts).
+  const serialised = registry.serialised();
   creator.register('claimSecretCreate', (params) =>
-    serialised(async () => {
+    serialised(async (tx) => {
       const { useKey, coordinator, attempt } = params;
       if (typeof useKey !== 'string' || !USE_KEY_RE.test(useKey) || typeof coordinator !== 'string' || typeof attempt !== 'string' || attempt.length > 64) {
         throw new AppError('BAD_REQUEST', 'malformed create claim');
       }
       const name = createClaimName(useKey);
       const now = clock();
-      const raw = await claims.get(name);
+      const raw = await tx.get(name);
       if (raw) {
         const held = JSON.parse(raw) as CreateClaim;
         // Slot 0 writes every secret's versions: the first one is here as soon as it was written.
         const record = await deps.state.get('secret', secretKey(held.secretId));
         if (record) return { secretId: held.secretId, done: true, record };
-        await claims.put(name, JSON.stringify(renewedClaim(held, coordinator, attempt, now)));
+        tx.put(name, JSON.stringify(renewedClaim(held, coordinator, attempt, now)));
         return { secretId: held.secretId, done: false };
       }
-      const secretId = await deps.allocateWithClaim(SECRET_ID_COUNTER, name, (id) => JSON.stringify(leasedClaim(id, coordinator, attempt, now)));
-      claimed.set(name, secretId);
+      const secretId = await tx.nextWithClaim(SECRET_ID_COUNTER, name, (id) => JSON.stringify(leasedClaim(id, coordinator, attempt, now)));
       return { secretId, done: false };
+    }).then((answer) => {
+      // Durable now: the guard of this id's first version may take it from memory.
+      if (!answer.done) claimed.set(createClaimName(params.useKey as string), answer.secretId);
+      return answer;
     }),
   );
 
   // Slot 0: a failed attempt gives its lease back.
   creator.register('releaseSecretCreate', (params) =>
-    serialised(async () => {
+    serialised(async (tx) => {
       const { useKey, attempt } = params;
       if (typeof useKey !== 'string' || !USE_KEY_RE.test(useKey) || typeof attempt !== 'string') throw new AppError('BAD_REQUEST', 'malformed create release');
       const name = createClaimName(useKey);
-      const raw = await claims.get(name);
+      const raw = await tx.get(name);
       if (!raw) return { released: false };
       const released = releasedClaim(JSON.parse(raw) as CreateClaim, attempt);
       if (!released) return { released: false };
-      await claims.put(name, JSON.stringify(released));
+      tx.put(name, JSON.stringify(released));
       return { released: true };
     }),
   );

@@ -97,9 +97,3 @@ export interface NodeKeyring {
   /** The x-coordinate of ECDH between this node's signing key and `publicKey` (33 or 65 bytes); the caller zeroes it. */
   ecdhX(publicKey: Uint8Array): Uint8Array;
 }
-
-/** Slot 0's durable claims by name (create strings → secretId, used setDelegate strings). */
-export interface ClaimStore {
-  get(name: string): Promise<string | undefined>;
-  put(name: string, value: string): Promise<void>;
-}

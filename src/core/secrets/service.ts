@@ -27,9 +27,9 @@ import { parseChainId, WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { ResolvedSecret, SecretsService, SecretView } from './types.ts';
 import type { SignedDataVerifier, SignedRequest } from '../sessions/types.ts';
 import type { ChainHeads } from '../web3/ports.ts';
-import type { ClaimStore, NodeKeyring, PendingShareStore, ShareStore, UsedStringStore } from './ports.ts';
+import type { NodeKeyring, PendingShareStore, ShareStore, UsedStringStore } from './ports.ts';
 import type { SecretBody } from './records.ts';
-import { createSecretCreation } from './create.ts';
+import { createSecretCreation, type SecretCreationDeps } from './create.ts';
 import { createKeyDealer } from './dealing.ts';
 import { createDelegateSetter } from './delegate.ts';
 import { createShareDelivery } from './delivery.ts';
@@ -63,14 +63,12 @@ export interface SecretsDeps {
   creator: Pick<CreatorService, 'allocate' | 'call' | 'register'>;
   /** Reads that catch up before answering "not found" (a client may ask right after another coordinator wrote). */
   fresh?: FreshReader;
-  /** Slot 0's durable claims (create strings → secretId). */
-  claims: ClaimStore;
+  /** Slot 0's counters and claims (create strings → secretId), group-committed. */
+  registry: SecretCreationDeps['registry'];
   /** Writes of sequenced kinds (the secret's versions), through slot 0. */
   versions: Pick<VersionWriter, 'update' | 'ensureDurable' | 'guard'>;
   /** Take records slot 0 sent into this replica. */
   ingest(records: unknown[]): Promise<unknown>;
-  /** Slot 0: the next value of a counter and a claim naming it, in one durable write. */
-  allocateWithClaim(counter: string, claim: string, value: (allocated: number) => string): Promise<number>;
   verifier: SignedDataVerifier;
   /** Decrypt strings this member has released its share for, each with the coordinator it went to. */
   usedStrings: UsedStringStore;
@@ -146,8 +144,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
     versions: deps.versions,
     state,
     ingest: deps.ingest,
-    claims: deps.claims,
-    allocateWithClaim: deps.allocateWithClaim,
+    registry: deps.registry,
     verifier: deps.verifier,
     dealer,
     pending: deps.pending,

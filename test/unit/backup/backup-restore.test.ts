@@ -46,7 +46,7 @@ async function fillStore(location: string): Promise<void> {
     });
     await store.shares.put(7, new Uint8Array([1, 2, 3, 4]));
     await store.claims.put('email:abcd', 'principal-1');
-    await store.counters.next('secretId');
+    await store.claims.commit({ counters: new Map([['secretId', 1]]), claims: new Map() });
     await store.putMeta('web3-cursor:8453', 1234);
     await store.jobs.put({ id: 'job-1' } as never);
   } finally {
