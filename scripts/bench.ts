@@ -669,7 +669,10 @@ async function benchQuorumWrites(writer: QuorumNode, rtt: number): Promise<void>
   const throughput = (CONCURRENT_WRITES / conc.wallMs) * 1000;
   figure({ name: 'quorum write, sequential, p50', value: median(seq.latencies), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync` });
   figure({ name: 'quorum write, sequential, p99', value: percentile(seq.latencies, 99), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes` });
-  figure({ name: 'quorum write, concurrent writers, throughput', value: throughput, unit: 'writes/s', note: `${CONCURRENCY} writers, ${CONCURRENT_WRITES} writes` });
+  // Issue 31's targets: 5,000 writes/s with 32 writers at a p50 of 15 ms at most.
+  figure({ name: 'quorum write, concurrent writers, throughput', value: throughput, unit: 'writes/s', target: { op: '>=', value: 5000 }, note: `${CONCURRENCY} writers, ${CONCURRENT_WRITES} writes` });
+  figure({ name: 'quorum write, concurrent writers, p50', value: median(conc.latencies), unit: 'ms', target: { op: '<=', value: 15 }, note: `${CONCURRENCY} writers, ${CONCURRENT_WRITES} writes` });
+  figure({ name: 'quorum write, concurrent writers, CPU per write', value: cpuPerWriteMs * 1000, unit: 'µs', note: 'the process: 5 members, every thread' });
   table(`Quorum write, sequential (${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync)`, [
     ['p50', `${ms(median(seq.latencies))}  (${(median(seq.latencies) / rtt).toFixed(1)}× RTT)`],
     ['p99', `${ms(percentile(seq.latencies, 99))}  (${(percentile(seq.latencies, 99) / rtt).toFixed(1)}× RTT)`],
