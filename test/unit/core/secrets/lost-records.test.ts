@@ -74,8 +74,9 @@ describe('lostSecret: what a coordinator can record', () => {
       for (const [chainId, secretId] of [[-1, 7], [-1, 8], [8453, 7]] as const) {
         for (const at of times) pool.push({ a: statement(slot, chainId, secretId, at), about: `${chainId}:${secretId}`, genuine: true });
       }
-      // Forgeries: the rogue coordinator's key under this slot.
-      pool.push({ a: statement(slot, -1, 7, NOW, c.keys[1]!), about: '-1:7', genuine: false });
+      // Forgeries: the rogue coordinator's key under another slot (under its own, slot 1, the
+      // statement is its genuine one: it is trusted for its own slot).
+      if (slot !== 1) pool.push({ a: statement(slot, -1, 7, NOW, c.keys[1]!), about: '-1:7', genuine: false });
     }
     const inTime = (at: number) => at >= NOW - ATTESTATION_MAX_AGE_MS && at <= NOW + 60_000;
     const valid = pool.flatMap((p, i) => (p.genuine && p.about === '-1:7' && inTime(p.a.at) ? [i] : []));
