@@ -439,7 +439,9 @@ export function spawnNode(summary: ClusterInitSummary, slot: number, options: { 
   const node = summary.nodes[slot]!;
   const spawnedAt = Date.now();
   // As the shipped systemd unit starts a node: its node flags and environment (docs/deployment.md).
-  const args = [...NODE_PROCESS_SETTINGS.nodeFlags, ...(options.preload ? ['--import', options.preload] : []), 'src/main.ts', 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];
+  // `BENCH_NODE_CPU_PROFILE=<dir>`: every node process writes a V8 CPU profile there when it exits.
+  const profile = process.env.BENCH_NODE_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_NODE_CPU_PROFILE}`, `--cpu-prof-name=node-${slot}-${spawnedAt}.cpuprofile`] : [];
+  const args = [...NODE_PROCESS_SETTINGS.nodeFlags, ...profile, ...(options.preload ? ['--import', options.preload] : []), 'src/main.ts', 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];
   const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...NODE_PROCESS_SETTINGS.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe', ...(options.preload ? (['ipc'] as const) : [])] });
   let output = '';
   let startedAt = 0;
