@@ -116,8 +116,8 @@ function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array, requestCryp
   const signingPublicKey = publicKeyOf(signingKey, true);
   return {
     openSealed: (box, aad) => openSealed(signingKey, box, aad, signingPublicKey),
-    openSealedAsync: (box, aad) => requestCrypto.openBox(box, aad),
-    sealShareAsync: (recipient, share, aad) => requestCrypto.sealBox(recipient, share, aad),
+    openReleased: (box, aad) => requestCrypto.openBox(box, aad),
+    sealRelease: (recipient, share, aad) => requestCrypto.sealBox(recipient, share, aad),
     encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
     decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
     ecdhX: (publicKey) => secp256k1EcdhX(signingKey, publicKey),

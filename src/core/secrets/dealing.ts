@@ -32,26 +32,21 @@ export interface SealedShares {
   boxes: Map<number, Uint8Array>;
 }
 
-/** Seals a share to a member's signing public key (the node's request crypto thread, or {@link sealTo} inline). */
-export type ShareSealer = (recipient: Uint8Array, share: Uint8Array, aad: Uint8Array) => Promise<Uint8Array>;
-
-const sealInline: ShareSealer = async (recipient, share, aad) => sealTo(recipient, share, aad);
-
 /**
- * Split `seed` threshold-of-size and seal share i to member i (all at once: on the crypto thread,
- * one message); the shares are zeroed, the seed is the caller's to zero. At x = slot + 1: a member
- * that loses its share can get it back (recovery.ts).
+ * Split `seed` threshold-of-size and seal share i to member i; the shares are zeroed, the seed is the
+ * caller's to zero. At x = slot + 1: a member that loses its share can get it back (recovery.ts).
  */
-export async function sealShares(seed: Uint8Array, descriptor: ClusterDescriptor, label: number | string, seal: ShareSealer = sealInline): Promise<SealedShares> {
+export function sealShares(seed: Uint8Array, descriptor: ClusterDescriptor, label: number | string): SealedShares {
   const memberList = membersOf(descriptor);
   const publicKey = mlkemPublicKeyFromSeed(seed);
   const shareDigests: string[] = [];
   const boxes = new Map<number, Uint8Array>();
   const shares = splitSecretForSlots(seed, memberList.map((m) => m.slot), descriptor.threshold);
   try {
-    for (const m of memberList) shareDigests[m.slot] = shareDigest(descriptor.clusterId, label, m.slot, shares[m.slot]!);
-    const sealed = await Promise.all(memberList.map((m) => seal(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(descriptor.clusterId, label, m.slot))));
-    memberList.forEach((m, i) => boxes.set(m.slot, sealed[i]!));
+    for (const m of memberList) {
+      boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(descriptor.clusterId, label, m.slot)));
+      shareDigests[m.slot] = shareDigest(descriptor.clusterId, label, m.slot, shares[m.slot]!);
+    }
   } finally {
     zeroize(...shares);
   }
@@ -74,8 +69,6 @@ export interface KeyDealerDeps {
   versions: Pick<VersionWriter, 'update'>;
   delivery: Pick<ShareDelivery, 'deliver' | 'keepUndelivered'>;
   random: RandomSource;
-  /** Seals each share to its member. @default {@link sealTo} inline */
-  seal?: ShareSealer;
   clock: () => number;
   /** The secrets module's logger. */
   logger: Logger;
@@ -102,7 +95,7 @@ export function createKeyDealer(deps: KeyDealerDeps): KeyDealer {
     const seed = deps.random(SEED_BYTES);
     let sealed: SealedShares;
     try {
-      sealed = await sealShares(seed, descriptor, shareLabel(chainId, secretId), deps.seal);
+      sealed = sealShares(seed, descriptor, shareLabel(chainId, secretId));
     } finally {
       zeroize(seed);
     }

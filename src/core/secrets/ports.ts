@@ -82,16 +82,15 @@ export interface NodeKeyring {
   /** Open a box sealed to this node's secp256k1 key; undefined when it does not open. */
   openSealed(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;
   /**
-   * {@link openSealed} on the request crypto thread while the event loop is busy (inline at light
-   * load): the boxes of shares released to this coordinator, and of shares dealt to this member.
+   * {@link openSealed} for a share released to this coordinator: on the request crypto thread while
+   * the event loop is busy (inline at light load), as decrypts come many at once.
    */
-  openSealedAsync(box: Uint8Array, aad: Uint8Array): Promise<Uint8Array | undefined>;
+  openReleased(box: Uint8Array, aad: Uint8Array): Promise<Uint8Array | undefined>;
   /**
-   * A share sealed to a node (`recipient`: its signing public key) — released to a coordinator, or
-   * dealt to a member — on the request crypto thread while the event loop is busy; the caller zeroes
-   * `share`.
+   * A share sealed to the coordinator it is released to (`recipient`: its signing public key), on the
+   * request crypto thread while the event loop is busy; the caller zeroes `share`.
    */
-  sealShareAsync(recipient: Uint8Array, share: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
+  sealRelease(recipient: Uint8Array, share: Uint8Array, aad: Uint8Array): Promise<Uint8Array>;
   /** AES-256-GCM under the node's storage key. */
   encryptAtRest(plaintext: Uint8Array, aad: Uint8Array): Uint8Array;
   decryptAtRest(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;

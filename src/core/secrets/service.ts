@@ -136,7 +136,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
 
   const reads = createSecretReads({ state, fresh: deps.fresh, web3: deps.web3 });
   const delivery = createShareDelivery(options, { ...common, members: deps.members, pending: deps.pending, signal });
-  const dealer = createKeyDealer({ ...common, versions: deps.versions, delivery, random: deps.random, seal: deps.keyring.sealShareAsync });
+  const dealer = createKeyDealer({ ...common, versions: deps.versions, delivery, random: deps.random });
   // Slot 0's operations are registered in this order: claimSecretCreate, releaseSecretCreate.
   const creation = createSecretCreation({
     ...common,

@@ -97,7 +97,7 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
     if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'shares are dealt by coordinators only');
     const { slot } = own;
     const label = shareLabel(chainId, secretId);
-    const share = await keyring.openSealedAsync(fromBase64(box), shareStoreAad(clusterId, label, slot));
+    const share = keyring.openSealed(fromBase64(box), shareStoreAad(clusterId, label, slot));
     if (!share) throw refusal('FORBIDDEN', 'share_mismatch', 'share does not open for this member');
     try {
       // Every share sits at its slot's coordinate: two members at one x would hold one share between them.
@@ -148,7 +148,7 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
     // To ourselves (in-process, never on a wire) the share is handed over as is; the caller zeroes it.
     if (from.nodeAddress === self.nodeAddress) return { slot: own.slot, share };
     try {
-      const sealed = await keyring.sealShareAsync(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, own.slot, from.nodeAddress));
+      const sealed = await keyring.sealRelease(fromHex(from.signingPublicKey), share, shareReleaseAad(clusterId, label, own.slot, from.nodeAddress));
       return { slot: own.slot, box: toBase64(sealed) };
     } finally {
       zeroize(share);

@@ -10,7 +10,6 @@ import { shareDigest, shareStoreAad } from '../../../../src/core/secrets/records
 import type { MembershipView, WriteIntent } from '../../../../src/core/replication/ports.ts';
 import { QuorumError } from '../../../../src/errors/index.ts';
 import { combineShares, mlkemPublicKeyFromSeed, openSealed, shareXOfSlot, systemRandom, toBase64 } from '../../../../src/crypto/index.ts';
-import { createRequestCryptoPool } from '../../../../src/crypto/request-pool.ts';
 import { captureLogger } from '../../../utils/log.ts';
 import { unitCluster } from '../../../utils/evidence.ts';
 
@@ -20,7 +19,7 @@ const { clusterId } = c.descriptor;
 describe('sealShares', () => {
   it('seals share i to member i at x = i + 1, with its digest; any threshold rebuild the seed', async () => {
     const seed = systemRandom(64);
-    const { publicKey, shareDigests, boxes } = await sealShares(seed.slice(), c.descriptor, 7);
+    const { publicKey, shareDigests, boxes } = sealShares(seed.slice(), c.descriptor, 7);
     expect(publicKey).toEqual(mlkemPublicKeyFromSeed(seed));
     expect([...boxes.keys()]).toEqual([0, 1, 2, 3, 4]);
     const shares = c.keys.map((key, slot) => openSealed(key, boxes.get(slot)!, shareStoreAad(clusterId, 7, slot))!);
@@ -32,26 +31,8 @@ describe('sealShares', () => {
     expect(await combineShares([shares[1]!, shares[3]!])).not.toEqual(seed);
   });
 
-  it('seals through the request crypto thread alike, and zeroes every share it handed to the sealer', async () => {
-    const pool = createRequestCryptoPool({ minThreadBatch: 1, idleInlineMs: 0 });
-    const handed: Uint8Array[] = [];
-    try {
-      const seed = systemRandom(64);
-      const { boxes } = await sealShares(seed.slice(), c.descriptor, 9, (recipient, share, aad) => {
-        handed.push(share);
-        return pool.sealBox(recipient, share, aad);
-      });
-      const shares = c.keys.map((key, slot) => openSealed(key, boxes.get(slot)!, shareStoreAad(clusterId, 9, slot))!);
-      expect(await combineShares([shares[0]!, shares[3]!, shares[4]!])).toEqual(seed);
-      expect(handed).toHaveLength(5);
-      expect(handed.every((share) => share.every((b) => b === 0))).toBe(true);
-    } finally {
-      await pool.close();
-    }
-  });
-
-  it('a box opens for its member and its secret only', async () => {
-    const { boxes } = await sealShares(systemRandom(64), c.descriptor, '31337:7');
+  it('a box opens for its member and its secret only', () => {
+    const { boxes } = sealShares(systemRandom(64), c.descriptor, '31337:7');
     expect(openSealed(c.keys[1]!, boxes.get(0)!, shareStoreAad(clusterId, '31337:7', 0))).toBeUndefined();
     expect(openSealed(c.keys[0]!, boxes.get(0)!, shareStoreAad(clusterId, 7, 0))).toBeUndefined();
     expect(openSealed(c.keys[0]!, boxes.get(0)!, shareStoreAad(clusterId, '31337:7', 0))).toBeDefined();

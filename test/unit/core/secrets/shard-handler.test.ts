@@ -129,8 +129,8 @@ function member(records: Map<string, object> = new Map(), self: ClusterNodeEntry
     usedStrings: { use: async () => true, chains: async () => [], prune: async () => 0 },
     keyring: {
       openSealed: (box, aad) => openSealed(keys[SLOT]!, box, aad),
-      openSealedAsync: async (box, aad) => openSealed(keys[SLOT]!, box, aad),
-      sealShareAsync: () => Promise.reject(new Error('unused')),
+      openReleased: () => Promise.reject(new Error('unused')),
+      sealRelease: () => Promise.reject(new Error('unused')),
       encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
       decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
       ecdhX: () => {
