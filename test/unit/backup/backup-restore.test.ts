@@ -9,10 +9,11 @@ import { createServer } from 'node:http';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BackupError, RESTORE_META_KEY, runBackup, runRestore, verifyArchiveFile, type RestoreMarker } from '../../../src/backup/index.ts';
+import { createReadStream } from 'node:fs';
+import { BackupError, decodeArchive, encodeArchive, RESTORE_META_KEY, runBackup, runRestore, verifyArchiveFile, type BackupHeader, type BackupSummary, type RestoreMarker } from '../../../src/backup/index.ts';
 import { loadNodeSetup } from '../../../src/config/index.ts';
 import { initCluster } from '../../../src/node/cluster-init.ts';
-import { openStore, type NodeStore } from '../../../src/store/index.ts';
+import { openStore, STORE_SCHEMA_VERSION, type NodeStore } from '../../../src/store/index.ts';
 import { getFreePortRange } from '../../../src/testing/index.ts';
 import { cleanupStack, tempDir } from '../../utils/temp.ts';
 
@@ -101,6 +102,54 @@ describe('backup and restore of a stopped node', () => {
     got.delete(`!meta!${RESTORE_META_KEY}`);
     expect(got).toEqual(expected);
     expect((await readdir(target.config.dataDir)).sort()).toEqual(['db']);
+  });
+
+  it('an archive of store schema 1 (states held copies of their records) restores, and the store is upgraded when opened', async () => {
+    const { dir, setup } = await cluster();
+    const original = setup(1);
+    await fillStore(join(original.config.dataDir, 'db'));
+    const current = join(dir, 'node-1.qkbackup');
+    await runBackup({ config: original.config, descriptor: original.descriptor, out: current }, { clock: () => 42 });
+    // Rewrite it as a schema-1 build wrote it: the header's version, the meta entry, whole records as states.
+    const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+    const bytes = (t: string) => new Uint8Array(Buffer.from(t, 'utf8'));
+    let header: BackupHeader | undefined;
+    let summary: BackupSummary | undefined;
+    const entries: Array<{ key: Uint8Array; value: Uint8Array }> = [];
+    const logs = new Map<string, string>();
+    for await (const item of decodeArchive(createReadStream(current))) {
+      if (item.type === 'header') header = item.header;
+      else if (item.type === 'summary') summary = item.summary;
+      else if (item.type === 'entry') {
+        entries.push({ key: Uint8Array.from(item.key), value: Uint8Array.from(item.value) });
+        if (text(item.key).startsWith('!log!')) logs.set(text(item.key).slice('!log!'.length), text(item.value));
+      }
+    }
+    expect(header!.storeSchemaVersion).toBe(STORE_SCHEMA_VERSION);
+    const old = entries.map(({ key, value }) => {
+      const k = text(key);
+      if (k === '!meta!schemaVersion') return { key, value: bytes('1') };
+      if (k.startsWith('!state!')) return { key, value: bytes(logs.get(JSON.parse(text(value)) as string)!) };
+      return { key, value };
+    });
+    expect(old.some(({ key, value }) => text(key).startsWith('!state!') && text(value).includes('"body"'))).toBe(true);
+    const v1 = join(dir, 'node-1-v1.qkbackup');
+    await writeFile(v1, encodeArchive({ header: { ...header!, storeSchemaVersion: 1 }, entries: (async function* () { yield* old; })(), facts: () => summary!.facts }), { mode: 0o600 });
+
+    const target = setup(1, { dataDir: join(dir, 'restored-v1'), keysDir: join(original.config.dataDir, 'keys') });
+    await runRestore({ config: target.config, descriptor: target.descriptor, input: v1 }, { clock: () => 99 });
+    const after = await openStore({ location: join(target.config.dataDir, 'db') });
+    stack.push(() => after.close());
+    expect(await after.getMeta('schemaVersion')).toBe(STORE_SCHEMA_VERSION);
+    expect(await after.records.getState('probe', 'p1')).toMatchObject({ kind: 'probe', key: 'p1', origin: '0xaa', seq: 1, body: { note: 'x' } });
+    const states = [...(await rawEntries(after))].filter(([k]) => k.startsWith('!state!'));
+    expect(states).toEqual([['!state!probe!p1', Buffer.from(JSON.stringify('0xaa!000000000001')).toString('hex')]]);
+    // A schema this build does not know is refused before anything is written.
+    const v9 = join(dir, 'node-1-v9.qkbackup');
+    await writeFile(v9, encodeArchive({ header: { ...header!, storeSchemaVersion: STORE_SCHEMA_VERSION + 1 }, entries: (async function* () { yield* entries; })(), facts: () => summary!.facts }), { mode: 0o600 });
+    const refused = setup(1, { dataDir: join(dir, 'restored-v9'), keysDir: join(original.config.dataDir, 'keys') });
+    await refusedWith(runRestore({ config: refused.config, descriptor: refused.descriptor, input: v9 }, { clock: () => 99 }), /schema/);
+    expect(await readdir(refused.config.dataDir).catch(() => [])).not.toContain('db');
   });
 
   it('--include-keys: a data dir without keys gets them (0600), checked against the cluster file', async () => {
