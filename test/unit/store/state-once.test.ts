@@ -73,7 +73,7 @@ describe('each record stored once', () => {
     expect(state.bytes).toBeLessThan(log.bytes / 40);
   });
 
-  it('a schema-1 store (states held copies) is upgraded when opened and reads the same', async () => {
+  it('a schema-1 store (states held copies; some already rewritten by an upgrade that crashed) is upgraded when opened and reads the same', async () => {
     const location = await tempDir(stack);
     const records = Array.from({ length: 1500 }, (_, i) => record(i % 2 ? 'secret' : 'principal', String(i).padStart(12, '0'), i + 1));
     // Build it as a schema-1 build left it: whole records under `state`.
@@ -81,9 +81,11 @@ describe('each record stored once', () => {
     await db.open();
     const batch = db.batch();
     batch.put('schemaVersion', 1, { sublevel: db.sublevel('meta', { valueEncoding: 'json' }) });
-    for (const r of records) {
-      batch.put(`${ORIGIN}!${r.seq.toString(16).padStart(12, '0')}`, r, { sublevel: db.sublevel('log', { valueEncoding: 'json' }) });
-      batch.put(`${r.kind}!${r.key}`, r, { sublevel: db.sublevel('state', { valueEncoding: 'json' }) });
+    for (const [i, r] of records.entries()) {
+      const logKey = `${ORIGIN}!${r.seq.toString(16).padStart(12, '0')}`;
+      batch.put(logKey, r, { sublevel: db.sublevel('log', { valueEncoding: 'json' }) });
+      // The first 400 as an upgrade that crashed midway left them: already log keys.
+      batch.put(`${r.kind}!${r.key}`, i < 400 ? logKey : r, { sublevel: db.sublevel('state', { valueEncoding: 'json' }) });
     }
     await batch.write();
     await db.close();
@@ -97,7 +99,7 @@ describe('each record stored once', () => {
     const after = await sublevelBytes(location, 'state');
     expect(after.entries).toBe(1500);
     expect(after.values.every((v) => v.startsWith('"0x'))).toBe(true);
-    expect(after.bytes).toBeLessThan(before.bytes / 20);
+    expect(after.bytes).toBeLessThan(before.bytes / 10);
 
     // Opening again changes nothing.
     store = await openStore({ location });
