@@ -4,14 +4,29 @@
  * the secretId and slot as associated data, so a share copied to another record or slot never opens
  * (docs/architecture.md, Keys and crypto).
  */
-import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, KeyObject } from 'node:crypto';
+
+/**
+ * An AES-256 key: its bytes, or a KeyObject made of them once ({@link aesKeyObject}) for a key used
+ * for many boxes — the node's storage key, on every share read — which saves making one per box.
+ */
+export type AesKey = Uint8Array | KeyObject;
 
 /**
  * Raw key bytes as a KeyObject: node:crypto takes a much slower path for a Buffer key (a cipher
  * costs several times what it costs from a KeyObject), and these ciphers are on the decrypt hot path.
  * The KeyObject's copy lives in OpenSSL memory, out of JavaScript's reach, and is freed with it.
  */
-export function secretKeyOf(key: Uint8Array) {
+export function secretKeyOf(key: AesKey) {
+  return key instanceof KeyObject ? key : createSecretKey(key);
+}
+
+/**
+ * A long-lived AES-256 key as a KeyObject, made once: its copy lives in OpenSSL memory as long as
+ * the object does (for the node's storage key, the node's life, as the key's bytes do).
+ */
+export function aesKeyObject(key: Uint8Array): KeyObject {
+  checkKey(key);
   return createSecretKey(key);
 }
 import { concatBytes, systemRandom, type RandomSource } from './bytes.ts';
@@ -27,11 +42,12 @@ export const AT_REST_OVERHEAD_BYTES = AES_GCM_NONCE_BYTES + AES_GCM_TAG_BYTES;
 
 const EMPTY = new Uint8Array(0);
 
-function checkKey(key: Uint8Array): void {
-  if (!(key instanceof Uint8Array) || key.length !== AES_256_KEY_BYTES) throw new TypeError(`AES-256 key must be ${AES_256_KEY_BYTES} bytes`);
+function checkKey(key: AesKey): void {
+  const bytes = key instanceof KeyObject ? (key.type === 'secret' ? key.symmetricKeySize : undefined) : key instanceof Uint8Array ? key.length : undefined;
+  if (bytes !== AES_256_KEY_BYTES) throw new TypeError(`AES-256 key must be ${AES_256_KEY_BYTES} bytes`);
 }
 
-function checkKeyAndNonce(key: Uint8Array, nonce: Uint8Array): void {
+function checkKeyAndNonce(key: AesKey, nonce: Uint8Array): void {
   checkKey(key);
   if (!(nonce instanceof Uint8Array) || nonce.length !== AES_GCM_NONCE_BYTES) throw new TypeError(`AES-GCM nonce must be ${AES_GCM_NONCE_BYTES} bytes`);
 }
@@ -48,7 +64,7 @@ export interface AesGcmSealed {
  * AES-256-GCM encryption. A (key, nonce) pair must never encrypt twice: callers use a random nonce or
  * a key derived for this one message. Throws a TypeError on a wrong key or nonce length.
  */
-export function aes256GcmEncrypt(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array = EMPTY): AesGcmSealed {
+export function aes256GcmEncrypt(key: AesKey, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array = EMPTY): AesGcmSealed {
   checkKeyAndNonce(key, nonce);
   const cipher = createCipheriv('aes-256-gcm', secretKeyOf(key), nonce, { authTagLength: AES_GCM_TAG_BYTES });
   cipher.setAAD(aad);
@@ -64,7 +80,7 @@ export function aes256GcmEncrypt(key: Uint8Array, nonce: Uint8Array, plaintext: 
  * key or nonce length, which is the caller's bug rather than bad input.
  */
 export function aes256GcmDecrypt(
-  key: Uint8Array,
+  key: AesKey,
   nonce: Uint8Array,
   ciphertext: Uint8Array,
   tag: Uint8Array,
@@ -97,7 +113,7 @@ export function aes256GcmDecrypt(
  * Encrypt a share (or any private value) under a node storage key: random nonce (12) ‖ ciphertext ‖
  * tag (16). `aad` binds the box to its place, e.g. the secretId and slot of a share.
  */
-export function encryptAtRest(key: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, random: RandomSource = systemRandom): Uint8Array {
+export function encryptAtRest(key: AesKey, plaintext: Uint8Array, aad: Uint8Array, random: RandomSource = systemRandom): Uint8Array {
   const nonce = random(AES_GCM_NONCE_BYTES);
   const { ciphertext, tag } = aes256GcmEncrypt(key, nonce, plaintext, aad);
   return concatBytes(nonce, ciphertext, tag);
@@ -107,7 +123,7 @@ export function encryptAtRest(key: Uint8Array, plaintext: Uint8Array, aad: Uint8
  * Open a box made by {@link encryptAtRest} with the same key and associated data; undefined when the
  * box is too short, altered, or made for other associated data. Throws a TypeError on a wrong key length.
  */
-export function decryptAtRest(key: Uint8Array, box: Uint8Array, aad: Uint8Array): Uint8Array | undefined {
+export function decryptAtRest(key: AesKey, box: Uint8Array, aad: Uint8Array): Uint8Array | undefined {
   checkKey(key);
   if (!(box instanceof Uint8Array) || box.length < AT_REST_OVERHEAD_BYTES) return undefined;
   const tagStart = box.length - AES_GCM_TAG_BYTES;

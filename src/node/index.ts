@@ -48,6 +48,7 @@ import {
   toHex,
   openSealed,
   secp256k1EcdhX,
+  aesKeyObject,
   encryptAtRest,
   decryptAtRest,
   systemRandom,
@@ -114,12 +115,14 @@ function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains, acceptLe
  */
 function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array, requestCrypto: Pick<RequestCryptoPool, 'openBox' | 'sealBox'>): NodeKeyring {
   const signingPublicKey = publicKeyOf(signingKey, true);
+  // Every share read and write opens a box under the storage key: one KeyObject for all of them.
+  const storage = aesKeyObject(storageKey);
   return {
     openSealed: (box, aad) => openSealed(signingKey, box, aad, signingPublicKey),
     openReleased: (box, aad) => requestCrypto.openBox(box, aad),
     sealRelease: (recipient, share, aad) => requestCrypto.sealBox(recipient, share, aad),
-    encryptAtRest: (plaintext, aad) => encryptAtRest(storageKey, plaintext, aad),
-    decryptAtRest: (box, aad) => decryptAtRest(storageKey, box, aad),
+    encryptAtRest: (plaintext, aad) => encryptAtRest(storage, plaintext, aad),
+    decryptAtRest: (box, aad) => decryptAtRest(storage, box, aad),
     ecdhX: (publicKey) => secp256k1EcdhX(signingKey, publicKey),
   };
 }

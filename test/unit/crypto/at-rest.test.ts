@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   AT_REST_OVERHEAD_BYTES,
   aes256GcmDecrypt,
   aes256GcmEncrypt,
+  aesKeyObject,
   decryptAtRest,
   encryptAtRest,
   fromHex,
@@ -84,5 +85,16 @@ describe('shares at rest', () => {
   it('throw a TypeError on a storage key that is not 32 bytes', () => {
     expect(() => encryptAtRest(new Uint8Array(31), share, utf8('a'))).toThrow(TypeError);
     expect(() => decryptAtRest(new Uint8Array(33), new Uint8Array(40), utf8('a'))).toThrow(TypeError);
+  });
+
+  it('the storage key made a KeyObject once opens and makes the same boxes as its bytes, and a KeyObject of another size is refused', () => {
+    const key = aesKeyObject(storageKey);
+    const aad = aadOf('000000000042', 3);
+    expect(toHex(decryptAtRest(key, encryptAtRest(storageKey, share, aad), aad)!)).toBe(toHex(share));
+    expect(toHex(decryptAtRest(storageKey, encryptAtRest(key, share, aad), aad)!)).toBe(toHex(share));
+    expect(decryptAtRest(key, encryptAtRest(key, share, aad), aadOf('000000000042', 4))).toBeUndefined();
+    expect(decryptAtRest(aesKeyObject(new Uint8Array(randomBytes(32))), encryptAtRest(key, share, aad), aad)).toBeUndefined();
+    expect(() => aesKeyObject(new Uint8Array(16))).toThrow(TypeError);
+    expect(() => encryptAtRest(createSecretKey(new Uint8Array(16)), share, aad)).toThrow(TypeError);
   });
 });
