@@ -6,6 +6,7 @@
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { tcp } from '@libp2p/tcp';
 import { noise } from '@chainsafe/libp2p-noise';
+import { noiseCrypto } from './noise-crypto.ts';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify } from '@libp2p/identify';
 import { gossipsub } from '@chainsafe/libp2p-gossipsub';
@@ -53,7 +54,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<Clus
     privateKey: options.privateKey,
     addresses: { listen: options.listen },
     transports: [tcp()],
-    connectionEncrypters: [noise()],
+    connectionEncrypters: [noise({ crypto: noiseCrypto })],
     streamMuxers: [yamux()],
     connectionGater: {
       // Cluster peers are on private and loopback addresses; the default gater would refuse those.
