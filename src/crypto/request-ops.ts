@@ -77,15 +77,24 @@ export function runRequestOp(op: RequestOp, key?: OpeningKey): RequestOpResult {
 /**
  * The private material an operation carries (a share, a seed): the pool gives each operation its own
  * exact copy, moved to the thread (transferred, so no copy stays behind) or used inline, and zeroed
- * by whoever ran it ({@link scrubRequestOp}). A view into a larger buffer (Node's Buffer pool) is
+ * by whoever ran it ({@link runOwnedRequestOp}). A view into a larger buffer (Node's Buffer pool) is
  * never posted: it would copy the whole buffer to the thread.
  */
 export function privateBytesOf(op: RequestOp): Uint8Array | undefined {
   return op.op === 'seal-box' ? op.share : op.op === 'open-payload' ? op.seed : undefined;
 }
 
-/** Zero the private material of an operation once it ran (see {@link privateBytesOf}). */
-export function scrubRequestOp(op: RequestOp): void {
+/**
+ * Run an operation that owns its private copy ({@link privateBytesOf}) — on the thread, or inline —
+ * and zero that copy after. A copy moved to a thread that stopped before answering is gone with it:
+ * the operation fails rather than running on nothing.
+ */
+export function runOwnedRequestOp(op: RequestOp, key?: OpeningKey): RequestOpResult {
   const bytes = privateBytesOf(op);
-  if (bytes) zeroize(bytes);
+  if ((bytes?.buffer as { detached?: boolean } | undefined)?.detached) return { error: 'the crypto thread stopped with this operation' };
+  try {
+    return runRequestOp(op, key);
+  } finally {
+    if (bytes) zeroize(bytes);
+  }
 }

@@ -9,7 +9,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { CheckedOpen, SealedPayload } from './payload-envelope.ts';
-import { privateBytesOf, runRequestOp, scrubRequestOp, type OpeningKey, type RequestBatch, type RequestOp, type RequestOpKind, type RequestOpResult } from './request-ops.ts';
+import { privateBytesOf, runOwnedRequestOp, type OpeningKey, type RequestBatch, type RequestOp, type RequestOpKind, type RequestOpResult } from './request-ops.ts';
 
 export type { OpeningKey, RequestOp, RequestOpKind } from './request-ops.ts';
 
@@ -111,16 +111,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     for (const p of batch) kinds.set(p.op.op, (kinds.get(p.op.op) ?? 0) + 1);
     for (const [kind, n] of kinds) options.onRun(kind, where, n);
   };
-  /** Run one operation here; its private copy (if any) is zeroed after. */
-  const runHere = (op: RequestOp): RequestOpResult => {
-    // Its private copy went to a thread that stopped before answering: it is gone with it.
-    if ((privateBytesOf(op)?.buffer as { detached?: boolean } | undefined)?.detached) return { error: 'the crypto thread stopped with this operation' };
-    try {
-      return runRequestOp(op, options.openingKey);
-    } finally {
-      scrubRequestOp(op);
-    }
-  };
+  const runHere = (op: RequestOp): RequestOpResult => runOwnedRequestOp(op, options.openingKey);
   const inline = (op: RequestOp): RequestOpResult => {
     options.onRun?.(op.op, 'inline', 1);
     return runHere(op);

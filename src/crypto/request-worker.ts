@@ -4,7 +4,7 @@
  * operation and the few before it, not for the whole batch.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { ANSWER_EVERY, runRequestOp, scrubRequestOp, type OpeningKey, type RequestBatch, type RequestOp, type RequestOpResult } from './request-ops.ts';
+import { ANSWER_EVERY, runOwnedRequestOp, type OpeningKey, type RequestBatch, type RequestOpResult } from './request-ops.ts';
 
 /** The node's signing key pair, when the pool opens boxes (./request-pool.ts, `openingKey`). */
 const key = (workerData as { openingKey?: OpeningKey } | undefined)?.openingKey;
@@ -21,16 +21,7 @@ function answer(id: number, from: number, results: RequestOpResult[]): void {
   parentPort!.postMessage({ id, from, results }, [...transfer]);
 }
 
-/** Run an operation on this thread's copies, then zero the private material among them. */
-function runAndScrub(op: RequestOp): RequestOpResult {
-  try {
-    return runRequestOp(op, key);
-  } finally {
-    scrubRequestOp(op);
-  }
-}
-
 parentPort?.on('message', (b: RequestBatch) => {
   // An opened share or payload is moved to the event loop's thread (transferred), so no copy of it stays here.
-  for (let from = 0; from < b.ops.length; from += ANSWER_EVERY) answer(b.id, from, b.ops.slice(from, from + ANSWER_EVERY).map(runAndScrub));
+  for (let from = 0; from < b.ops.length; from += ANSWER_EVERY) answer(b.id, from, b.ops.slice(from, from + ANSWER_EVERY).map((op) => runOwnedRequestOp(op, key)));
 });

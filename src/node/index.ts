@@ -331,6 +331,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     const life = (lifetime = new AbortController());
     const { signal } = life;
     // What exists so far: a failed start stops it, in the stop order.
+    const keyring = nodeKeyring(keys.signing, keys.storage, requestCrypto);
     const parts: Partial<Running> = { store, verifyPool, requestCrypto, keys: [keys.signing, keys.storage] };
     try {
       // The membership this node accepted before decides whether it may run on this cluster file
@@ -517,7 +518,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           catchUp,
           shares: store.shares,
           pending: store.pendingShares,
-          keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto),
+          keyring,
           random: systemRandom,
           clock,
           logger,
@@ -566,7 +567,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           maxUnverifiedBytes: config.files.maxUnverifiedBytes,
           sweepIntervalMs: config.files.sweepIntervalMs,
         },
-        { verifier, secrets, keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto), jobs: store.jobs, usage: admission, clock, logger, metrics: fileMetrics, signal },
+        { verifier, secrets, keyring, jobs: store.jobs, usage: admission, clock, logger, metrics: fileMetrics, signal },
       );
       parts.files = files;
       const permits = createPermitsService(
@@ -600,7 +601,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           ? undefined
           : createShareInventory({
               state: engine,
-              held: { shares: store.shares, keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto), clusterId: descriptor.clusterId, slot: self!.slot },
+              held: { shares: store.shares, keyring, clusterId: descriptor.clusterId, slot: self!.slot },
               caughtUp: () => network.get().caughtUp(),
               // After the own-log catch-up: a sync round with size − threshold + 1 other members, so
               // the replica holds every secret a quorum acknowledged (not merely the first pages).
@@ -624,7 +625,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
               membership,
               members,
               shares: store.shares,
-              keyring: nodeKeyring(keys.signing, keys.storage, requestCrypto),
+              keyring,
               versionVector,
               catchUp,
               syncAll: () => network.get().syncAll(),

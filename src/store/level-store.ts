@@ -83,7 +83,6 @@ function stateKey(kind: string, key: string): string {
 /** State entries read per page by `listState` (their records then in one `getMany`). */
 const LIST_STATE_PAGE = 256;
 
-
 /** Lowest string greater than every string that starts with `prefix`. */
 function prefixEnd(prefix: string): string {
   return prefix + '\uffff';
@@ -271,8 +270,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
    * src/core/replication/equivocation.ts) is no winner.
    */
   async function statesOf(keys: readonly string[], stored: ReadonlyArray<string | ReplicatedRecord | undefined>): Promise<Array<ReplicatedRecord | undefined>> {
-    const places = stored.map((v) => (typeof v === 'string' ? v : undefined));
-    const wanted = places.filter((p): p is string => p !== undefined);
+    const wanted = stored.filter((v): v is string => typeof v === 'string');
     const found = wanted.length === 0 ? [] : await log.getMany(wanted);
     let next = 0;
     return stored.map((v, i) => {
@@ -419,13 +417,12 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const writeMark = (key: string, expiry: string, holder: string): Promise<void> => {
     if (!markBatch) {
       const batch = db.batch();
-      const pending: { batch: Batch; written: Promise<void> } = { batch, written: Promise.resolve() };
-      pending.written = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        if (markBatch === pending) markBatch = undefined;
+      const written = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        if (markBatch?.batch === batch) markBatch = undefined;
         return batch.write();
       });
-      markBatch = pending;
-      usedWrites = Promise.all([usedWrites, pending.written.catch(() => undefined)]).then(() => undefined);
+      markBatch = { batch, written };
+      usedWrites = Promise.all([usedWrites, written.catch(() => undefined)]).then(() => undefined);
     }
     markUsed(markBatch.batch, key, expiry, holder);
     return markBatch.written;

@@ -33,34 +33,36 @@ async function settle(): Promise<void> {
 describe('sync turns', () => {
   const options = { idleMs: 1_000, maxWaitMs: 10_000 };
 
-  it('the first turn starts at once; the next waits while the first reads pages, and starts when it is released', async () => {
+  /** A first turn taken, and a second asked for behind it: `second()` is it once it has started. */
+  async function firstAndNext() {
     const clock = manualClock();
     const turns = createSyncTurns({ ...options, now: clock.now, sleep: clock.sleep });
     const first = await turns.take();
-    let second: SyncTurn | undefined;
-    void turns.take().then((t) => (second = t));
+    let next: SyncTurn | undefined;
+    void turns.take().then((t) => (next = t));
+    return { clock, first, second: () => next };
+  }
+
+  it('the first turn starts at once; the next waits while the first reads pages, and starts when it is released', async () => {
+    const { clock, first, second } = await firstAndNext();
     for (let i = 0; i < 5; i++) {
       await clock.advance(900);
       first.progress();
     }
-    expect(second, 'waits while pages arrive (4.5 s, never 1 s without one)').toBeUndefined();
+    expect(second(), 'waits while pages arrive (4.5 s, never 1 s without one)').toBeUndefined();
     first.release();
     await settle();
-    expect(second).toBeDefined();
+    expect(second()).toBeDefined();
   });
 
   it('a turn whose holder reads no page for idleMs lets the next one start', async () => {
-    const clock = manualClock();
-    const turns = createSyncTurns({ ...options, now: clock.now, sleep: clock.sleep });
-    const first = await turns.take();
-    let second: SyncTurn | undefined;
-    void turns.take().then((t) => (second = t));
+    const { clock, first, second } = await firstAndNext();
     await clock.advance(600);
     first.progress();
     await clock.advance(999);
-    expect(second).toBeUndefined();
+    expect(second()).toBeUndefined();
     await clock.advance(1);
-    expect(second, '1 s after the last page').toBeDefined();
+    expect(second(), '1 s after the last page').toBeDefined();
   });
 
   it('turns asked for together start one after another: the third waits for the second to begin and stall, not for the first alone', async () => {
@@ -77,17 +79,13 @@ describe('sync turns', () => {
   });
 
   it('a turn that trickles pages holds the next one back at most maxWaitMs', async () => {
-    const clock = manualClock();
-    const turns = createSyncTurns({ ...options, now: clock.now, sleep: clock.sleep });
-    const first = await turns.take();
-    let second: SyncTurn | undefined;
-    void turns.take().then((t) => (second = t));
+    const { clock, first, second } = await firstAndNext();
     for (let elapsed = 0; elapsed < 9_500; elapsed += 500) {
       await clock.advance(500);
       first.progress();
     }
-    expect(second).toBeUndefined();
+    expect(second()).toBeUndefined();
     await clock.advance(500);
-    expect(second, 'after 10 s in all').toBeDefined();
+    expect(second(), 'after 10 s in all').toBeDefined();
   });
 });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRequestCryptoPool, type RequestCryptoPool } from '../../../src/crypto/request-pool.ts';
 import { generatePrivateKey, sealPayload as sealPayloadInline, mlkemPublicKeyFromSeed, openPayloadWithSeed, openSealed, publicKeyOf, recoverPersonalSigner, sealTo, signPersonalMessage, toHex, utf8 } from '../../../src/crypto/index.ts';
-import { runRequestOp, scrubRequestOp, type RequestOp } from '../../../src/crypto/request-ops.ts';
+import { runOwnedRequestOp, runRequestOp, type RequestOp } from '../../../src/crypto/request-ops.ts';
 
 const pools: RequestCryptoPool[] = [];
 afterEach(async () => {
@@ -110,15 +110,13 @@ describe('request crypto pool', () => {
   it('zeroes the share a seal carried once the thread used its copy, and opens nothing without a node key', () => {
     const share = randomBytes(65);
     const op: RequestOp = { op: 'seal-box', recipient: publicKeyOf(generatePrivateKey(), true), share, aad: utf8('a') };
-    expect('box' in runRequestOp(op)).toBe(true);
-    scrubRequestOp(op);
+    expect('box' in runOwnedRequestOp(op)).toBe(true);
     expect(share.every((b) => b === 0)).toBe(true);
     expect(runRequestOp({ op: 'open-box', box: new Uint8Array(80), aad: utf8('a') })).toEqual({ error: 'no opening key' });
     const rebuilt = Uint8Array.from(seed);
     const envelope = sealPayloadInline(publicKey, utf8('m'));
     const open: RequestOp = { op: 'open-payload', seed: rebuilt, expectedPublicKey: publicKey, cifer: envelope.cifer, encryptedMessage: envelope.encryptedMessage };
-    expect(runRequestOp(open)).toMatchObject({ checked: { ok: true } });
-    scrubRequestOp(open);
+    expect(runOwnedRequestOp(open)).toMatchObject({ checked: { ok: true } });
     expect(rebuilt.every((b) => b === 0)).toBe(true);
   });
 
