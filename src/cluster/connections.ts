@@ -6,7 +6,7 @@
 import type { Logger } from '../log/index.ts';
 import type { NodeMetrics } from '../metrics/index.ts';
 import type { ClusterLibp2p } from './libp2p-node.ts';
-import { PROTOCOLS } from './protocols.ts';
+import { hasFeature, NODE_FEATURES, PROTOCOLS } from './protocols.ts';
 import { createDialFailureLog, type DialFailureLog } from './dial-log.ts';
 import type { Peer, Peers } from './peers.ts';
 import type { Track } from './background.ts';
@@ -95,8 +95,9 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
       p.pinging = true;
       peers
         .request(p, PROTOCOLS.ping, { t: now }, AbortSignal.timeout(livenessTimeoutMs))
-        .then(() => {
+        .then((answer) => {
           p.lastHeard = performance.now();
+          p.checksBatchSigs = hasFeature(answer, NODE_FEATURES.recordBatchSig);
         })
         .catch(() => undefined)
         .finally(() => {

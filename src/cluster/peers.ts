@@ -24,6 +24,8 @@ export interface Peer {
   pinging: boolean;
   /** Marked unreachable by silence: not heard from within the liveness timeout. */
   silent: boolean;
+  /** Its last ping answer said it checks batch record signatures ({@link NODE_FEATURES}). */
+  checksBatchSigs: boolean;
 }
 
 /** Options of {@link createPeers}. */
@@ -76,7 +78,7 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
   const byPeerId = new Map<string, Peer>();
   for (const n of descriptor.nodes) {
     if (n.id === self.id) continue;
-    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, links: new Map(), lastHeard: 0, pinging: false, silent: false };
+    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, links: new Map(), lastHeard: 0, pinging: false, silent: false, checksBatchSigs: false };
     peers.set(n.id, p);
     byPeerId.set(n.peerId, p);
   }

@@ -14,6 +14,22 @@ export const PROTOCOLS = {
   shard: '/quorumkeep/shard/1.0.0',
 } as const;
 
+/**
+ * What this build can do beyond its protocols' first versions, told in every `ping` answer: a node
+ * uses a feature towards the cluster only once every other node has said it has it (a rolling
+ * upgrade never sends a node something it cannot read).
+ */
+export const NODE_FEATURES = {
+  /** Checks records signed a batch at a time (src/core/replication/record-sig.ts). */
+  recordBatchSig: 'record-batch-sig/1',
+} as const;
+
+/** Whether a `ping` answer names `feature`. */
+export function hasFeature(answer: unknown, feature: string): boolean {
+  const features = (answer as { features?: unknown } | null)?.features;
+  return Array.isArray(features) && features.includes(feature);
+}
+
 /** The gossip topic of a cluster. */
 export function recordsTopic(clusterId: string): string {
   return `/quorumkeep/${clusterId}/records/1`;

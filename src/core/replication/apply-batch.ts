@@ -4,7 +4,6 @@
  * the new winners of the keys touched found, and log, states and version vector written in one
  * durable batch; then the in-memory summaries are updated and the batch's listeners told.
  */
-import { signDigest, toHex } from '../../crypto/index.ts';
 import type { NodeMetrics } from '../../metrics/index.ts';
 import type { AppliedEvent, AppliedListeners, IngestResult } from './applied-events.ts';
 import type { Equivocations } from './equivocation.ts';
@@ -13,6 +12,7 @@ import { supersedes, type KindRegistry } from './kinds.ts';
 import type { LogIndex } from './log-index.ts';
 import type { RecordStore, VersionVector } from './ports.ts';
 import { recordDigest, type HlcClock, type ReplicatedRecord } from './record.ts';
+import { signRecordDigests } from './record-sig.ts';
 import type { StateCache } from './state-cache.ts';
 
 /** Options of {@link createBatchApplier}. */
@@ -31,6 +31,11 @@ export interface BatchApplierDeps {
   hlc: HlcClock;
   /** This node's secp256k1 private key (signs its records). */
   signingKey: Uint8Array;
+  /**
+   * Whether own records may be signed a batch at a time (./record-sig.ts): only once every node of
+   * the cluster has said it checks that form. @default never
+   */
+  batchSignatures?: () => boolean;
   equivocations: Pick<Equivocations, 'resolve'>;
   listeners: Pick<AppliedListeners, 'listening' | 'emit'>;
   metrics: Pick<NodeMetrics, 'recordsApplied'>;
@@ -72,15 +77,22 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
 
   async function commitBatch(batch: PendingApply[]): Promise<void> {
     if (ownSeqSeen > ownSeq) ownSeq = ownSeqSeen;
-    for (const p of batch) {
-      if (!p.own) continue;
-      p.records = p.own.map((intent) => {
-        const unsigned = { kind: intent.kind, key: intent.key, origin: selfAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body };
-        const digest = recordDigest(clusterId, unsigned);
-        const record: ReplicatedRecord = { ...unsigned, sig: '0x' + toHex(signDigest(digest, deps.signingKey)) };
-        index.noteDigest(record, digest);
-        return record;
-      });
+    // This batch's own records, numbered in order, signed together: one signature for up to
+    // MAX_BATCH_LEAVES of them once every node can check the batch form (./record-sig.ts).
+    const unsigned = batch.flatMap((p) => (p.own ?? []).map((intent) => ({ kind: intent.kind, key: intent.key, origin: selfAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body })));
+    if (unsigned.length > 0) {
+      const digests = unsigned.map((u) => recordDigest(clusterId, u));
+      const sigs = signRecordDigests(clusterId, digests, deps.signingKey, deps.batchSignatures?.() ?? false);
+      let next = 0;
+      for (const p of batch) {
+        if (!p.own) continue;
+        p.records = p.own.map(() => {
+          const at = next++;
+          const record: ReplicatedRecord = { ...unsigned[at]!, sig: sigs[at]! };
+          index.noteDigest(record, digests[at]!);
+          return record;
+        });
+      }
     }
     const logged = new Map<string, ReplicatedRecord>();
     const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));

@@ -145,6 +145,14 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   const maxClockSkewMs = options.maxClockSkewMs ?? 60_000;
   const verifier = deps.verifier ?? { verify: async (items: readonly VerifyItem[]) => items.map((it) => verifyDigest(it.sig, it.digest, it.publicKey)) };
   const signers = signersOf(membership.descriptor);
+  // Late-bound like the transport; before the cluster is bound, own records are signed one by one.
+  const batchSignatures = (): boolean => {
+    try {
+      return deps.transport().batchSignatures?.() ?? false;
+    } catch {
+      return false;
+    }
+  };
   const hlc = createHlcClock(clock, [0, 0], maxClockSkewMs);
   const index = createLogIndex({ clusterId });
   const stateCache = createStateCache({ maxEntries: options.stateCacheEntries ?? 20_000, maxBytes: options.stateCacheBytes ?? 32 * 1024 * 1024 }, { store });
@@ -156,7 +164,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   );
   const listeners = createAppliedListeners(log);
   const equivocations = createEquivocations({ store, kinds, index, stateCache, clock, metrics, logger: log });
-  const applier = createBatchApplier({ clusterId, selfAddress: membership.self.nodeAddress }, { store, kinds, index, stateCache, hlc, signingKey: deps.signingKey, equivocations, listeners, metrics });
+  const applier = createBatchApplier({ clusterId, selfAddress: membership.self.nodeAddress }, { store, kinds, index, stateCache, hlc, signingKey: deps.signingKey, equivocations, listeners, metrics, batchSignatures: () => batchSignatures() });
   // A write while own writes are held waits for the release as long as a member's ack (then 503
   // NOT_READY, retryable): the HTTP API is up while a node learns its own log (docs/architecture.md,
   // "Failure model").

@@ -15,6 +15,7 @@ import type { RecordKindDefinition, Sibling } from './kinds.ts';
 import type { LogIndex } from './log-index.ts';
 import type { ClusterNodeEntry } from './ports.ts';
 import type { ReplicatedRecord } from './record.ts';
+import { verifyRecordSigs } from './record-sig.ts';
 import type { RecordRefusal } from './refusals.ts';
 import { bodyProblem, checkRecord, reasonLabel, refusalOf, type CheckedRecord, type EvidenceContextOf, type RecordRules, type Refusal, type UnverifiedRecord } from './validate.ts';
 
@@ -142,8 +143,9 @@ export function createIngest(deps: IngestDeps): Ingest {
       if ('record' in v) unverified.push({ ...v, at });
       else refuse(at, v);
     });
-    // Signatures in one batch: a sync page's are verified off the event loop (deps.verifier).
-    const signed = await verifier.verify(unverified.map((u) => ({ sig: u.sig, digest: u.digest, publicKey: u.node.publicKey })));
+    // Signatures in one batch, each once (a batch-signed group shares one): a sync page's are verified
+    // off the event loop (deps.verifier).
+    const signed = await verifyRecordSigs(unverified.map((u) => ({ sig: u.sig, signed: u.signed, publicKey: u.node.publicKey })), (items) => verifier.verify(items));
     unverified.forEach((u, i) => {
       if (!signed[i]) return refuse(u.at, refusalOf({ code: 'bad_signature' }, u.record.origin, u.record.seq));
       index.noteDigest(u.record, u.digest);

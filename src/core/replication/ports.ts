@@ -245,6 +245,12 @@ export interface PeerTransport {
   sendApply(slot: number, records: ReplicatedRecord[], options: { signal: AbortSignal }): Promise<void>;
   /** Best-effort gossip of a record to every subscriber. */
   publish(record: ReplicatedRecord): Promise<void>;
+  /**
+   * True once every other node of the cluster has said (answering a liveness ping) that it checks
+   * batch record signatures (./record-sig.ts): until then own records are signed one by one, so a
+   * node of an older build, mid rolling upgrade, never receives a record it cannot check.
+   */
+  batchSignatures?(): boolean;
 }
 
 /** Member services a coordinator calls on each member (docs/architecture.md, "Network"): grants and shards. */

@@ -4,9 +4,11 @@
  * Every change is a record `{ kind, key, origin, seq, hlc, body, sig }`. `origin` is the node address
  * of the node that created it, `seq` its per-origin sequence number (1, 2, 3…), `hlc` a hybrid logical
  * clock `[wallMs, logical]` that orders concurrent writes to one key, and `sig` the origin's
- * secp256k1 signature over the canonical encoding of everything else, bound to the cluster id.
+ * secp256k1 signature over the canonical encoding of everything else, bound to the cluster id —
+ * alone, or with the other records of its batch (./record-sig.ts).
  */
-import { signDigest, verifyDigest, taggedHash, toHex, fromHex, isHex } from '../../crypto/index.ts';
+import { signDigest, taggedHash, toHex } from '../../crypto/index.ts';
+import { verifyRecordSig } from './record-sig.ts';
 import { canonicalJson, type Json } from './canonical-json.ts';
 
 /** Hybrid logical clock timestamp: wall-clock ms and a logical counter for ties. */
@@ -26,7 +28,7 @@ export interface ReplicatedRecord {
   hlc: Hlc;
   /** Kind-specific body (validated by the kind's schema). */
   body: Json;
-  /** 0x-prefixed hex, 65-byte secp256k1 signature by `origin`. */
+  /** 0x-prefixed hex: `origin`'s 65-byte secp256k1 signature, or a batch signature with the record's path (./record-sig.ts). */
   sig: string;
 }
 
@@ -54,13 +56,13 @@ export function signRecord(clusterId: string, r: UnsignedRecord, privateKey: Uin
 }
 
 /**
- * Verify a record's signature against the origin's public key; `digest` saves recomputing it when
- * the caller has it. Never throws.
+ * Verify a record's signature, single or batch (./record-sig.ts), against the origin's public key;
+ * `digest` saves recomputing it when the caller has it. Never throws.
  */
 export function verifyRecordSignature(clusterId: string, r: ReplicatedRecord, publicKey: Uint8Array, digest?: Uint8Array): boolean {
-  if (typeof r.sig !== 'string' || !isHex(r.sig)) return false;
+  if (typeof r.sig !== 'string') return false;
   try {
-    return verifyDigest(fromHex(r.sig), digest ?? recordDigest(clusterId, r), publicKey);
+    return verifyRecordSig(clusterId, r.sig, digest ?? recordDigest(clusterId, r), publicKey);
   } catch {
     return false;
   }

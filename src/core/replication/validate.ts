@@ -5,11 +5,12 @@
  * functions over plain values, but for the evidence checks, which read the replica through the
  * function they are given.
  */
-import { fromHex, isHex, uncompressedPublicKey } from '../../crypto/index.ts';
+import { fromHex, uncompressedPublicKey } from '../../crypto/index.ts';
 import type { Json } from './canonical-json.ts';
 import { type KindRegistry, type RecordContext, type RecordKindDefinition, type Sibling } from './kinds.ts';
 import { isCoordinatorEntry, type ClusterDescriptor, type ClusterNodeEntry } from './ports.ts';
 import { recordDigest, type ReplicatedRecord } from './record.ts';
+import { signedDigestOf } from './record-sig.ts';
 import { reasonText, refusal, type RecordRefusal, type RefusalCode } from './refusals.ts';
 
 /** Longest key of any kind. */
@@ -51,10 +52,12 @@ export interface CheckedRecord {
 
 /** A record that passed every structural check; its signature is verified next, in one batch. */
 export interface UnverifiedRecord extends CheckedRecord {
-  /** The digest the signature must cover. */
+  /** The record's digest (its content, bound to the cluster). */
   digest: Uint8Array;
-  /** The signature's bytes. */
+  /** The signature's 65 bytes. */
   sig: Uint8Array;
+  /** The digest the signature must cover: the record's own, or its batch's root (./record-sig.ts). */
+  signed: Uint8Array;
 }
 
 /** What {@link checkRecord} checks against. */
@@ -121,8 +124,10 @@ export function checkRecord(raw: unknown, rules: RecordRules, nowMs: number): Un
   const badKey = keyProblem(kind, r.key);
   if (badKey) return refusalOf(badKey, origin, seq);
   const record: ReplicatedRecord = { kind: r.kind, key: r.key, origin, seq, hlc: [h[0], h[1]], body: r.body ?? null, sig: r.sig };
-  if (!isHex(record.sig)) return refuse('bad_signature');
-  return { record, kind, node, digest: recordDigest(rules.clusterId, record), sig: fromHex(record.sig) };
+  const digest = recordDigest(rules.clusterId, record);
+  const signed = signedDigestOf(rules.clusterId, record.sig, digest);
+  if (!signed) return refuse('bad_signature');
+  return { record, kind, node, digest, sig: signed.sig, signed: signed.signed };
 }
 
 /**

@@ -1,0 +1,136 @@
+/**
+ * Record signatures, one per record or one per batch (docs/architecture.md, "Records"; docs/security.md,
+ * "Record signatures").
+ *
+ * A record's `sig` is hex in one of two forms, told apart by length:
+ * - **single** (65 bytes): the origin's secp256k1 signature `r ‖ s ‖ v` over the record's digest;
+ * - **batch** (66 + 32·d bytes, 1 ≤ d ≤ {@link MAX_BATCH_DEPTH}): `sig ‖ index ‖ sibling₁ … sibling_d`.
+ *   The records an origin commits together are the leaves (their digests) of a Merkle tree of 2^d
+ *   leaves, the unused ones 32 zero bytes; `sig` is the origin's signature over the tree's root and
+ *   its depth, and the siblings are the record's path from its leaf (`index`) to the root.
+ *
+ * Either way a record carries everything needed to check it alone: a member, a node catching up or a
+ * restored archive verifies each record by itself, exactly as before. What a batch saves is the
+ * ECDSA: its origin signs once for up to 2^{@link MAX_BATCH_DEPTH} records, and a receiver that
+ * gets several of them in one message verifies the signature once ({@link verifyRecordSigs}).
+ *
+ * The tree's inner nodes and its root are hashed under their own tags, apart from the record digest's:
+ * an inner node cannot pass for a record, nor a root for a single record's digest. Forging a leaf
+ * takes a second preimage of SHA-256.
+ */
+import { signDigest, taggedHash, toHex, fromHex, isHex, verifyDigest, type VerifyItem } from '../../crypto/index.ts';
+
+/** Deepest batch tree: at most 2^3 = 8 records under one signature (each carries 3 siblings, 98 bytes more than a single signature). */
+export const MAX_BATCH_DEPTH = 3;
+/** Most records under one batch signature. */
+export const MAX_BATCH_LEAVES = 2 ** MAX_BATCH_DEPTH;
+
+const SIG_BYTES = 65;
+const HASH_BYTES = 32;
+const NODE_TAG = 'quorumkeep/record-batch-node/v1';
+const EMPTY_LEAF = new Uint8Array(HASH_BYTES);
+
+/** What a record's signature covers: the 65-byte signature and the 32-byte digest it is over. */
+export interface SignedDigest {
+  sig: Uint8Array;
+  signed: Uint8Array;
+}
+
+/** The digest a batch signature is over: the tree's root and depth, bound to the cluster. */
+function rootDigest(clusterId: string, root: Uint8Array, depth: number): Uint8Array {
+  const message = new Uint8Array(HASH_BYTES + 1);
+  message.set(root, 0);
+  message[HASH_BYTES] = depth;
+  return taggedHash(`quorumkeep/record-batch/v1/${clusterId}`, message);
+}
+
+function innerNode(left: Uint8Array, right: Uint8Array): Uint8Array {
+  const both = new Uint8Array(2 * HASH_BYTES);
+  both.set(left, 0);
+  both.set(right, HASH_BYTES);
+  return taggedHash(NODE_TAG, both);
+}
+
+/**
+ * What a record's `sig` signs, given the record's digest: the signature and the digest it must be
+ * valid over. Undefined when the string is neither form (not hex, a wrong length, an index outside
+ * the tree) — a `bad_signature`.
+ */
+export function signedDigestOf(clusterId: string, sigHex: string, recordDigest: Uint8Array): SignedDigest | undefined {
+  if (!isHex(sigHex)) return undefined;
+  const bytes = fromHex(sigHex);
+  if (bytes.length === SIG_BYTES) return { sig: bytes, signed: recordDigest };
+  const depth = (bytes.length - SIG_BYTES - 1) / HASH_BYTES;
+  if (!Number.isInteger(depth) || depth < 1 || depth > MAX_BATCH_DEPTH) return undefined;
+  const index = bytes[SIG_BYTES]!;
+  if (index >= 2 ** depth) return undefined;
+  let node = recordDigest;
+  for (let level = 0; level < depth; level++) {
+    const at = SIG_BYTES + 1 + level * HASH_BYTES;
+    const sibling = bytes.subarray(at, at + HASH_BYTES);
+    node = (index >> level) & 1 ? innerNode(sibling, node) : innerNode(node, sibling);
+  }
+  return { sig: bytes.subarray(0, SIG_BYTES), signed: rootDigest(clusterId, node, depth) };
+}
+
+/**
+ * Sign records by their digests: one signature for a lone record, one per group of up to
+ * {@link MAX_BATCH_LEAVES} otherwise (`batch` false: one per record, for a cluster with a node that
+ * cannot check the batch form yet). Returns each record's `sig` string, in order.
+ */
+export function signRecordDigests(clusterId: string, digests: readonly Uint8Array[], signingKey: Uint8Array, batch: boolean): string[] {
+  const out: string[] = [];
+  for (let from = 0; from < digests.length; from += batch ? MAX_BATCH_LEAVES : 1) {
+    const group = digests.slice(from, from + (batch ? MAX_BATCH_LEAVES : 1));
+    if (group.length === 1) {
+      out.push('0x' + toHex(signDigest(group[0]!, signingKey)));
+      continue;
+    }
+    const depth = Math.ceil(Math.log2(group.length));
+    // levels[0] are the leaves, levels[depth] the root.
+    const levels: Uint8Array[][] = [Array.from({ length: 2 ** depth }, (_, i) => group[i] ?? EMPTY_LEAF)];
+    for (let level = 0; level < depth; level++) {
+      const below = levels[level]!;
+      const above: Uint8Array[] = [];
+      for (let i = 0; i < below.length; i += 2) above.push(innerNode(below[i]!, below[i + 1]!));
+      levels.push(above);
+    }
+    const sig = signDigest(rootDigest(clusterId, levels[depth]![0]!, depth), signingKey);
+    for (let i = 0; i < group.length; i++) {
+      const bytes = new Uint8Array(SIG_BYTES + 1 + depth * HASH_BYTES);
+      bytes.set(sig, 0);
+      bytes[SIG_BYTES] = i;
+      for (let level = 0; level < depth; level++) bytes.set(levels[level]![(i >> level) ^ 1]!, SIG_BYTES + 1 + level * HASH_BYTES);
+      out.push('0x' + toHex(bytes));
+    }
+  }
+  return out;
+}
+
+/**
+ * Verify many records' signatures, each signature once: records of one batch that travel together
+ * share the signature and the root it covers, and are checked by one verification. A record whose
+ * path leads to another root is checked on its own (and fails).
+ */
+export async function verifyRecordSigs(items: ReadonlyArray<SignedDigest & { publicKey: Uint8Array }>, verify: (items: readonly VerifyItem[]) => Promise<boolean[]>): Promise<boolean[]> {
+  const unique: VerifyItem[] = [];
+  const slotOf = new Map<string, number>();
+  const slots = items.map((it) => {
+    // A batch's records share (signature, root, key); a single record's key is its own.
+    const id = toHex(it.sig) + toHex(it.signed) + toHex(it.publicKey);
+    let slot = slotOf.get(id);
+    if (slot === undefined) {
+      slot = unique.push({ sig: it.sig, digest: it.signed, publicKey: it.publicKey }) - 1;
+      slotOf.set(id, slot);
+    }
+    return slot;
+  });
+  const valid = await verify(unique);
+  return slots.map((s) => valid[s] === true);
+}
+
+/** One record's signature, checked inline (tests and tools; the engine batches with {@link verifyRecordSigs}). */
+export function verifyRecordSig(clusterId: string, sigHex: string, recordDigest: Uint8Array, publicKey: Uint8Array): boolean {
+  const s = signedDigestOf(clusterId, sigHex, recordDigest);
+  return s !== undefined && verifyDigest(s.sig, s.signed, publicKey);
+}
