@@ -15,7 +15,7 @@ import type { ReplicationEngine } from '../core/replication/engine.ts';
 import type { ClusterDescriptor, ClusterNodeEntry, MemberHandler, MemberService, MembershipView, PeerTransport } from '../core/replication/ports.ts';
 import { stopAll, type Startable } from '../core/lifecycle.ts';
 import { createLibp2pNode, type ClusterLibp2p } from './libp2p-node.ts';
-import { PROTOCOLS } from './protocols.ts';
+import { NODE_FEATURES, PROTOCOLS } from './protocols.ts';
 import { announcedAddressUnbound } from './announce-check.ts';
 import { createBackground } from './background.ts';
 import { createPeers } from './peers.ts';
@@ -67,6 +67,8 @@ export interface ClusterDeps {
    * is sent to them or answered, their connections are not hung up, new ones are refused.
    */
   silencedPeers?: ReadonlySet<string>;
+  /** What this node's `ping` answers say it can do. @default every one of {@link NODE_FEATURES} (a test plays an older build with fewer) */
+  features?: readonly string[];
   engine: Pick<ReplicationEngine, 'ingest' | 'prepareIngest' | 'ingestPrepared' | 'versionVector' | 'missingFor' | 'syncRequest'>;
   /** Slot 0's create handler (absent on other nodes). */
   createHandler?: CreateHandler;
@@ -132,7 +134,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
 
   const serving = { libp2p, peers, stopping: stopping.signal, track };
   await serveProtocol(PROTOCOLS.apply, createApplyHandler({ engine }), { maxStreams }, serving);
-  await serveProtocol(PROTOCOLS.ping, createPingHandler(), { maxStreams }, serving);
+  await serveProtocol(PROTOCOLS.ping, createPingHandler(deps.features ?? Object.values(NODE_FEATURES)), { maxStreams }, serving);
   await serveProtocol(PROTOCOLS.create, createCreateCallHandler({ createHandler: deps.createHandler }), { maxStreams }, serving);
   for (const service of ['grant', 'shard'] as const) {
     await serveProtocol(PROTOCOLS[service], createMemberServiceHandler(service, { memberHandlers: deps.memberHandlers, log }), { maxStreams }, serving);

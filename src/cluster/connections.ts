@@ -35,7 +35,7 @@ export interface ConnectionsDeps {
   track: Track;
   /** The cluster's logger. */
   log: Logger;
-  metrics: Pick<NodeMetrics, 'connectedMembers'>;
+  metrics: Pick<NodeMetrics, 'connectedMembers' | 'recordBatchSignatures'>;
   /** A listed node connected (the cluster catches up with it). */
   onConnected(p: Peer): void;
   /** A node disconnected or stopped answering: what still runs against it is aborted. */
@@ -98,6 +98,7 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
         .then((answer) => {
           p.lastHeard = performance.now();
           p.checksBatchSigs = hasFeature(answer, NODE_FEATURES.recordBatchSig);
+          deps.metrics.recordBatchSignatures.set([...peers.all()].every((q) => q.checksBatchSigs) ? 1 : 0);
         })
         .catch(() => undefined)
         .finally(() => {

@@ -85,6 +85,8 @@ export interface NodeMetrics {
   nodeReady: Gauge;
   /** 1 while this node holds its own writes (it has not yet learnt its own log from a quorum), else 0. */
   ownWritesHeld: Gauge;
+  /** 1 when every other node has said it checks batch record signatures: this node signs its records a batch at a time. */
+  recordBatchSignatures: Gauge;
   /** 1 when slot 0 (the sequencer: every create and change goes through it) is reachable from this node, else 0. */
   slot0Reachable: Gauge;
   /** Per member slot: 1 when reachable from this node, else 0. */
@@ -302,6 +304,7 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
   const clusterThreshold = gauge('quorumkeep_cluster_threshold', 'Members a quorum needs (the cluster file threshold)');
   const nodeReady = gauge('quorumkeep_node_ready', '1 when this node is ready (GET /readyz answers 200), else 0');
   const ownWritesHeld = gauge('quorumkeep_own_writes_held', '1 while this node writes nothing under its own origin (it has not learnt its own log from a quorum yet)');
+  const recordBatchSignatures = gauge('quorumkeep_record_batch_signatures', '1 when every other node has said it checks batch record signatures (this node signs its records a batch at a time), else 0');
   const slot0Reachable = gauge('quorumkeep_slot0_reachable', '1 when slot 0 (the sequencer) is reachable from this node, else 0');
   const memberReachable = gauge('quorumkeep_member_reachable', 'Per member slot: 1 when reachable from this node, else 0', ['slot'] as const);
   const memberSharesHeld = gauge('quorumkeep_member_shares_held', 'Per member slot: secret shares the member holds, as it last reported', ['slot'] as const);
@@ -318,6 +321,7 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     clusterThreshold,
     nodeReady,
     ownWritesHeld,
+    recordBatchSignatures,
     slot0Reachable,
     memberReachable,
     memberSharesHeld,

@@ -31,6 +31,8 @@ export interface ImpostorOptions {
   memberHandlers?: Partial<Record<MemberService, MemberHandler>>;
   /** The slot it waits to reach before it resolves. @default 0 */
   connectTo?: number;
+  /** What its ping answers say it can do (an older build says less). @default this build's */
+  features?: readonly string[];
 }
 
 /**
@@ -60,6 +62,7 @@ export async function startPeerImpostor(descriptor: ClusterDescriptor, slot: num
       metrics: createMetrics({ processMetrics: false }),
       // What it answers when members call it (none by default: every call fails).
       ...(options.memberHandlers ? { memberHandlers: options.memberHandlers } : {}),
+      ...(options.features ? { features: options.features } : {}),
     },
   );
   await peer.start();

@@ -7,6 +7,7 @@ import { createApplyHandler } from '../../../src/cluster/handlers/apply.ts';
 import { createCreateCallHandler } from '../../../src/cluster/handlers/create.ts';
 import { createMemberServiceHandler } from '../../../src/cluster/handlers/member.ts';
 import { createPingHandler } from '../../../src/cluster/handlers/ping.ts';
+import { hasFeature, NODE_FEATURES } from '../../../src/cluster/protocols.ts';
 import type { Peer } from '../../../src/cluster/peers.ts';
 import type { Logger } from '../../../src/log/index.ts';
 import { AppError, refusal } from '../../../src/errors/index.ts';
@@ -38,8 +39,18 @@ describe('apply', () => {
 });
 
 describe('ping', () => {
-  it('answers the body it got', async () => {
-    await expect(createPingHandler()({ t: 42 }, remote)).resolves.toEqual({ t: 42 });
+  it('answers the body it got, with what the node can do; the pinger reads a feature from the answer', async () => {
+    const answer = await createPingHandler(Object.values(NODE_FEATURES))({ t: 42 }, remote);
+    expect(answer).toEqual({ t: 42, features: [NODE_FEATURES.recordBatchSig] });
+    expect(hasFeature(answer, NODE_FEATURES.recordBatchSig)).toBe(true);
+    // An older build echoes the body alone: it has no feature.
+    const older = await createPingHandler([])({ t: 42 }, remote);
+    expect(hasFeature(older, NODE_FEATURES.recordBatchSig)).toBe(false);
+    expect(hasFeature({ t: 42 }, NODE_FEATURES.recordBatchSig)).toBe(false);
+    expect(hasFeature(null, NODE_FEATURES.recordBatchSig)).toBe(false);
+    expect(hasFeature({ features: 'record-batch-sig/1' }, NODE_FEATURES.recordBatchSig)).toBe(false);
+    // A body that is not an object comes back as it came.
+    await expect(createPingHandler([NODE_FEATURES.recordBatchSig])(7, remote)).resolves.toBe(7);
   });
 });
 

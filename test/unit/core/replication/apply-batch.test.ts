@@ -16,7 +16,7 @@ import { flagKind, makeCluster, memoryStore, noteKind, rec } from './fixtures.ts
  * A batch applier as node 0 of a 3-node cluster over an in-memory store (holding what `seed` gives
  * it); `failNext` makes the next store commit throw.
  */
-async function applierOn(seed: (cluster: ReturnType<typeof makeCluster>) => Parameters<typeof memoryStore>[0] = () => ({})) {
+async function applierOn(seed: (cluster: ReturnType<typeof makeCluster>) => Parameters<typeof memoryStore>[0] = () => ({}), batchSignatures?: () => boolean) {
   const cluster = makeCluster(3);
   const { keys, descriptor } = cluster;
   const mem = memoryStore(seed(cluster));
@@ -48,6 +48,7 @@ async function applierOn(seed: (cluster: ReturnType<typeof makeCluster>) => Para
       equivocations: { resolve: async (stored, incoming) => void conflicts.push([stored, incoming]) },
       listeners,
       metrics: createMetrics({ processMetrics: false }),
+      ...(batchSignatures ? { batchSignatures } : {}),
     },
   );
   applier.open();
@@ -104,6 +105,36 @@ describe('applying one batch', () => {
     await applier.apply([next.p]);
     expect(next.p.records.map((r) => r.seq)).toEqual([2]);
     expect(index.vv[self.nodeAddress]).toBe(2);
+  });
+
+  it('signs the own writes of one batch together once every node checks the batch form, one by one before', async () => {
+    const cluster = { batchForm: false };
+    const { descriptor, applier } = await applierOn(undefined, () => cluster.batchForm);
+    const publicKey = signersOf(descriptor).get(descriptor.nodes[0]!.nodeAddress)!.publicKey;
+    const writes = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ kind: 'note', key: `w${from + i}`, body: { v: from + i } }));
+    // Two callers' writes in one batch, while a node cannot check the batch form yet.
+    const before = [pending([], 'local', writes(0, 4)), pending([], 'local', writes(4, 6))];
+    await applier.apply(before.map((b) => b.p));
+    const early = before.flatMap((b) => b.p.records);
+    expect(early.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(early.every((r) => r.sig.length === 132 && verifyRecordSignature(descriptor.clusterId, r, publicKey))).toBe(true);
+
+    cluster.batchForm = true;
+    const after = [pending([], 'local', writes(10, 4)), pending([], 'local', writes(14, 6))];
+    await applier.apply(after.map((b) => b.p));
+    const late = after.flatMap((b) => b.p.records);
+    expect(late.map((r) => r.seq)).toEqual([11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
+    expect(late.every((r) => verifyRecordSignature(descriptor.clusterId, r, publicKey))).toBe(true);
+    // Ten records: one signature over the first eight (across both callers), one over the last two.
+    const heads = late.map((r) => r.sig.slice(0, 132));
+    expect(new Set(heads.slice(0, 8)).size).toBe(1);
+    expect(new Set(heads.slice(8)).size).toBe(1);
+    expect(heads[0]).not.toBe(heads[8]);
+    expect(late.map((r) => (r.sig.length - 2) / 2)).toEqual([...Array(8).fill(66 + 3 * 32), 66 + 32, 66 + 32]);
+    // A lone own write keeps the single form.
+    const lone = pending([], 'local', writes(20, 1));
+    await applier.apply([lone.p]);
+    expect(lone.p.records[0]!.sig).toHaveLength(132);
   });
 
   it('continues its own numbering after the highest own seq stored', async () => {
