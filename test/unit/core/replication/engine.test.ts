@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { openStore } from '../../../../src/store/index.ts';
 import { createReplicationEngine, type ReplicationEngine } from '../../../../src/core/replication/engine.ts';
 import { createKindRegistry, type RecordKindDefinition } from '../../../../src/core/replication/kinds.ts';
-import { signRecord, type ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { recordDigest, signRecord, type ReplicatedRecord } from '../../../../src/core/replication/record.ts';
+import { signRecordDigests } from '../../../../src/core/replication/record-sig.ts';
 import { heldBack } from '../../../../src/core/replication/refusals.ts';
 import type { PeerTransport } from '../../../../src/core/replication/ports.ts';
 import { generatePrivateKey, addressOfPrivateKey } from '../../../../src/crypto/index.ts';
@@ -79,6 +80,22 @@ describe('replication engine: validation', () => {
     const res = await engine.ingest([forged], 'gossip');
     expect(res.rejected[0]?.code).toBe('bad_signature');
     expect(await engine.get('note', 'k')).toBeUndefined();
+  });
+
+  it('records signed a batch at a time stand or fall alone: a refused one leaves its batch neighbours applied, and a stranger on their path is refused', async () => {
+    const { engine, descriptor, keys } = await makeEngine();
+    const origin = descriptor.nodes[1]!.nodeAddress;
+    const unsigned = [{ v: 1 }, { v: 'not a number' }, { v: 3 }].map((body, i) => ({ kind: 'note', key: `b${i}`, origin, seq: i + 1, hlc: [1000 + i, 0] as const, body }));
+    const sigs = signRecordDigests(descriptor.clusterId, unsigned.map((u) => recordDigest(descriptor.clusterId, u)), keys[1]!, true);
+    const batch = unsigned.map((u, i) => ({ ...u, sig: sigs[i]! }));
+    // Another origin's record carrying the batch's first path.
+    const stranger = { ...rec(descriptor, keys[2]!, 2, 1, { v: 9 }, { k: 'x' }), sig: sigs[0]! };
+    const res = await engine.ingest([...batch, stranger], 'apply');
+    expect(res.applied).toBe(2);
+    expect(res.rejected.map((r) => r.code)).toEqual(['bad_body', 'bad_signature']);
+    expect(await stateOf(engine, 'note', 'b0')).toEqual({ v: 1 });
+    expect(await stateOf(engine, 'note', 'b2')).toEqual({ v: 3 });
+    expect(await engine.get('note', 'x')).toBeUndefined();
   });
 
   it('rejects a tampered body, an unknown kind, a schema violation and a record of another cluster', async () => {
