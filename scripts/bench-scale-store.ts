@@ -160,10 +160,15 @@ interface Built {
   owner: Awaited<ReturnType<typeof benchPrincipal>>;
 }
 
-/** A transport for an engine that runs with every peer away: nothing is sent. */
+/**
+ * A transport for an engine that runs with every peer away: nothing is sent. The cluster it stands
+ * for runs this build on every node, so records written together are signed a batch at a time (their
+ * `sig` carries the path: the bytes a secret takes under load).
+ */
 const NO_TRANSPORT: PeerTransport = {
   sendApply: () => Promise.reject(new Error('offline')),
   publish: () => Promise.resolve(),
+  batchSignatures: () => true,
 };
 
 /**

@@ -195,12 +195,21 @@ export interface StoreOptions {
  */
 export const STORE_MAX_OPEN_FILES = 74;
 
+/**
+ * LevelDB's data block, before compression (its default: 4 KiB). Snappy compresses a block alone, and
+ * a secret's record is about 4 KiB of JSON: at 4 KiB a block held one record once a batch signature's
+ * path grew it past the block, and nothing of its keys and repeated strings was shared with the next.
+ * At 16 KiB a block holds several records (docs/benchmarks.md, "a secret on disk").
+ */
+export const STORE_BLOCK_BYTES = 16 * 1024;
+
 /** Open (creating if needed) the node's LevelDB. */
 export async function openStore(options: StoreOptions): Promise<NodeStore> {
   await mkdir(options.location, { recursive: true, mode: 0o700 });
   const db: Db = new Level<string, unknown>(options.location, {
     valueEncoding: 'json',
     maxOpenFiles: options.maxOpenFiles ?? STORE_MAX_OPEN_FILES,
+    blockSize: STORE_BLOCK_BYTES,
     ...(options.maxFileSize !== undefined ? { maxFileSize: options.maxFileSize } : {}),
   });
   await db.open();
