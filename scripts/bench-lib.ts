@@ -6,8 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import type { Mailbox } from '../src/testing/index.ts';
 import type { Figure } from './bench-report.ts';
@@ -88,20 +86,6 @@ export function figure(f: Figure): void {
 /** The figures recorded in this run, in order. */
 export function recordedFigures(): readonly Figure[] {
   return recorded;
-}
-
-/**
- * A full, synchronous collection of this process's heap now (V8's `gc`, from a fresh context with
- * `--expose-gc` set for that moment only): a measured phase then starts owing no collection to the
- * work done before it.
- */
-export function collectGarbageNow(): void {
-  setFlagsFromString('--expose-gc');
-  try {
-    (runInNewContext('gc') as (options: { type: 'major'; execution: 'sync' }) => void)({ type: 'major', execution: 'sync' });
-  } finally {
-    setFlagsFromString('--no-expose-gc');
-  }
 }
 
 /**

@@ -19,7 +19,7 @@ import {
   recoverPersonalSigner,
   sealPayload,
 } from '../src/crypto/index.ts';
-import { BENCH_PLAN, BOUND_YIELD_EVERY, benchPrincipal, collectGarbageNow, benchSession, decryptBodies, figure, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
+import { BENCH_PLAN, BOUND_YIELD_EVERY, benchPrincipal, benchSession, decryptBodies, figure, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
 import { describeRun, loadNow, mergeTable, renderTable } from './bench-report.ts';
 import { benchWeb3, benchWeb3Ready } from './bench-web3.ts';
 import { appliedTotal, catchUpDiagnostics, catchUpLog, countSyncServed } from './bench-catchup-diag.ts';
@@ -32,6 +32,7 @@ import { benchCreates } from './bench-creates.ts';
 import { spawnSync } from 'node:child_process';
 import { NODE_PROCESS_SETTINGS, missingProcessSettings, tuneHeapForNodes } from '../src/node/index.ts';
 import { createUsageService } from '../src/core/usage/service.ts';
+import { collectAllNow } from '../src/crypto/young-garbage.ts';
 import type { Plan } from '../src/core/usage/types.ts';
 import { createLogger } from '../src/log/index.ts';
 
@@ -702,7 +703,7 @@ async function catchUpRound(cluster: LocalCluster, writer: QuorumNode, tag: stri
   // bench's one process it shares a heap with the nodes that took the write burst, and the mark-compact
   // that burst owes would land in the round at random (rounds with two ran ~12% slower than rounds
   // with one: docs/benchmarks.md). BENCH_CATCHUP_GC=0: no collection first.
-  if (process.env.BENCH_CATCHUP_GC !== '0') collectGarbageNow();
+  if (process.env.BENCH_CATCHUP_GC !== '0') collectAllNow();
   const lagAtRestart = running.map((m) => missing(m.versionVector()));
   const appliedBefore = await Promise.all(running.map(appliedTotal));
   const diag = process.env.BENCH_CATCHUP_DIAG ? { served: countSyncServed(running), round: catchUpDiagnostics() } : undefined;

@@ -204,10 +204,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     },
     sendApply: requests.sendApply,
     publish: gossip.publish,
-    batchSignatures() {
-      for (const p of peers.all()) if (!p.checksBatchSigs) return false;
-      return true;
-    },
+    batchSignatures: peers.allCheckBatchSigs,
     requestCreate: requests.requestCreate,
     async callMember(slot, service, body, options) {
       if (slot !== self.slot) return requests.callMember(slot, service, body, options);

@@ -98,7 +98,7 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
         .then((answer) => {
           p.lastHeard = performance.now();
           p.checksBatchSigs = hasFeature(answer, NODE_FEATURES.recordBatchSig);
-          deps.metrics.recordBatchSignatures.set([...peers.all()].every((q) => q.checksBatchSigs) ? 1 : 0);
+          deps.metrics.recordBatchSignatures.set(peers.allCheckBatchSigs() ? 1 : 0);
         })
         .catch(() => undefined)
         .finally(() => {

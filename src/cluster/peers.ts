@@ -68,6 +68,8 @@ export interface Peers {
   request(p: Peer, protocol: string, body: unknown, signal: AbortSignal): Promise<unknown>;
   /** Fail every pending request to `p` and close its links. */
   closeLinks(p: Peer, reason: string): void;
+  /** Every other node's last ping answer said it checks batch record signatures. */
+  allCheckBatchSigs(): boolean;
 }
 
 /** Create the peer table of `descriptor` as seen from `self`. */
@@ -139,6 +141,10 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
     },
     closeLinks(p, reason) {
       for (const link of p.links.values()) link.close(reason);
+    },
+    allCheckBatchSigs() {
+      for (const p of peers.values()) if (!p.checksBatchSigs) return false;
+      return true;
     },
   };
 }

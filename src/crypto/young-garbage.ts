@@ -16,7 +16,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-type Collect = (options: { type: 'minor'; execution: 'sync' }) => void;
+type Collect = (options: { type: 'minor' | 'major'; execution: 'sync' }) => void;
 
 let collect: Collect | undefined;
 
@@ -53,6 +53,11 @@ function collector(): Collect | undefined {
 /** Scavenge this thread's young generation now (frees the dead buffers that live only there). */
 export function scavengeNow(): void {
   collector()?.({ type: 'minor', execution: 'sync' });
+}
+
+/** A full collection of this thread's heap now (the bench, before a measured phase). */
+export function collectAllNow(): void {
+  collector()?.({ type: 'major', execution: 'sync' });
 }
 
 /**

@@ -164,7 +164,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   );
   const listeners = createAppliedListeners(log);
   const equivocations = createEquivocations({ store, kinds, index, stateCache, clock, metrics, logger: log });
-  const applier = createBatchApplier({ clusterId, selfAddress: membership.self.nodeAddress }, { store, kinds, index, stateCache, hlc, signingKey: deps.signingKey, equivocations, listeners, metrics, batchSignatures: () => batchSignatures() });
+  const applier = createBatchApplier({ clusterId, selfAddress: membership.self.nodeAddress }, { store, kinds, index, stateCache, hlc, signingKey: deps.signingKey, equivocations, listeners, metrics, batchSignatures });
   // A write while own writes are held waits for the release as long as a member's ack (then 503
   // NOT_READY, retryable): the HTTP API is up while a node learns its own log (docs/architecture.md,
   // "Failure model").

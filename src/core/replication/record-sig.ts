@@ -18,7 +18,7 @@
  * an inner node cannot pass for a record, nor a root for a single record's digest. Forging a leaf
  * takes a second preimage of SHA-256.
  */
-import { signDigest, taggedHash, toHex, fromHex, isHex, verifyDigest, type VerifyItem } from '../../crypto/index.ts';
+import { signDigest, taggedHash, toHex, fromHex, verifyDigest, type VerifyItem } from '../../crypto/index.ts';
 
 /** Deepest batch tree: at most 2^3 = 8 records under one signature (each carries 3 siblings, 98 bytes more than a single signature). */
 export const MAX_BATCH_DEPTH = 3;
@@ -57,8 +57,12 @@ function innerNode(left: Uint8Array, right: Uint8Array): Uint8Array {
  * the tree) — a `bad_signature`.
  */
 export function signedDigestOf(clusterId: string, sigHex: string, recordDigest: Uint8Array): SignedDigest | undefined {
-  if (!isHex(sigHex)) return undefined;
-  const bytes = fromHex(sigHex);
+  let bytes: Uint8Array;
+  try {
+    bytes = fromHex(sigHex);
+  } catch {
+    return undefined;
+  }
   if (bytes.length === SIG_BYTES) return { sig: bytes, signed: recordDigest };
   const depth = (bytes.length - SIG_BYTES - 1) / HASH_BYTES;
   if (!Number.isInteger(depth) || depth < 1 || depth > MAX_BATCH_DEPTH) return undefined;
