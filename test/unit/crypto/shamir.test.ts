@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { combine } from 'shamir-secret-sharing';
 import { SHAMIR_MAX_SHARES, combineShares, splitSecret, toHex } from '../../../src/crypto/index.ts';
 
 const newSeed = (): Uint8Array => new Uint8Array(randomBytes(64));
@@ -66,6 +67,23 @@ describe('Shamir secret sharing', () => {
         expect(toHex(await combineShares(picked.map((i) => shares[i]!)))).toBe(toHex(secret));
       }),
       { numRuns: 60 },
+    );
+  });
+
+  it('combines to the very bytes the library’s own combine gives, for any 2 or more shares, right or wrong (property)', async () => {
+    // Our combine interpolates with constant-time arithmetic (src/crypto/gf256.ts); the library is
+    // the reference, including for too few shares, where both give the same wrong value.
+    const shape = fc
+      .integer({ min: 2, max: 9 })
+      .chain((size) => fc.tuple(fc.constant(size), fc.integer({ min: 2, max: size })))
+      .chain(([size, threshold]) => fc.tuple(fc.constant(size), fc.constant(threshold), fc.shuffledSubarray([...Array(size).keys()], { minLength: 2, maxLength: size })));
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 96 }), shape, async (secret, [size, threshold, picked]) => {
+        const shares = await splitSecret(secret, size, threshold);
+        const chosen = picked.map((i) => shares[i]!);
+        expect(toHex(await combineShares(chosen))).toBe(toHex(await combine(chosen.map((s) => Uint8Array.from(s)))));
+      }),
+      { numRuns: 200 },
     );
   });
 
