@@ -1,5 +1,6 @@
 /** Pure crypto functions on Uint8Array (CONTRIBUTING.md rule 10). The only importer of @noble/*. */
 export * from './bytes.ts';
+export * from './deal.ts';
 export * from './hash.ts';
 export * from './secp256k1.ts';
 export * from './password.ts';

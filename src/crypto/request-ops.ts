@@ -1,9 +1,10 @@
 /**
- * The operations of ./request-pool.ts — EIP-191 signer recoveries, payload seals, and the sealed
- * boxes a share release travels in — run alike on its worker thread (./request-worker.ts) and
+ * The operations of ./request-pool.ts — EIP-191 signer recoveries, payload seals, the sealed boxes a
+ * share release travels in, and the dealing of a new secret's key — run alike on its worker thread (./request-worker.ts) and
  * inline, so both give the same answers.
  */
 import { zeroize } from './bytes.ts';
+import { dealShares, type DealRecipient, type DealtShares } from './deal.ts';
 import { recoverPersonalSigner } from './eip191.ts';
 import { openPayloadWithCheckedSeed, sealPayload, type CheckedOpen } from './payload-envelope.ts';
 import { openSealed, sealTo } from './sealed-box.ts';
@@ -18,10 +19,12 @@ export type RequestOp =
   | { op: 'recover-seal'; message: string; signature: string; publicKey: Uint8Array; plaintext: Uint8Array }
   /** A share sealed to the coordinator it is released to ({@link sealTo}). */
   | { op: 'seal-box'; recipient: Uint8Array; share: Uint8Array; aad: Uint8Array }
-  /** A released share opened with this node's signing key ({@link openSealed}; the key: {@link OpeningKey}). */
+  /** A box sealed to this node (a share dealt or released to it) opened with its signing key ({@link openSealed}; the key: {@link OpeningKey}). */
   | { op: 'open-box'; box: Uint8Array; aad: Uint8Array }
   /** A payload opened with the seed its shares rebuilt ({@link openPayloadWithCheckedSeed}). */
-  | { op: 'open-payload'; seed: Uint8Array; expectedPublicKey: Uint8Array; cifer: Uint8Array; encryptedMessage: Uint8Array };
+  | { op: 'open-payload'; seed: Uint8Array; expectedPublicKey: Uint8Array; cifer: Uint8Array; encryptedMessage: Uint8Array }
+  /** A new secret's key dealt to its members ({@link dealShares}). */
+  | { op: 'deal'; seed: Uint8Array; threshold: number; recipients: DealRecipient[]; digestTag: string };
 
 /** The node's signing key pair, which `open-box` opens with: given to the thread once, when it starts. */
 export interface OpeningKey {
@@ -45,6 +48,7 @@ export type RequestOpResult =
   /** The box's plaintext, or null when it does not open. */
   | { opened: Uint8Array | null }
   | { checked: CheckedOpen }
+  | { dealt: DealtShares }
   | { error: string };
 
 /** Operations of a batch the thread answers per message (./request-worker.ts). */
@@ -63,6 +67,7 @@ export function runRequestOp(op: RequestOp, key?: OpeningKey): RequestOpResult {
     if (op.op === 'seal') return sealPayload(op.publicKey, op.plaintext);
     if (op.op === 'seal-box') return { box: sealTo(op.recipient, op.share, op.aad) };
     if (op.op === 'open-payload') return { checked: openPayloadWithCheckedSeed(op.seed, op.expectedPublicKey, op.cifer, op.encryptedMessage) };
+    if (op.op === 'deal') return { dealt: dealShares(op.seed, op.threshold, op.recipients, op.digestTag) };
     if (op.op === 'open-box') {
       if (!key) return { error: 'no opening key' };
       return { opened: openSealed(key.privateKey, op.box, op.aad, key.publicKey) ?? null };
@@ -81,7 +86,7 @@ export function runRequestOp(op: RequestOp, key?: OpeningKey): RequestOpResult {
  * never posted: it would copy the whole buffer to the thread.
  */
 export function privateBytesOf(op: RequestOp): Uint8Array | undefined {
-  return op.op === 'seal-box' ? op.share : op.op === 'open-payload' ? op.seed : undefined;
+  return op.op === 'seal-box' ? op.share : op.op === 'open-payload' || op.op === 'deal' ? op.seed : undefined;
 }
 
 /**

@@ -13,7 +13,13 @@ function answer(id: number, from: number, results: RequestOpResult[]): void {
   // Buffers that are wholly one result's are moved, not copied; views into shared ones are copied.
   const transfer = new Set<ArrayBuffer>();
   for (const r of results) {
-    const owned = 'cifer' in r ? [r.cifer, r.encryptedMessage] : 'box' in r ? [r.box] : 'opened' in r && r.opened ? [r.opened] : 'checked' in r && r.checked.ok ? [r.checked.plaintext] : [];
+    const owned =
+      'cifer' in r ? [r.cifer, r.encryptedMessage]
+      : 'box' in r ? [r.box]
+      : 'opened' in r && r.opened ? [r.opened]
+      : 'checked' in r && r.checked.ok ? [r.checked.plaintext]
+      : 'dealt' in r ? [r.dealt.publicKey, ...r.dealt.boxes, ...r.dealt.digests]
+      : [];
     for (const bytes of owned) {
       if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) transfer.add(bytes.buffer);
     }

@@ -119,7 +119,7 @@ function nodeKeyring(signingKey: Uint8Array, storageKey: Uint8Array, requestCryp
   const storage = aesKeyObject(storageKey);
   return {
     openSealed: (box, aad) => openSealed(signingKey, box, aad, signingPublicKey),
-    openReleased: (box, aad) => requestCrypto.openBox(box, aad),
+    openBox: (box, aad) => requestCrypto.openBox(box, aad),
     sealRelease: (recipient, share, aad) => requestCrypto.sealBox(recipient, share, aad),
     encryptAtRest: (plaintext, aad) => encryptAtRest(storage, plaintext, aad),
     decryptAtRest: (box, aad) => decryptAtRest(storage, box, aad),
@@ -520,6 +520,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           pending: store.pendingShares,
           keyring,
           random: systemRandom,
+          dealCrypto: requestCrypto.deal,
           clock,
           logger,
           chains,

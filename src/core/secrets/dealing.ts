@@ -7,7 +7,7 @@
  */
 import { AppError, QuorumError, type MemberFailure } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
-import { fromHex, mlkemPublicKeyFromSeed, sealTo, splitSecretForSlots, toBase64, zeroize, type RandomSource } from '../../crypto/index.ts';
+import { dealShares, fromHex, toBase64, toHex, utf8, zeroize, type DealRecipient, type DealtShares, type RandomSource } from '../../crypto/index.ts';
 import { membersOf, type ClusterDescriptor, type MembershipView } from '../replication/ports.ts';
 import { reachableMemberSlots } from '../replication/gather.ts';
 import { web3SecretKey, type Web3SecretBody } from '../web3/records.ts';
@@ -15,7 +15,7 @@ import type { VersionWriter } from '../replication/sequencer.ts';
 import { kindName } from '../replication/views.ts';
 
 const web3SecretKindName = kindName<Web3SecretBody>('web3Secret');
-import { SECRET_TYPE_MLKEM768, shareDigest, shareStoreAad } from './records.ts';
+import { SECRET_TYPE_MLKEM768, SHARE_DIGEST_TAG, shareDigestPrefix, shareStoreAad } from './records.ts';
 import { memberAddresses, shareLabel } from './rules.ts';
 import type { ShareDelivery } from './delivery.ts';
 import type { SecretStatus } from './types.ts';
@@ -32,25 +32,33 @@ export interface SealedShares {
   boxes: Map<number, Uint8Array>;
 }
 
+/** The crypto of a deal ({@link dealShares}): inline, or on the request crypto thread (the node's). */
+export type DealCrypto = (seed: Uint8Array, threshold: number, recipients: DealRecipient[], digestTag: string) => Promise<DealtShares>;
+
+/** {@link DealCrypto} on the caller's thread. */
+export const dealInline: DealCrypto = (seed, threshold, recipients, digestTag) => Promise.resolve(dealShares(seed, threshold, recipients, digestTag));
+
 /**
- * Split `seed` threshold-of-size and seal share i to member i; the shares are zeroed, the seed is the
- * caller's to zero. At x = slot + 1: a member that loses its share can get it back (recovery.ts).
+ * Split `seed` threshold-of-size and seal share i to member i, through `crypto`; the shares are
+ * zeroed there, the seed is the caller's to zero. At x = slot + 1: a member that loses its share can
+ * get it back (recovery.ts).
  */
-export function sealShares(seed: Uint8Array, descriptor: ClusterDescriptor, label: number | string): SealedShares {
+export async function sealShares(seed: Uint8Array, descriptor: ClusterDescriptor, label: number | string, crypto: DealCrypto = dealInline): Promise<SealedShares> {
   const memberList = membersOf(descriptor);
-  const publicKey = mlkemPublicKeyFromSeed(seed);
+  const recipients = memberList.map((m) => ({
+    slot: m.slot,
+    publicKey: fromHex(m.signingPublicKey),
+    aad: shareStoreAad(descriptor.clusterId, label, m.slot),
+    digestPrefix: utf8(shareDigestPrefix(descriptor.clusterId, label, m.slot)),
+  }));
+  const dealt = await crypto(seed, descriptor.threshold, recipients, SHARE_DIGEST_TAG);
   const shareDigests: string[] = [];
   const boxes = new Map<number, Uint8Array>();
-  const shares = splitSecretForSlots(seed, memberList.map((m) => m.slot), descriptor.threshold);
-  try {
-    for (const m of memberList) {
-      boxes.set(m.slot, sealTo(fromHex(m.signingPublicKey), shares[m.slot]!, shareStoreAad(descriptor.clusterId, label, m.slot)));
-      shareDigests[m.slot] = shareDigest(descriptor.clusterId, label, m.slot, shares[m.slot]!);
-    }
-  } finally {
-    zeroize(...shares);
-  }
-  return { publicKey, shareDigests, boxes };
+  memberList.forEach((m, i) => {
+    boxes.set(m.slot, dealt.boxes[i]!);
+    shareDigests[m.slot] = toHex(dealt.digests[i]!);
+  });
+  return { publicKey: dealt.publicKey, shareDigests, boxes };
 }
 
 /** What a secret's record is built from. */
@@ -69,6 +77,8 @@ export interface KeyDealerDeps {
   versions: Pick<VersionWriter, 'update'>;
   delivery: Pick<ShareDelivery, 'deliver' | 'keepUndelivered'>;
   random: RandomSource;
+  /** Where the key's crypto runs (the node's request crypto thread). @default {@link dealInline} */
+  crypto?: DealCrypto;
   clock: () => number;
   /** The secrets module's logger. */
   logger: Logger;
@@ -95,7 +105,7 @@ export function createKeyDealer(deps: KeyDealerDeps): KeyDealer {
     const seed = deps.random(SEED_BYTES);
     let sealed: SealedShares;
     try {
-      sealed = sealShares(seed, descriptor, shareLabel(chainId, secretId));
+      sealed = await sealShares(seed, descriptor, shareLabel(chainId, secretId), deps.crypto);
     } finally {
       zeroize(seed);
     }

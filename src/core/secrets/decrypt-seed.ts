@@ -59,7 +59,7 @@ export interface SeedRecoveryOptions {
 export interface SeedRecoveryDeps {
   membership: MembershipView;
   members: MemberRpc;
-  keyring: Pick<NodeKeyring, 'openReleased'>;
+  keyring: Pick<NodeKeyring, 'openBox'>;
   /** This node's version vector (sent with share requests for the catch-up gate). */
   versionVector(): VersionVector;
   /** The secrets module's logger. */
@@ -84,7 +84,7 @@ export function createSeedRecovery(options: SeedRecoveryOptions, deps: SeedRecov
         const res = (await deps.members.call(slot, 'shard', shareReleaseRequest(secretId, request, envelope, deps.versionVector()), { signal })) as { box?: unknown; share?: unknown };
         if (slot === self.slot && res?.share instanceof Uint8Array) return res.share;
         if (typeof res?.box !== 'string') throw new Error('malformed release');
-        const share = await keyring.openReleased(fromBase64(res.box), shareReleaseAad(descriptor.clusterId, label, slot, self.nodeAddress));
+        const share = await keyring.openBox(fromBase64(res.box), shareReleaseAad(descriptor.clusterId, label, slot, self.nodeAddress));
         if (!share) throw new Error('released share does not open');
         return share;
       },

@@ -82,10 +82,11 @@ export interface NodeKeyring {
   /** Open a box sealed to this node's secp256k1 key; undefined when it does not open. */
   openSealed(box: Uint8Array, aad: Uint8Array): Uint8Array | undefined;
   /**
-   * {@link openSealed} for a share released to this coordinator: on the request crypto thread while
-   * the event loop is busy (inline at light load), as decrypts come many at once.
+   * {@link openSealed} on the request crypto thread while the event loop is busy (inline at light
+   * load): a share dealt to this member, or released to this coordinator, as creates and decrypts
+   * come many at once.
    */
-  openReleased(box: Uint8Array, aad: Uint8Array): Promise<Uint8Array | undefined>;
+  openBox(box: Uint8Array, aad: Uint8Array): Promise<Uint8Array | undefined>;
   /**
    * A share sealed to the coordinator it is released to (`recipient`: its signing public key), on the
    * request crypto thread while the event loop is busy; the caller zeroes `share`.

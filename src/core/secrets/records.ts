@@ -27,13 +27,21 @@ export function secretKey(secretId: number): string {
 /** One digest per slot (hex SHA-256), at most 255. */
 export const shareDigestsSchema = z.array(z.string().regex(/^[0-9a-f]{64}$/)).min(1).max(255);
 
+/** The tag of {@link shareDigest}. */
+export const SHARE_DIGEST_TAG = 'quorumkeep/share-digest/v1';
+
 /**
  * A share's digest, bound to its cluster, secret label and slot (docs/security.md, "Share
  * recovery"): public (a share is 65 uniformly random-looking bytes), so a member that rebuilt a lost
  * share can tell it is the one it had, and a helper that lied is caught.
  */
 export function shareDigest(clusterId: string, label: number | string, slot: number, share: Uint8Array): string {
-  return toHex(taggedHash('quorumkeep/share-digest/v1', concatBytes(utf8(`${clusterId}\n${label}\n${slot}\n`), share)));
+  return toHex(taggedHash(SHARE_DIGEST_TAG, concatBytes(utf8(shareDigestPrefix(clusterId, label, slot)), share)));
+}
+
+/** What {@link shareDigest} hashes before the share. */
+export function shareDigestPrefix(clusterId: string, label: number | string, slot: number): string {
+  return `${clusterId}\n${label}\n${slot}\n`;
 }
 
 /** The transitions of a secret (docs/security.md, "Transitions"). */

@@ -30,7 +30,7 @@ import type { ChainHeads } from '../web3/ports.ts';
 import type { NodeKeyring, PendingShareStore, ShareStore, UsedStringStore } from './ports.ts';
 import type { SecretBody } from './records.ts';
 import { createSecretCreation, type SecretCreationDeps } from './create.ts';
-import { createKeyDealer } from './dealing.ts';
+import { createKeyDealer, type DealCrypto } from './dealing.ts';
 import { createDelegateSetter } from './delegate.ts';
 import { createShareDelivery } from './delivery.ts';
 import { createSeedRecovery } from './decrypt-seed.ts';
@@ -85,6 +85,8 @@ export interface SecretsDeps {
   pending: PendingShareStore;
   keyring: NodeKeyring;
   random: RandomSource;
+  /** Where a new key's crypto runs (the node's request crypto thread). @default inline */
+  dealCrypto?: DealCrypto;
   clock: () => number;
   logger: Logger;
   /**
@@ -136,7 +138,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
 
   const reads = createSecretReads({ state, fresh: deps.fresh, web3: deps.web3 });
   const delivery = createShareDelivery(options, { ...common, members: deps.members, pending: deps.pending, signal });
-  const dealer = createKeyDealer({ ...common, versions: deps.versions, delivery, random: deps.random });
+  const dealer = createKeyDealer({ ...common, versions: deps.versions, delivery, random: deps.random, ...(deps.dealCrypto ? { crypto: deps.dealCrypto } : {}) });
   // Slot 0's operations are registered in this order: claimSecretCreate, releaseSecretCreate.
   const creation = createSecretCreation({
     ...common,

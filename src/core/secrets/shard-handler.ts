@@ -97,7 +97,7 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
     if (!isCoordinatorEntry(from)) throw refusal('FORBIDDEN', 'not_coordinator', 'shares are dealt by coordinators only');
     const { slot } = own;
     const label = shareLabel(chainId, secretId);
-    const share = keyring.openSealed(fromBase64(box), shareStoreAad(clusterId, label, slot));
+    const share = await keyring.openBox(fromBase64(box), shareStoreAad(clusterId, label, slot));
     if (!share) throw refusal('FORBIDDEN', 'share_mismatch', 'share does not open for this member');
     try {
       // Every share sits at its slot's coordinate: two members at one x would hold one share between them.

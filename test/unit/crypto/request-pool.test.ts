@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRequestCryptoPool, type RequestCryptoPool } from '../../../src/crypto/request-pool.ts';
-import { generatePrivateKey, sealPayload as sealPayloadInline, mlkemPublicKeyFromSeed, openPayloadWithSeed, openSealed, publicKeyOf, recoverPersonalSigner, sealTo, signPersonalMessage, toHex, utf8 } from '../../../src/crypto/index.ts';
+import { combineShares, concatBytes, generatePrivateKey, sealPayload as sealPayloadInline, taggedHash, mlkemPublicKeyFromSeed, openPayloadWithSeed, openSealed, publicKeyOf, recoverPersonalSigner, sealTo, signPersonalMessage, toHex, utf8 } from '../../../src/crypto/index.ts';
 import { runOwnedRequestOp, runRequestOp, type RequestOp } from '../../../src/crypto/request-ops.ts';
 
 const pools: RequestCryptoPool[] = [];
@@ -142,6 +142,22 @@ describe('request crypto pool', () => {
     await idleFor(3);
     await p.recoverSigner(m, sig);
     expect(runs).toEqual({ 'recover:inline': 3, 'recover:thread': 1 });
+  });
+
+  it('sends a lone deal to the thread on a busy loop (a lone recovery stays inline), and deals as inline', async () => {
+    const { p, runs } = pool({ idleInlineMs: 0 });
+    const m = `-1_4_0xabc_${Date.now()}`;
+    await p.recoverSigner(m, signPersonalMessage(m, wallet));
+    const keys = [generatePrivateKey(), generatePrivateKey(), generatePrivateKey()];
+    const recipients = keys.map((k, slot) => ({ slot, publicKey: publicKeyOf(k, true), aad: utf8(`aad ${slot}`), digestPrefix: utf8(`prefix ${slot}\n`) }));
+    const dealSeed = Uint8Array.from(seed);
+    const dealt = await p.deal(dealSeed, 2, recipients, 'test/deal');
+    expect(runs).toEqual({ 'recover:inline': 1, 'deal:thread': 1 });
+    expect(dealSeed).toEqual(Uint8Array.from(seed));
+    expect(toHex(dealt.publicKey)).toBe(toHex(publicKey));
+    const shares = keys.map((k, i) => openSealed(k, dealt.boxes[i]!, utf8(`aad ${i}`))!);
+    shares.forEach((share, i) => expect(toHex(dealt.digests[i]!)).toBe(toHex(taggedHash('test/deal', concatBytes(utf8(`prefix ${i}\n`), share)))));
+    expect(toHex(await combineShares([shares[2]!, shares[0]!]))).toBe(toHex(seed));
   });
 
   it('refuses a bad public key with the inline TypeError, wherever it runs', async () => {

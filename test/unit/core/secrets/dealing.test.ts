@@ -4,22 +4,31 @@
  * digest; any threshold of them rebuild the seed of the public key. Below threshold stored shares
  * nothing is recorded; otherwise the missed shares are kept before the record is written.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createKeyDealer, sealShares, type DealtKey } from '../../../../src/core/secrets/dealing.ts';
 import { shareDigest, shareStoreAad } from '../../../../src/core/secrets/records.ts';
 import type { MembershipView, WriteIntent } from '../../../../src/core/replication/ports.ts';
 import { QuorumError } from '../../../../src/errors/index.ts';
 import { combineShares, mlkemPublicKeyFromSeed, openSealed, shareXOfSlot, systemRandom, toBase64 } from '../../../../src/crypto/index.ts';
+import { createRequestCryptoPool } from '../../../../src/crypto/request-pool.ts';
 import { captureLogger } from '../../../utils/log.ts';
 import { unitCluster } from '../../../utils/evidence.ts';
 
 const c = unitCluster();
 const { clusterId } = c.descriptor;
 
-describe('sealShares', () => {
+describe.each([
+  ['inline', undefined],
+  ['on the request crypto thread', 'thread'],
+] as const)('sealShares, %s', (_, where) => {
+  const ran: string[] = [];
+  const pool = where === 'thread' ? createRequestCryptoPool({ minThreadBatch: 1, idleInlineMs: 0, onRun: (op, at) => ran.push(`${op}@${at}`) }) : undefined;
+  afterAll(() => pool?.close());
+  const seal = (seed: Uint8Array, label: number | string) => sealShares(seed, c.descriptor, label, pool?.deal);
+
   it('seals share i to member i at x = i + 1, with its digest; any threshold rebuild the seed', async () => {
     const seed = systemRandom(64);
-    const { publicKey, shareDigests, boxes } = sealShares(seed.slice(), c.descriptor, 7);
+    const { publicKey, shareDigests, boxes } = await seal(seed.slice(), 7);
     expect(publicKey).toEqual(mlkemPublicKeyFromSeed(seed));
     expect([...boxes.keys()]).toEqual([0, 1, 2, 3, 4]);
     const shares = c.keys.map((key, slot) => openSealed(key, boxes.get(slot)!, shareStoreAad(clusterId, 7, slot))!);
@@ -29,13 +38,21 @@ describe('sealShares', () => {
     });
     expect(await combineShares([shares[4]!, shares[0]!, shares[2]!])).toEqual(seed);
     expect(await combineShares([shares[1]!, shares[3]!])).not.toEqual(seed);
+    expect(ran).toEqual(pool ? ['deal@thread'] : []);
   });
 
-  it('a box opens for its member and its secret only', () => {
-    const { boxes } = sealShares(systemRandom(64), c.descriptor, '31337:7');
+  it('a box opens for its member and its secret only', async () => {
+    const { boxes } = await seal(systemRandom(64), '31337:7');
     expect(openSealed(c.keys[1]!, boxes.get(0)!, shareStoreAad(clusterId, '31337:7', 0))).toBeUndefined();
     expect(openSealed(c.keys[0]!, boxes.get(0)!, shareStoreAad(clusterId, 7, 0))).toBeUndefined();
     expect(openSealed(c.keys[0]!, boxes.get(0)!, shareStoreAad(clusterId, '31337:7', 0))).toBeDefined();
+  });
+
+  it("leaves the caller's seed as it was (the operation zeroes its own copy)", async () => {
+    const seed = systemRandom(64);
+    const before = Uint8Array.from(seed);
+    await seal(seed, 9);
+    expect(seed).toEqual(before);
   });
 });
 
