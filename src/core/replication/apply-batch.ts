@@ -27,7 +27,7 @@ export interface BatchApplierDeps {
   store: Pick<RecordStore, 'hasRecord' | 'getLog' | 'getStates' | 'commit'>;
   kinds: KindRegistry;
   index: LogIndex;
-  stateCache: Pick<StateCache, 'update'>;
+  stateCache: Pick<StateCache, 'update' | 'peek'>;
   hlc: HlcClock;
   /** This node's secp256k1 private key (signs its records). */
   signingKey: Uint8Array;
@@ -73,6 +73,22 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
       for (const p of batch) if (p.own) p.records = [];
       throw err;
     }
+  }
+
+  /** The winners of `pairs` now: cached ones from memory, the others from the store in one read. */
+  async function currentStates(pairs: Array<{ kind: string; key: string }>): Promise<Array<ReplicatedRecord | undefined>> {
+    const out: Array<ReplicatedRecord | undefined> = [];
+    const missing: number[] = [];
+    pairs.forEach((p, i) => {
+      const cached = deps.stateCache.peek(p.kind, p.key);
+      if (cached === undefined) missing.push(i);
+      else out[i] = cached ?? undefined;
+    });
+    if (missing.length > 0) {
+      const read = await store.getStates(missing.map((i) => pairs[i]!));
+      missing.forEach((i, j) => (out[i] = read[j]));
+    }
+    return out;
   }
 
   async function commitBatch(batch: PendingApply[]): Promise<void> {
@@ -132,9 +148,11 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
       return;
     }
 
-    // Current winners of every key touched, in one read.
+    // Current winners of every key touched: from the state cache where it holds them (it is updated
+    // after every commit, and commits run one at a time, so what it holds is what the store holds),
+    // the rest in one read.
     const keys = [...new Map(fresh.map((r) => [`${r.kind}!${r.key}`, { kind: r.kind, key: r.key }])).entries()];
-    const currents = await store.getStates(keys.map(([, v]) => v));
+    const currents = await currentStates(keys.map(([, v]) => v));
     const winners = new Map<string, ReplicatedRecord | undefined>(keys.map(([k], i) => [k, currents[i]]));
     const changed = new Map<string, ReplicatedRecord>();
     for (const r of fresh) {

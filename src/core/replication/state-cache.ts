@@ -29,6 +29,11 @@ export interface StateCacheDeps {
 export interface StateCache {
   /** The current state of (kind, key), from memory or the store. */
   get(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
+  /**
+   * The current state of (kind, key) when it is in memory — a record, or null for a state known
+   * absent — without reading the store or marking the entry used; undefined when not cached.
+   */
+  peek(kind: string, key: string): ReplicatedRecord | null | undefined;
   /** The new winners of a committed batch: cached, and any read in flight is not cached. */
   update(changed: Iterable<ReplicatedRecord>): void;
   /** Entries and estimated bytes held (metrics, tests). */
@@ -95,6 +100,9 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
       const v = await store.getState(kind, key);
       if (generation === before) put(k, v ?? null);
       return v;
+    },
+    peek(kind, key) {
+      return entries.get(`${kind}!${key}`)?.value;
     },
     update(changed) {
       generation++;

@@ -21,8 +21,14 @@ async function applierOn(seed: (cluster: ReturnType<typeof makeCluster>) => Para
   const { keys, descriptor } = cluster;
   const mem = memoryStore(seed(cluster));
   const control = { failNext: false };
+  /** The (kind, key) pairs each `getStates` read asked the store for. */
+  const reads: string[][] = [];
   const store = {
     ...mem.store,
+    async getStates(pairs: Array<{ kind: string; key: string }>) {
+      reads.push(pairs.map((p) => `${p.kind}!${p.key}`));
+      return mem.store.getStates(pairs);
+    },
     async commit(change: Parameters<typeof mem.store.commit>[0]) {
       if (control.failNext) {
         control.failNext = false;
@@ -52,7 +58,7 @@ async function applierOn(seed: (cluster: ReturnType<typeof makeCluster>) => Para
     },
   );
   applier.open();
-  return { keys, descriptor, mem, control, index, applier, conflicts, events, listeners };
+  return { keys, descriptor, mem, control, index, applier, conflicts, events, listeners, reads };
 }
 
 /** A queued apply and what it settles with. */
@@ -135,6 +141,20 @@ describe('applying one batch', () => {
     const lone = pending([], 'local', writes(20, 1));
     await applier.apply([lone.p]);
     expect(lone.p.records[0]!.sig).toHaveLength(132);
+  });
+
+  it('takes the current winners the state cache holds from memory, reading the store only for the rest', async () => {
+    const { keys, descriptor, mem, applier, reads } = await applierOn();
+    const r = (s: number, k: string, hlc = 1000 + s) => rec(descriptor, keys[1]!, 1, s, { v: s }, { k, hlc: [hlc, 0] });
+    await applier.apply([pending([r(1, 'a'), r(2, 'b')]).p]);
+    expect(reads).toEqual([['note!a', 'note!b']]);
+    // 'a' and 'b' were just written (so cached); 'c' was never seen.
+    await applier.apply([pending([r(3, 'a'), r(4, 'b', 10), r(5, 'c')]).p]);
+    expect(reads).toEqual([['note!a', 'note!b'], ['note!c']]);
+    // The winners are decided as from the store: a newer 'a' wins, an older 'b' does not.
+    expect((await mem.store.getState('note', 'a'))?.seq).toBe(3);
+    expect((await mem.store.getState('note', 'b'))?.seq).toBe(2);
+    expect((await mem.store.getState('note', 'c'))?.seq).toBe(5);
   });
 
   it('continues its own numbering after the highest own seq stored', async () => {
