@@ -7,7 +7,6 @@ import { AppError } from '../../errors/index.ts';
 import { fromBase64, fromHex, toBase64, toHex } from '../../crypto/index.ts';
 import type { BinaryFormat } from './types.ts';
 
-const HEX_RE = /^(?:0x)?(?:[0-9a-fA-F]{2})*$/;
 const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** Encode bytes in a client format: `0x`-prefixed hex or base64. */
@@ -18,8 +17,11 @@ export function encodeBinary(bytes: Uint8Array, format: BinaryFormat): string {
 /** Decode a client's hex (with or without `0x`) or base64; 400 naming `field` when malformed. */
 export function decodeBinary(text: string, format: BinaryFormat, field: string): Uint8Array {
   if (format === 'hex') {
-    if (!HEX_RE.test(text)) throw new AppError('BAD_REQUEST', `${field} is not valid hex`);
-    return fromHex(text.startsWith('0x') ? text.slice(2) : text);
+    try {
+      return fromHex(text);
+    } catch {
+      throw new AppError('BAD_REQUEST', `${field} is not valid hex`);
+    }
   }
   if (!BASE64_RE.test(text)) throw new AppError('BAD_REQUEST', `${field} is not valid base64`);
   return fromBase64(text);
