@@ -40,8 +40,7 @@ export function decodeLengthPrefix(prefix: Uint8ArrayList | Uint8Array): number 
   const n = prefix.byteLength;
   let value = 0;
   let scale = 1;
-  for (let i = 0; i < n; i++) {
-    if (i >= MAX_PREFIX_BYTES) break;
+  for (let i = 0; i < Math.min(n, MAX_PREFIX_BYTES); i++) {
     const b = prefix instanceof Uint8Array ? prefix[i]! : prefix.get(i);
     value += (b & 0x7f) * scale;
     if (b < 0x80) return value;

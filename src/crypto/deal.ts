@@ -35,11 +35,7 @@ export interface DealtShares {
  */
 export function dealShares(seed: Uint8Array, threshold: number, recipients: readonly DealRecipient[], digestTag: string): DealtShares {
   const publicKey = mlkemPublicKeyFromSeed(seed);
-  const shares = splitSecretForSlots(
-    seed,
-    recipients.map((r) => r.slot),
-    threshold,
-  );
+  const shares = splitSecretForSlots(seed, recipients.map((r) => r.slot), threshold);
   try {
     return {
       publicKey,
