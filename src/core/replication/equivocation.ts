@@ -24,7 +24,7 @@ export interface EquivocationDeps {
   store: Pick<RecordStore, 'allLog' | 'commit'>;
   kinds: KindRegistry;
   index: Pick<LogIndex, 'contentId' | 'xorFingerprint' | 'fingerprintHex'>;
-  stateCache: Pick<StateCache, 'update'>;
+  stateCache: Pick<StateCache, 'update' | 'forget'>;
   clock: () => number;
   metrics: Pick<NodeMetrics, 'equivocations'>;
   logger: Logger;
@@ -84,6 +84,9 @@ export function createEquivocations(deps: EquivocationDeps): Equivocations {
       await store.commit({ log: [incoming], states, vv: {}, fp: { [incoming.origin]: index.fingerprintHex(incoming.origin, storedId ^ incomingId) } });
       index.xorFingerprint(incoming.origin, storedId ^ incomingId);
       deps.stateCache.update(states);
+      // A key left with no winner (the replaced record was its only one) reads as none from the
+      // store now: the cache must not keep serving the replaced record, to readers or to apply.
+      for (const r of [stored, incoming]) if (!states.some((s) => s.kind === r.kind && s.key === r.key)) deps.stateCache.forget(r.kind, r.key);
       log.warn({ origin: incoming.origin, seq: incoming.seq }, 'equivocation resolved: kept the record with the lower content id');
     },
     list: () => [...seen.values()],

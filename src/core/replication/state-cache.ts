@@ -36,6 +36,8 @@ export interface StateCache {
   peek(kind: string, key: string): ReplicatedRecord | null | undefined;
   /** The new winners of a committed batch: cached, and any read in flight is not cached. */
   update(changed: Iterable<ReplicatedRecord>): void;
+  /** Forget (kind, key): the store changed it in a way {@link update} cannot say (it has no winner now); any read in flight is not cached. */
+  forget(kind: string, key: string): void;
   /** Entries and estimated bytes held (metrics, tests). */
   size(): { entries: number; bytes: number };
 }
@@ -107,6 +109,10 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
     update(changed) {
       generation++;
       for (const r of changed) put(`${r.kind}!${r.key}`, r);
+    },
+    forget(kind, key) {
+      generation++;
+      drop(`${kind}!${key}`);
     },
     size: () => ({ entries: entries.size, bytes }),
   };

@@ -54,6 +54,18 @@ describe('equivocation', () => {
     expect(equivocations.list()).toEqual([{ origin: t.lower.origin, seq: 2, at: 7777 }]);
   });
 
+  it('forgets the cached winner of a key the replaced record held alone (the store has none for it now)', async () => {
+    const t = twins();
+    const mem = memoryStore({ log: [t.higher], states: [t.higher] });
+    const stateCache = createStateCache({ maxEntries: 10 }, { store: mem.store });
+    const equivocations = createEquivocations({ store: mem.store, kinds, index: t.index, stateCache, clock: () => 7777, metrics: createMetrics({ processMetrics: false }), logger: createLogger({ level: 'silent' }) });
+    expect(await stateCache.get('note', t.higher.key)).toEqual(t.higher);
+    t.index.addFingerprint(t.higher);
+    await equivocations.resolve(t.higher, t.lower);
+    expect(stateCache.peek('note', t.higher.key)).toBeUndefined();
+    expect(stateCache.peek('note', t.lower.key)).toEqual(t.lower);
+  });
+
   it('keeps the stored record when it has the lower content id, and still flags the origin', async () => {
     const t = twins();
     const { mem, metrics, equivocations } = resolverOver(t, t.lower);
