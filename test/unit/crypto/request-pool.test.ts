@@ -107,7 +107,7 @@ describe('request crypto pool', () => {
     expect(seed.some((b) => b !== 0)).toBe(true);
   });
 
-  it('zeroes the share a seal carried once the thread used its copy, and opens nothing without a node key', () => {
+  it('zeroes the share a seal carried, and a seed opened or dealt with, once used; opens nothing without a node key', () => {
     const share = randomBytes(65);
     const op: RequestOp = { op: 'seal-box', recipient: publicKeyOf(generatePrivateKey(), true), share, aad: utf8('a') };
     expect('box' in runOwnedRequestOp(op)).toBe(true);
@@ -118,6 +118,11 @@ describe('request crypto pool', () => {
     const open: RequestOp = { op: 'open-payload', seed: rebuilt, expectedPublicKey: publicKey, cifer: envelope.cifer, encryptedMessage: envelope.encryptedMessage };
     expect(runOwnedRequestOp(open)).toMatchObject({ checked: { ok: true } });
     expect(rebuilt.every((b) => b === 0)).toBe(true);
+    // A deal's seed too, once its key is dealt.
+    const dealSeed = Uint8Array.from(seed);
+    const recipients = [0, 1].map((slot) => ({ slot, publicKey: publicKeyOf(generatePrivateKey(), true), aad: utf8('d'), digestPrefix: utf8('p') }));
+    expect(runOwnedRequestOp({ op: 'deal', seed: dealSeed, threshold: 2, recipients, digestTag: 't' })).toMatchObject({ dealt: { publicKey } });
+    expect(dealSeed.every((b) => b === 0)).toBe(true);
   });
 
   it('sends an operation to the thread after a busy stretch with no idle time, and runs one inline after the loop sat idle, however busy before', async () => {
