@@ -529,6 +529,11 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       async has(label) {
         return shareCache.has(label) || (await shares.get(labelKey(label))) !== undefined;
       },
+      async heldLabels() {
+        const keys = new Set<string>();
+        for await (const k of shares.keys()) keys.add(k);
+        return { has: (label: number | string) => keys.has(labelKey(label)) };
+      },
       async put(label, box, options) {
         if (options?.durable === false) await shares.put(labelKey(label), Buffer.from(box).toString('base64'));
         else await durablePut(shares, labelKey(label), Buffer.from(box).toString('base64'));

@@ -11,6 +11,12 @@ export interface ShareStore {
   get(label: number | string): Promise<Uint8Array | undefined>;
   /** Whether a box is stored for `label` (no decryption, no cache fill): the inventory's cheap look. */
   has(label: number | string): Promise<boolean>;
+  /**
+   * Which labels have a box, as one ordered pass over the stored keys instead of a point read per
+   * label (the inventory's full scan: a point read takes LevelDB's mutex and opens every table whose
+   * range holds the key). The answer is as of the pass; puts after it are not in it.
+   */
+  heldLabels?(): Promise<{ has(label: number | string): boolean }>;
   /** Durable, unless `durable: false` (then durable at the next {@link ShareStore.flush}). */
   put(label: number | string, box: Uint8Array, options?: { durable?: boolean }): Promise<void>;
   /** Make every earlier put durable. */

@@ -1,0 +1,40 @@
+/**
+ * The share inventory's full scan reads which shares a member holds in one pass over the stored keys
+ * (src/store/level-store.ts, `shares.heldLabels`): the same answer as a point read per label, for
+ * Web2 (numeric) and Web3 (`<chainId>:<secretId>`) labels alike, as of the pass.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { openStore } from '../../../src/store/index.ts';
+import { cleanupStack, tempDir } from '../../utils/temp.ts';
+
+const stack = cleanupStack();
+afterEach(() => stack.run());
+
+const label = fc.oneof(fc.integer({ min: 1, max: 2 ** 40 }), fc.tuple(fc.integer({ min: 1, max: 99_999 }), fc.integer({ min: 1, max: 2 ** 40 })).map(([c, s]) => `${c}:${s}`));
+
+describe('held share labels', () => {
+  it('answer as a point read per label does, for held and never-stored labels alike (property)', async () => {
+    const store = await openStore({ location: await tempDir(stack) });
+    stack.push(() => store.close());
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(label, { minLength: 1, maxLength: 40 }), fc.uniqueArray(label, { maxLength: 20 }), async (stored, asked) => {
+        for (const l of stored) await store.shares.put(l, Uint8Array.of(1, 2, 3), { durable: false });
+        const held = await store.shares.heldLabels!();
+        for (const l of [...stored, ...asked]) expect(held.has(l), String(l)).toBe(await store.shares.has(l));
+        for (const l of stored) expect(held.has(l)).toBe(true);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('is a snapshot of the pass: a share stored after it is not in it, and a new pass has it', async () => {
+    const store = await openStore({ location: await tempDir(stack) });
+    stack.push(() => store.close());
+    await store.shares.put(7, Uint8Array.of(1));
+    const before = await store.shares.heldLabels!();
+    await store.shares.put('31337:8', Uint8Array.of(2));
+    expect([before.has(7), before.has('31337:8')]).toEqual([true, false]);
+    expect((await store.shares.heldLabels!()).has('31337:8')).toBe(true);
+  });
+});
