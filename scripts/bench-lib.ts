@@ -123,6 +123,11 @@ export async function benchPrincipal(cluster: { mailbox: Pick<Mailbox, 'waitFor'
   const publicKey = toHex(ed25519PublicKeyOf(seed));
   const key = await post(`${url}/web2/auth/register-key`, { principalId, password, publicKey, signature: toHex(signEd25519(seed, `cifer_register:${publicKey}`)) });
   if (key.status !== 201) throw new Error(`register-key: ${key.status}`);
+  return benchPrincipalOf(principalId, seed);
+}
+
+/** A bench principal already registered: its id and the Ed25519 seed of its registered key (see {@link benchPrincipal}). */
+export function benchPrincipalOf(principalId: string, seed: Uint8Array) {
   const newSession = (ttlMs?: number) => {
     const wallet = generatePrivateKey();
     const address = addressOfPrivateKey(wallet);
@@ -131,7 +136,7 @@ export async function benchPrincipal(cluster: { mailbox: Pick<Mailbox, 'waitFor'
     const body = { principalId, timestamp, sessionAddress: address, signature: toHex(signEd25519(seed, message)), ...(ttlMs === undefined ? {} : { ttl: ttlMs }) };
     return { wallet, address, body };
   };
-  return { principalId, newSession };
+  return { principalId, seed, newSession };
 }
 
 /**

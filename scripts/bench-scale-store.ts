@@ -28,7 +28,7 @@
  * scripts/bench-scale-probe.ts preloaded to report its memory), the other four in this process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,7 +49,7 @@ import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
 import { signDigest, signPersonalMessage, toHex, zeroize } from '../src/crypto/index.ts';
 import { proposalDigest } from '../src/core/replication/versions.ts';
-import { BENCH_PLAN, benchPrincipal, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, benchPrincipalOf, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
 
@@ -76,6 +76,16 @@ const STARTS = Number(process.env.BENCH_SCALE_STARTS ?? 3);
 const MEMBER_ENV = envFromVariable('BENCH_SCALE_MEMBER_ENV');
 /** With `BENCH_SCALE_HEAP_SNAPSHOT=<dir>`: a heap snapshot of the member after the read workload. */
 const HEAP_SNAPSHOT_DIR = process.env.BENCH_SCALE_HEAP_SNAPSHOT;
+/**
+ * With `BENCH_SCALE_KEEP=<dir>`, the cluster is built in `<dir>` and kept, with what a later run needs
+ * (`bench-scale.json`); a later run with the same `<dir>` and `BENCH_SCALE_SECRETS` skips the build and
+ * measures the member on the kept store, so start-up can be compared across builds of the code on one
+ * store (100,000 secrets through the API take about 20 minutes to set up). The full compaction then
+ * runs on a copy: the kept store stays as the nodes left it.
+ */
+const KEEP_DIR = process.env.BENCH_SCALE_KEEP ? resolve(process.env.BENCH_SCALE_KEEP) : undefined;
+/** The file in {@link KEEP_DIR} naming the kept cluster. */
+const KEPT_FILE = 'bench-scale.json';
 /** The target of issue 16. */
 const RSS_TARGET_BYTES = 300 * 1024 * 1024;
 
@@ -99,15 +109,57 @@ export async function initBenchCluster(dir: string, mailbox: Mailbox): Promise<C
   const basePort = await getFreePortRange(3 * SIZE);
   const summary = await initCluster({ out: dir, size: SIZE, threshold: THRESHOLD, coordinators: COORDINATORS, basePort, httpBasePort: basePort + SIZE, operatorBasePort: basePort + 2 * SIZE });
   for (const node of summary.nodes) {
-    const config = JSON.parse(await readFile(node.configFile, 'utf8')) as Record<string, unknown> & { http?: Record<string, unknown> };
-    // No chain to reach, no per-client limits (one client sends everything), a plan far from its limits.
-    config.chains = [];
-    if (config.http) config.http.rateLimits = { perIpPerMinute: 0, perAccountPerMinute: 0 };
-    config.usage = { plans: [BENCH_PLAN] };
-    config.mail = { transport: 'smtp', smtp: { host: mailbox.host, port: mailbox.port, secure: false } };
-    await writeFile(node.configFile, JSON.stringify(config, null, 2) + '\n');
+    await editConfig(node.configFile, (config) => {
+      // No chain to reach, no per-client limits (one client sends everything), a plan far from its limits.
+      config.chains = [];
+      if (config.http) config.http.rateLimits = { perIpPerMinute: 0, perAccountPerMinute: 0 };
+      config.usage = { plans: [BENCH_PLAN] };
+    });
   }
+  await mailTo(summary, mailbox);
   return summary;
+}
+
+/** Rewrite a node's config file. */
+async function editConfig(file: string, edit: (config: Record<string, unknown> & { http?: Record<string, unknown> }) => void): Promise<void> {
+  const config = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown> & { http?: Record<string, unknown> };
+  edit(config);
+  await writeFile(file, JSON.stringify(config, null, 2) + '\n');
+}
+
+/** Every node's mail to `mailbox` (this run's: a kept cluster's files name an earlier run's). */
+async function mailTo(summary: ClusterInitSummary, mailbox: Mailbox): Promise<void> {
+  for (const node of summary.nodes) {
+    await editConfig(node.configFile, (config) => {
+      config.mail = { transport: 'smtp', smtp: { host: mailbox.host, port: mailbox.port, secure: false } };
+    });
+  }
+}
+
+/** What {@link KEPT_FILE} holds: the cluster, the owner of its secrets, and the build's figures. */
+interface Kept {
+  secrets: number;
+  httpSecrets: number;
+  builtAt: string;
+  summary: ClusterInitSummary;
+  owner: { principalId: string; seed: string };
+  built: Omit<Built, 'owner'>;
+  diskAfterBuild: number;
+}
+
+/** The cluster kept in `dir` by an earlier run, if any; throws when it holds another number of secrets. */
+async function keptCluster(dir: string, mailbox: Mailbox): Promise<{ summary: ClusterInitSummary; built: Built; diskAfterBuild: number; builtAt: string } | undefined> {
+  const text = await readFile(join(dir, KEPT_FILE), 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (text === undefined) return undefined;
+  const kept = JSON.parse(text) as Kept;
+  if (kept.secrets !== SECRETS || kept.httpSecrets !== HTTP_SECRETS) {
+    throw new Error(`${dir} holds a cluster of ${kept.secrets} secrets (${kept.httpSecrets} through the API); this run asks for ${SECRETS} (${HTTP_SECRETS}): set BENCH_SCALE_SECRETS and BENCH_SCALE_HTTP_SECRETS to match, or name another BENCH_SCALE_KEEP`);
+  }
+  await mailTo(kept.summary, mailbox);
+  return { summary: kept.summary, built: { ...kept.built, owner: benchPrincipalOf(kept.owner.principalId, new Uint8Array(Buffer.from(kept.owner.seed, 'hex'))) }, diskAfterBuild: kept.diskAfterBuild, builtAt: kept.builtAt };
 }
 
 /**
@@ -634,16 +686,31 @@ function memoryText(m: ProbeMemory): string {
 /** `npm run bench -- scale-store`: see the module comment. */
 export async function benchScaleStore(): Promise<void> {
   const load = await readFile('/proc/loadavg', 'utf8').catch(() => '?');
-  const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-scale-'));
+  const dir = KEEP_DIR ?? (await mkdtemp(join(tmpdir(), 'quorumkeep-bench-scale-')));
   const mailbox = await startMailbox();
   let others: Map<number, QuorumNode> | undefined;
   let member: MemberProcess | undefined;
   try {
-    const summary = await initBenchCluster(dir, mailbox);
-    const built = await build(summary, mailbox);
+    const kept = KEEP_DIR === undefined ? undefined : await keptCluster(KEEP_DIR, mailbox);
+    let summary: ClusterInitSummary;
+    let built: Built;
+    let diskAfterBuild: number;
+    if (kept) {
+      ({ summary, built, diskAfterBuild } = kept);
+      console.log(`scale-store: the cluster kept in ${dir} (built ${kept.builtAt}): the build skipped, its figures are that run's`);
+    } else {
+      if (KEEP_DIR !== undefined) await mkdir(KEEP_DIR, { recursive: true });
+      summary = await initBenchCluster(dir, mailbox);
+      built = await build(summary, mailbox);
+      diskAfterBuild = await diskBytes(join(summary.out, summary.nodes[MEASURED_SLOT]!.id, 'db'));
+      if (KEEP_DIR !== undefined) {
+        const { owner, ...figures } = built;
+        const record: Kept = { secrets: SECRETS, httpSecrets: HTTP_SECRETS, builtAt: new Date().toISOString(), summary, owner: { principalId: owner.principalId, seed: toHex(owner.seed) }, built: figures, diskAfterBuild };
+        await writeFile(join(dir, KEPT_FILE), JSON.stringify(record, null, 2) + '\n');
+      }
+    }
     const dbDir = join(summary.out, summary.nodes[MEASURED_SLOT]!.id, 'db');
     const dataDir = join(summary.out, summary.nodes[MEASURED_SLOT]!.id);
-    const diskAfterBuild = await diskBytes(dbDir);
     const logical = await logicalBytes(dbDir);
     const open = await timeEngineOpen(summary);
 
@@ -672,14 +739,18 @@ export async function benchScaleStore(): Promise<void> {
     others = undefined;
     const diskAfterRuns = await diskBytes(dbDir);
     const dataDirBytes = await diskBytes(dataDir);
+    // A kept store is compacted in a copy: a later run measures it as the nodes left it.
+    const compactDir = KEEP_DIR === undefined ? dbDir : await mkdtemp(join(tmpdir(), 'quorumkeep-bench-scale-compact-'));
+    if (compactDir !== dbDir) await cp(dbDir, compactDir, { recursive: true });
     const t0 = performance.now();
     // In Node, `level` is classic-level, whose compactRange its own types leave out.
-    const db = new Level(dbDir) as Level & { compactRange(start: string, end: string): Promise<void> };
+    const db = new Level(compactDir) as Level & { compactRange(start: string, end: string): Promise<void> };
     await db.open();
     await db.compactRange('', '\uffff');
     await db.close();
     const compactMs = performance.now() - t0;
-    const diskCompacted = await diskBytes(dbDir);
+    const diskCompacted = await diskBytes(compactDir);
+    if (compactDir !== dbDir) await rm(compactDir, { recursive: true, force: true });
 
     const perSecret = (bytes: number) => `${(bytes / SECRETS / 1024).toFixed(2)} KiB a secret`;
     const bulk = SECRETS - HTTP_SECRETS;
@@ -749,6 +820,6 @@ export async function benchScaleStore(): Promise<void> {
     await member?.stop().catch(() => undefined);
     if (others) await Promise.allSettled([...others.values()].map((n) => n.stop()));
     await mailbox.close();
-    await rm(dir, { recursive: true, force: true });
+    if (KEEP_DIR === undefined) await rm(dir, { recursive: true, force: true });
   }
 }
