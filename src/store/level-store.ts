@@ -335,6 +335,10 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         await entries.close();
       }
     },
+    async *listStateKeys(kind) {
+      const prefix = `${kind}!`;
+      for await (const k of state.keys({ gte: prefix, lt: prefixEnd(prefix) })) yield k.slice(prefix.length);
+    },
     getLog: (origin, seq) => log.get(logKey(origin, seq)),
     allLog: () => log.values(),
     async scanLog(origin, fromSeq, limit) {

@@ -30,7 +30,7 @@ import { createCommitQueue } from './group-commit.ts';
 import { createIngest, type PreparedIngest } from './ingest.ts';
 import type { KindRegistry } from './kinds.ts';
 import { createLogIndex } from './log-index.ts';
-import type { MembershipView, PeerTransport, RecordStore, Replicator, StateReader, SyncRequest, VersionVector } from './ports.ts';
+import type { MembershipView, PeerTransport, RecordStore, Replicator, StateKeys, StateReader, SyncRequest, VersionVector } from './ports.ts';
 import { createQuorumWriter } from './quorum-write.ts';
 import { createHlcClock, type ReplicatedRecord } from './record.ts';
 import { createStateCache } from './state-cache.ts';
@@ -88,7 +88,7 @@ export interface ReplicationEngineDeps {
 }
 
 /** The engine's surface for the node and the cluster module. */
-export interface ReplicationEngine extends Replicator, StateReader, AppliedEvents, Startable {
+export interface ReplicationEngine extends Replicator, StateReader, StateKeys, AppliedEvents, Startable {
   /** Load the version vector and own sequence from the store. */
   open(): Promise<void>;
   /** Validate and apply records from a peer or locally: {@link prepareIngest} then {@link ingestPrepared}. */
@@ -209,6 +209,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     missingFor: sync.missingFor,
     get: (kind, key) => stateCache.get(kind, key),
     list: (kind, o) => store.listState(kind, o),
+    keys: (kind) => store.listStateKeys(kind),
     logRecord: (origin, seq) => store.getLog(origin, seq),
     onApplied: listeners.onApplied,
     stop: queue.stop,

@@ -158,6 +158,20 @@ export interface StateReader {
   list(kind: string, options?: { prefix?: string; limit?: number; reverse?: boolean }): AsyncIterable<ReplicatedRecord>;
 }
 
+/**
+ * The keys of the local replica's current states, without their records: a pass over every secret
+ * that needs only which exist reads the small state entries, not each winner from the log (about
+ * 4 KiB a secret, spread over every table of a store grown by writes).
+ */
+export interface StateKeys {
+  /**
+   * Every current key of a kind, in key order. A key whose only version an equivocation displaced
+   * (its log place taken by the other record, equivocation.ts) may still be listed: `get` answers
+   * whether it has a winner.
+   */
+  keys(kind: string): AsyncIterable<string>;
+}
+
 /** Slot 0's `create` service: cluster-wide unique ids from a durable counter. */
 export interface Creator {
   /** Next value of a named counter (1, 2, 3…). Rejects with SLOT0_UNAVAILABLE (503) when slot 0 is unreachable. */
@@ -217,6 +231,8 @@ export interface RecordStore {
   getStates(pairs: Array<{ kind: string; key: string }>): Promise<Array<ReplicatedRecord | undefined>>;
   /** Iterate current states of a kind, in key order (`reverse`: last key first). */
   listState(kind: string, options?: { prefix?: string; limit?: number; reverse?: boolean }): AsyncIterable<ReplicatedRecord>;
+  /** Iterate the keys of a kind's state entries, in key order, without reading their records (see {@link StateKeys.keys}). */
+  listStateKeys(kind: string): AsyncIterable<string>;
   /** Log records of an origin with seq ≥ fromSeq, ascending, at most `limit`. */
   scanLog(origin: string, fromSeq: number, limit: number): Promise<ReplicatedRecord[]>;
   /** One log record, or undefined. */

@@ -6,9 +6,9 @@
  * ready until it holds them again (docs/http.md, GET /readyz).
  *
  * A share counts as held when a box is stored for it (no decryption: the look is cheap enough to
- * repeat); recovery itself checks every box against its record's digest (held-share.ts). A share of a
- * secret whose latest version is younger than {@link PENDING_GRACE_MS} is `pending`, not missing: its
- * dealer may still be delivering it. A secret whose loss an operator acknowledged (lost-records.ts)
+ * repeat); recovery itself checks every box against its record's digest (held-share.ts). A share
+ * found lacking less than {@link CONFIRM_MISSING_MS} ago is `pending`, not missing: its dealer may
+ * still be delivering it. A secret whose loss an operator acknowledged (lost-records.ts)
  * and whose share this member lacks is neither expected nor missing.
  *
  * Members also sign, on a coordinator's request, that they hold no share of named secrets: the
@@ -17,12 +17,11 @@
 import type { Logger } from '../../log/index.ts';
 import { zeroize } from '../../crypto/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
-import type { StateReader } from '../replication/ports.ts';
+import type { StateKeys, StateReader } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
-import type { Web3SecretBody } from '../web3/records.ts';
+import { parseWeb3SecretKey } from '../web3/records.ts';
 import { readHeldShare, type HeldShares } from './held-share.ts';
 import { lostSecretKey, missingShareDigest, type MissingShareAttestation } from './lost-records.ts';
-import type { SecretBody } from './records.ts';
 import type { ShareStore } from './ports.ts';
 import { secretRecordOf } from './reads.ts';
 import { shareLabel } from './rules.ts';
@@ -64,7 +63,7 @@ export interface InventoryReport {
 
 /** Dependencies of {@link createShareInventory}. */
 export interface InventoryDeps {
-  state: StateReader;
+  state: StateReader & StateKeys;
   /** This member's shares, and how to open them (for the signed statements). */
   held: Omit<HeldShares, 'shares'> & { shares: Pick<ShareStore, 'get' | 'has' | 'heldLabels'> };
   /** True once the first sync rounds are done (no scan before). */
@@ -96,12 +95,17 @@ export interface ShareInventory extends Startable {
   stop(): Promise<void>;
 }
 
-/** Every secret of the replica, Web2 then Web3. */
-async function* secretsOf(state: StateReader): AsyncGenerator<SecretItem> {
-  for await (const r of state.list('secret')) yield { chainId: WEB2_CHAIN_ID, secretId: (r.body as SecretBody).secretId };
-  for await (const r of state.list('web3Secret')) {
-    const b = r.body as Web3SecretBody;
-    yield { chainId: b.chainId, secretId: b.secretId };
+/**
+ * Every secret of the replica, Web2 then Web3, from the keys of their states alone: the key names
+ * the secret (records.ts `secretKey`, web3/records.ts `web3SecretKey`; a member stores no state whose
+ * key its kind refuses), and reading each winner from the log mapped most of LevelDB's tables of a
+ * store grown by writes into memory at start-up.
+ */
+async function* secretsOf(state: StateKeys): AsyncGenerator<SecretItem> {
+  for await (const key of state.keys('secret')) yield { chainId: WEB2_CHAIN_ID, secretId: Number(key) };
+  for await (const key of state.keys('web3Secret')) {
+    const item = parseWeb3SecretKey(key);
+    if (item) yield item;
   }
 }
 
@@ -168,6 +172,9 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
         next.acknowledgedLost++;
         continue;
       }
+      // A listed key whose winner an equivocation displaced (its log place now holds the other
+      // record) is no secret: looked up for the lacking ones only, which are few.
+      if (!(await secretRecordOf(deps.state, s.chainId, s.secretId))) continue;
       next.expected++;
       nextLacking.set(label, { item: s, since: lacking.get(label)?.since ?? at });
     }

@@ -29,6 +29,15 @@ export function web3SecretKey(chainId: number, secretId: number): string {
   return `${chainId}:${String(secretId).padStart(15, '0')}`;
 }
 
+/** The chain id and secret id a {@link web3SecretKey} names, or undefined when `key` is not one. */
+export function parseWeb3SecretKey(key: string): { chainId: number; secretId: number } | undefined {
+  const m = /^(\d{1,16}):(\d{15})$/.exec(key);
+  if (!m) return undefined;
+  const chainId = Number(m[1]);
+  const secretId = Number(m[2]);
+  return Number.isSafeInteger(chainId) && chainId > 0 && secretId > 0 && web3SecretKey(chainId, secretId) === key ? { chainId, secretId } : undefined;
+}
+
 /** The label of a Web3 secret in share stores and associated data: never a Web2 label (digits only). */
 export function web3SecretLabel(chainId: number, secretId: number): string {
   return `${chainId}:${secretId}`;

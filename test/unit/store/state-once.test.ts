@@ -62,12 +62,20 @@ describe('each record stored once', () => {
     const listed: ReplicatedRecord[] = [];
     for await (const r of store.records.listState('secret')) listed.push(r);
     expect(listed[7]).toEqual(v2);
+    // The keys alone, without their records: the same keys, one each, and none of another kind.
+    await store.records.commit({ log: [record('web3Secret', '1:000000000000001', 602)], states: [record('web3Secret', '1:000000000000001', 602)], vv: { [ORIGIN]: 602 } });
+    const keys: string[] = [];
+    for await (const k of store.records.listStateKeys('secret')) keys.push(k);
+    expect(keys).toEqual(all);
+    const web3: string[] = [];
+    for await (const k of store.records.listStateKeys('web3Secret')) web3.push(k);
+    expect(web3).toEqual(['1:000000000000001']);
     await store.close();
 
     const state = await sublevelBytes(location, 'state');
     const log = await sublevelBytes(location, 'log');
-    expect(state.entries).toBe(600);
-    expect(log.entries).toBe(601);
+    expect(state.entries).toBe(601);
+    expect(log.entries).toBe(602);
     // The body lives in the log alone: a state entry is a log key, tens of bytes.
     expect(state.values.every((v) => /^"0x[0-9a-f]{40}![0-9a-f]{12}"$/.test(v))).toBe(true);
     expect(state.bytes).toBeLessThan(log.bytes / 40);
@@ -118,6 +126,10 @@ describe('each record stored once', () => {
     expect(await store.records.getState('secret', '000000000001')).toBeUndefined();
     expect(await store.records.getState('secret', '000000000002')).toEqual(other);
     expect(await keysOf(store, 'secret')).toEqual(['000000000002']);
+    // The keys alone still name the displaced one: a reader that needs a winner looks it up.
+    const keys: string[] = [];
+    for await (const k of store.records.listStateKeys('secret')) keys.push(k);
+    expect(keys).toEqual(['000000000001', '000000000002']);
   });
 
   it('a store of a newer schema is refused, not misread', async () => {

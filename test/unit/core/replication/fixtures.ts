@@ -53,6 +53,9 @@ export function memoryStore(initial: { log?: ReplicatedRecord[]; states?: Replic
     async *listState(kind) {
       for (const r of [...states.values()].filter((s) => s.kind === kind).sort((a, b) => (a.key < b.key ? -1 : 1))) yield r;
     },
+    async *listStateKeys(kind) {
+      for (const r of [...states.values()].filter((s) => s.kind === kind).sort((a, b) => (a.key < b.key ? -1 : 1))) yield r.key;
+    },
     scanLog: async (origin, fromSeq, limit) => ofOrigin(origin).filter((r) => r.seq >= fromSeq).slice(0, limit),
     getLog: async (origin, seq) => log.get(`${origin}!${seq}`),
     async *allLog() {
