@@ -5,14 +5,16 @@
  * - slot 0's `propose` operation: a coordinator proposes the next version(s); slot 0 writes them —
  *   one batch, one quorum write, under its own origin — only when each follows the version slot 0
  *   holds of its key, and only after checking them as every member will. Otherwise it answers with
- *   the versions it holds (a conflict), and writes nothing. Proposals for one key run one at a time,
- *   so no two versions ever follow one.
+ *   the versions it holds (a conflict), and writes nothing. Proposals that write one key run one at a
+ *   time, so no two versions ever follow one; proposals that only read a key run together, and one
+ *   that writes it waits for them (src/core/keyed-lock.ts).
  * - the coordinator's {@link VersionWriter}: build the next version from the one this replica holds,
  *   vouch for it, propose it; when slot 0 holds a later one, take that one into the replica and build
  *   again from it.
  */
 import { z } from 'zod';
 import { AppError, QuorumError } from '../../errors/index.ts';
+import { createKeyedLock } from '../keyed-lock.ts';
 import type { Logger } from '../../log/index.ts';
 import type { Json } from './canonical-json.ts';
 import type { CreatorService } from './creator.ts';
@@ -174,8 +176,11 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     }
     const reads = parsed.data.reads ?? [];
     for (const r of reads) if (!deps.sequenced.has(r.kind)) throw new AppError('BAD_REQUEST', `${r.kind} is not a sequenced kind`);
+    // The keys written are held alone; the keys only read are shared: proposals that read one
+    // record (every create of one owner reads its principal) are written together, and one that
+    // writes it waits for them, then they for it.
     return locks.run(
-      [...proposals, ...reads].map((p) => `${p.kind}!${p.key}`),
+      { exclusive: proposals.map((p) => `${p.kind}!${p.key}`), shared: reads.map((r) => `${r.kind}!${r.key}`) },
       async () => {
         const current = await currentOf(proposals);
         const readNow = await currentOf(reads);
@@ -279,30 +284,6 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     },
   };
   return writer;
-}
-
-/**
- * Run tasks one at a time per key: a task waits for every earlier task that shares a key with it.
- * Keys come and go with the tasks (an object, not a churning Map: CONTRIBUTING.md).
- */
-function createKeyedLock() {
-  let tails: Record<string, Promise<unknown>> = Object.create(null) as Record<string, Promise<unknown>>;
-  let active = 0;
-  return {
-    async run<T>(keys: string[], task: () => Promise<T>): Promise<T> {
-      const before = keys.map((k) => tails[k]).filter((t): t is Promise<unknown> => t !== undefined);
-      const run = Promise.allSettled(before).then(task);
-      const settled = run.catch(() => undefined);
-      for (const k of keys) tails[k] = settled;
-      active++;
-      try {
-        return await run;
-      } finally {
-        for (const k of keys) if (tails[k] === settled) delete tails[k];
-        if (--active === 0) tails = Object.create(null) as Record<string, Promise<unknown>>;
-      }
-    },
-  };
 }
 
 /**
