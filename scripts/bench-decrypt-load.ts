@@ -22,6 +22,7 @@
  * this machine's cores do with both.
  */
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { LocalCluster } from '../src/testing/index.ts';
 import {
   combineShares,
@@ -75,6 +76,9 @@ interface Phase {
   p99: number;
   /** Main-thread CPU per decrypt, µs (every node runs on it; the clients do not). */
   cpuUs: number;
+  /** How late the main thread's event loop ran a timer over the phase, ms: p99 and the longest (a stall every request then waits out). */
+  loopDelayP99: number;
+  loopDelayMax: number;
 }
 
 /** One member's part of the bound's secret: its share as it holds it, and the record's digest of it. */
@@ -255,11 +259,22 @@ export async function benchDecryptLoad(cluster: LocalCluster, payloadBytes: numb
   };
   const phase = async (clients: number, tag: string): Promise<Phase> => {
     const bodies = await phaseBodies(DECRYPTS);
+    const loop = monitorEventLoopDelay({ resolution: 2 });
+    loop.enable();
     const c0 = process.threadCpuUsage();
     const run: LoadResult = await withCpuProfile(tag, () => load(`${url}/decrypt-payload`, bodies, clients));
     const c = process.threadCpuUsage(c0);
+    loop.disable();
     if (run.failures > 0) throw new Error(`decrypt-load: ${run.failures} failures of ${DECRYPTS} at ${clients} clients, first: ${run.firstFailure}`);
-    return { rate: (DECRYPTS / run.wallMs) * 1000, p50: median(run.latencies), p99: percentile(run.latencies, 99), cpuUs: (c.user + c.system) / DECRYPTS };
+    return {
+      rate: (DECRYPTS / run.wallMs) * 1000,
+      p50: median(run.latencies),
+      p99: percentile(run.latencies, 99),
+      cpuUs: (c.user + c.system) / DECRYPTS,
+      // The histogram counts from the timer's due time: its resolution is not delay.
+      loopDelayP99: Math.max(0, loop.percentile(99) / 1e6 - 2),
+      loopDelayMax: Math.max(0, loop.max / 1e6 - 2),
+    };
   };
   await load(`${url}/decrypt-payload`, await phaseBodies(300), Math.max(...CLIENTS)); // warm-up
 
@@ -313,6 +328,7 @@ export async function benchDecryptLoad(cluster: LocalCluster, payloadBytes: numb
       [`${clients} clients: / bound`, `${(median(ratios) * 100).toFixed(0)}%  (rounds: ${ratios.map((r) => (r * 100).toFixed(0)).join(', ')}${target(`≥ ${TARGET_SHARE_OF_BOUND_PCT}%`)})`],
       [`${clients} clients: p50 / p99`, `${ms(p50)} / ${ms(p99)}${targeted ? `  (target p99 ≤ ${TARGET_P99_MS} ms)` : ''}`],
       [`${clients} clients: main-thread CPU per decrypt`, `${median(phases.map((p) => p.cpuUs)).toFixed(0)} µs  (every node on that thread; the clients and request crypto threads not)`],
+      [`${clients} clients: main-thread event loop delay, p99 / longest`, `${ms(median(phases.map((p) => p.loopDelayP99)))} / ${ms(median(phases.map((p) => p.loopDelayMax)))}  (medians; rounds' longest: ${phases.map((p) => ms(p.loopDelayMax)).join(', ')})`],
     );
   }
   table(`POST /decrypt-payload under concurrent clients vs its in-process bound (${where}; load at each round ${loads.join(' | ')})`, rows);
