@@ -182,6 +182,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
   return {
     async open() {
       await index.load(store);
+      await stateCache.open(deps.kinds.names());
       applier.open();
     },
     ingest: ingest.ingest,

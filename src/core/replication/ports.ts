@@ -231,8 +231,8 @@ export interface RecordStore {
   getStates(pairs: Array<{ kind: string; key: string }>): Promise<Array<ReplicatedRecord | undefined>>;
   /** Iterate current states of a kind, in key order (`reverse`: last key first). */
   listState(kind: string, options?: { prefix?: string; limit?: number; reverse?: boolean }): AsyncIterable<ReplicatedRecord>;
-  /** Iterate the keys of a kind's state entries, in key order, without reading their records (see {@link StateKeys.keys}). */
-  listStateKeys(kind: string): AsyncIterable<string>;
+  /** Iterate the keys of a kind's state entries, in key order (`reverse`: last first), without reading their records (see {@link StateKeys.keys}). */
+  listStateKeys(kind: string, options?: { limit?: number; reverse?: boolean }): AsyncIterable<string>;
   /** Log records of an origin with seq ≥ fromSeq, ascending, at most `limit`. */
   scanLog(origin: string, fromSeq: number, limit: number): Promise<ReplicatedRecord[]>;
   /** One log record, or undefined. */

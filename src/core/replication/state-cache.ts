@@ -1,7 +1,13 @@
 /**
  * A read-through cache of current states, least recently used evicted first. The engine is the
- * only writer of states, so updating the cache after every commit keeps it coherent; a read that raced a commit is not cached (generation
- * check), so a stale value can never be inserted. Absence is cached too.
+ * only writer of states, so updating the cache after every commit keeps it coherent; a read that
+ * raced a commit of its key is not cached, so a stale value can never be inserted (commits of other
+ * keys meanwhile do not stop it: under load some commit is always under way). Absence is cached too.
+ *
+ * And a key past the highest key of its kind is absent without a read: the highest is read once when
+ * the engine opens and raised by every commit. A new secret's id is past every other, and each
+ * member looked its record up while storing the new share — a LevelDB read, which takes LevelDB's
+ * mutex on the event loop, for a record that cannot be there yet.
  *
  * Bounded by entries and by an estimate of the memory they hold: a secret's state (its ML-KEM public
  * key, share digests and the owner's signed evidence) is a few KB, so a cap by count alone let a
@@ -21,12 +27,14 @@ export interface StateCacheOptions {
 
 /** Dependencies of {@link createStateCache}. */
 export interface StateCacheDeps {
-  /** Where a miss is read from. */
-  store: Pick<RecordStore, 'getState'>;
+  /** Where a miss is read from, and each kind's highest key when the engine opens. */
+  store: Pick<RecordStore, 'getState'> & Partial<Pick<RecordStore, 'listStateKeys'>>;
 }
 
 /** Current states of (kind, key), served from memory when they were read or written lately. */
 export interface StateCache {
+  /** Read the highest key of each of `kinds` (before any commit): keys past it are absent without a read. */
+  open(kinds: Iterable<string>): Promise<void>;
   /** The current state of (kind, key), from memory or the store. */
   get(kind: string, key: string): Promise<ReplicatedRecord | undefined>;
   /**
@@ -41,6 +49,12 @@ export interface StateCache {
   /** Entries and estimated bytes held (metrics, tests). */
   size(): { entries: number; bytes: number };
 }
+
+/** Printable ASCII (a key with anything else is not compared with the highest). */
+const ASCII = /^[ -~]*$/;
+
+/** Keys changed lately, remembered so a read in flight can tell whether its own key changed meanwhile. */
+const RECENT_CHANGES = 4096;
 
 /** Bytes of an entry beyond its value: the map slot and its key. */
 const ENTRY_OVERHEAD = 64;
@@ -73,7 +87,27 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
   // churn with every read, which keeps short-lived garbage alive (src/http/in-flight.ts says how).
   const entries = new Map<string, { value: ReplicatedRecord | null; bytes: number; used: boolean }>();
   let bytes = 0;
-  let generation = 0;
+  // The last RECENT_CHANGES keys changed, in a ring; `changes` counts every change ever made.
+  const recent: string[] = [];
+  let changes = 0;
+  const changed = (k: string) => {
+    recent[changes % RECENT_CHANGES] = k;
+    changes++;
+  };
+  /** Whether `k` is known unchanged since `before` (false once the ring no longer covers it). */
+  const unchangedSince = (k: string, before: number) => {
+    if (changes - before > RECENT_CHANGES) return false;
+    for (let c = before; c < changes; c++) if (recent[c % RECENT_CHANGES] === k) return false;
+    return true;
+  };
+  // Per kind, the highest key of a state (undefined: not known, so nothing is answered from it).
+  const highest = Object.create(null) as Record<string, string | null | undefined>;
+  // Only an ASCII key is compared: LevelDB orders keys by their UTF-8 bytes, JavaScript by UTF-16
+  // code units, and the two agree at the first difference when one side is ASCII there.
+  const pastHighest = (kind: string, key: string) => {
+    const h = highest[kind];
+    return h !== undefined && (h === null || key > h) && ASCII.test(key);
+  };
   const drop = (k: string) => {
     const old = entries.get(k);
     if (!old) return;
@@ -91,6 +125,14 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
     bytes += size;
   };
   return {
+    async open(kinds) {
+      if (!store.listStateKeys) return;
+      for (const kind of kinds) {
+        let last: string | null = null;
+        for await (const key of store.listStateKeys(kind, { reverse: true, limit: 1 })) last = key;
+        highest[kind] = last;
+      }
+    },
     async get(kind, key) {
       const k = `${kind}!${key}`;
       const hit = entries.get(k);
@@ -98,21 +140,31 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
         hit.used = true;
         return hit.value ?? undefined;
       }
-      const before = generation;
+      if (pastHighest(kind, key)) return undefined;
+      const before = changes;
       const v = await store.getState(kind, key);
-      if (generation === before) put(k, v ?? null);
+      if (unchangedSince(k, before)) put(k, v ?? null);
       return v;
     },
     peek(kind, key) {
-      return entries.get(`${kind}!${key}`)?.value;
+      const hit = entries.get(`${kind}!${key}`);
+      if (hit !== undefined) return hit.value;
+      return pastHighest(kind, key) ? null : undefined;
     },
-    update(changed) {
-      generation++;
-      for (const r of changed) put(`${r.kind}!${r.key}`, r);
+    update(records) {
+      for (const r of records) {
+        const k = `${r.kind}!${r.key}`;
+        changed(k);
+        put(k, r);
+        // A higher key only raises it (a non-ASCII one may sort otherwise in LevelDB: then not known).
+        const h = highest[r.kind];
+        if (h !== undefined && (h === null || r.key > h)) highest[r.kind] = ASCII.test(r.key) ? r.key : undefined;
+      }
     },
     forget(kind, key) {
-      generation++;
-      drop(`${kind}!${key}`);
+      const k = `${kind}!${key}`;
+      changed(k);
+      drop(k);
     },
     size: () => ({ entries: entries.size, bytes }),
   };

@@ -53,8 +53,10 @@ export function memoryStore(initial: { log?: ReplicatedRecord[]; states?: Replic
     async *listState(kind) {
       for (const r of [...states.values()].filter((s) => s.kind === kind).sort((a, b) => (a.key < b.key ? -1 : 1))) yield r;
     },
-    async *listStateKeys(kind) {
-      for (const r of [...states.values()].filter((s) => s.kind === kind).sort((a, b) => (a.key < b.key ? -1 : 1))) yield r.key;
+    async *listStateKeys(kind, o = {}) {
+      const keys = [...states.values()].filter((s) => s.kind === kind).map((s) => s.key).sort();
+      if (o.reverse) keys.reverse();
+      for (const k of keys.slice(0, o.limit ?? keys.length)) yield k;
     },
     scanLog: async (origin, fromSeq, limit) => ofOrigin(origin).filter((r) => r.seq >= fromSeq).slice(0, limit),
     getLog: async (origin, seq) => log.get(`${origin}!${seq}`),
