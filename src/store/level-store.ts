@@ -48,6 +48,9 @@ export const SUBLEVELS = {
   usedStringsByExpiry: 'usedStringsByExpiry',
 } as const;
 
+/** The largest Web2 secret id a share store key sorts by (12 digits). */
+const MAX_ORDERED_SHARE_ID = 999_999_999_999;
+
 /** Encrypted share boxes kept in memory (about 120 bytes each). */
 const SHARE_CACHE_ENTRIES = 10_000;
 
@@ -233,6 +236,21 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const labelKey = (label: number | string) => (typeof label === 'number' ? idKey(label) : `w${label}`);
   const pendingKey = (secretId: number, chainId: number | undefined) => (chainId === undefined ? idKey(secretId) : `w${chainId}:${secretId}`);
   const shareCache = new Map<number | string, Uint8Array>();
+  /**
+   * The highest Web2 secret id a share is stored for: a share past it is absent without a read. A new
+   * secret's id is past every other, and a member looked its share up (absent) as it stored it — a
+   * LevelDB read, which takes LevelDB's mutex on the event loop. Shares are only ever added, here.
+   */
+  let highestShare = 0;
+  // Only 12-digit ids sort as numbers (a Web2 secret id has 12 digits: its record's key); a label of
+  // more digits is always read.
+  for await (const k of shares.keys({ lt: 'w', reverse: true })) {
+    if (!/^\d{12}$/.test(k)) continue;
+    highestShare = Number(k);
+    break;
+  }
+  const ordered = (label: number | string): label is number => typeof label === 'number' && label <= MAX_ORDERED_SHARE_ID;
+  const pastHighestShare = (label: number | string) => ordered(label) && label > highestShare;
   const cacheShare = (label: number | string, box: Uint8Array) => {
     if (shareCache.size >= SHARE_CACHE_ENTRIES) shareCache.delete(shareCache.keys().next().value!);
     shareCache.set(label, box);
@@ -373,9 +391,9 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         await entries.close();
       }
     },
-    async *listStateKeys(kind) {
+    async *listStateKeys(kind, opts = {}) {
       const prefix = `${kind}!`;
-      for await (const k of state.keys({ gte: prefix, lt: prefixEnd(prefix) })) yield k.slice(prefix.length);
+      for await (const k of state.keys({ gte: prefix, lt: prefixEnd(prefix), limit: opts.limit ?? -1, reverse: opts.reverse === true })) yield k.slice(prefix.length);
     },
     getLog: (origin, seq) => log.get(logKey(origin, seq)),
     allLog: () => log.values(),
@@ -562,6 +580,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       async get(label) {
         const hit = shareCache.get(label);
         if (hit) return hit;
+        if (pastHighestShare(label)) return undefined;
         const v = await shares.get(labelKey(label));
         if (v === undefined) return undefined;
         const box = new Uint8Array(Buffer.from(v, 'base64'));
@@ -569,7 +588,8 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         return box;
       },
       async has(label) {
-        return shareCache.has(label) || (await shares.get(labelKey(label))) !== undefined;
+        if (shareCache.has(label)) return true;
+        return !pastHighestShare(label) && (await shares.get(labelKey(label))) !== undefined;
       },
       async heldLabels() {
         const keys = new Set<string>();
@@ -580,6 +600,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
         if (options?.durable === false) await shares.put(labelKey(label), Buffer.from(box).toString('base64'));
         else await durablePut(shares, labelKey(label), Buffer.from(box).toString('base64'));
         cacheShare(label, box);
+        if (ordered(label) && label > highestShare) highestShare = label;
       },
       async flush() {
         // A synced write flushes LevelDB's log, and with it every write before it.

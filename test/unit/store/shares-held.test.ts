@@ -28,6 +28,33 @@ describe('held share labels', () => {
     );
   });
 
+  it('answer get and has as the stored shares say, across reopens, with labels past the highest held read from memory (property)', async () => {
+    const location = await tempDir(stack);
+    let store = await openStore({ location });
+    stack.push(() => store.close());
+    const model = new Map<number | string, number>();
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof(fc.record({ put: label, byte: fc.integer({ min: 0, max: 255 }) }), fc.record({ ask: label }), fc.constant('reopen' as const)), { maxLength: 30 }), async (ops) => {
+        for (const op of ops) {
+          if (op === 'reopen') {
+            await store.close();
+            store = await openStore({ location });
+          } else if ('put' in op) {
+            await store.shares.put(op.put, Uint8Array.of(op.byte));
+            model.set(op.put, op.byte);
+          } else {
+            const held = model.get(op.ask);
+            expect(await store.shares.get(op.ask), String(op.ask)).toEqual(held === undefined ? undefined : Uint8Array.of(held));
+            expect(await store.shares.has(op.ask), String(op.ask)).toBe(held !== undefined);
+          }
+        }
+        for (const [l, byte] of model) expect(await store.shares.get(l), String(l)).toEqual(Uint8Array.of(byte));
+      }),
+      { numRuns: 30 },
+    );
+    await store.close();
+  });
+
   it('is a snapshot of the pass: a share stored after it is not in it, and a new pass has it', async () => {
     const store = await openStore({ location: await tempDir(stack) });
     stack.push(() => store.close());
