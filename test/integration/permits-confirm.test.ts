@@ -166,6 +166,23 @@ describe('GET /web2/confirm', () => {
     expect(await Promise.all(cluster.members.map((m) => m.countRecords()))).toEqual(logged.map((n) => n + 2));
   });
 
+  it('a click on a coordinator whose replica has not yet caught the consumption up answers consumed, not pending', async () => {
+    const secretId = await createSecret(A, carol);
+    const link = await requestPermit(cluster, A, ownerBody(carol, secretId, 'delegate', alice.principalId, { at: now() }));
+    await onEveryMember(cluster, 'permit', link.permitId, (b) => b.status === 'pending');
+    // B (slot 1) hears nothing while A consumes the permit: slot 0 and members 2-4 hold it consumed.
+    await cluster.silence(1, [0, 2, 3, 4]);
+    try {
+      expectConsumed(await confirm(A, link), 'delegate', { secretId, delegatePrincipalId: alice.principalId });
+    } finally {
+      await cluster.heal();
+    }
+    // Slot 0 tells B the permit is consumed before B's replica has the record: B's answer is the
+    // consumption, once its replica holds it, not "pending" with no member counted.
+    const res = await confirm(B, link);
+    expectConsumed(res, 'delegate', { secretId, delegatePrincipalId: alice.principalId });
+  });
+
   it('unknown permit 404, wrong token 403, malformed permitId 400, missing parameters 400', async () => {
     const secretId = await createSecret(A, carol);
     const link = await requestPermit(cluster, A, ownerBody(carol, secretId, 'delegate', bob.principalId, { at: now() }));

@@ -144,7 +144,12 @@ export function createPermitsService(options: PermitsOptions, deps: PermitsDeps)
 
   async function consume(permit: PermitBody, token: string): Promise<PermitConfirmation> {
     const claim = await leases.claim(permit.permitId);
-    if (claim.consumed) return delivery.consumedAnswer(claim.consumed);
+    if (claim.consumed) {
+      // Slot 0's replica holds the consumption; this one may not yet (another coordinator wrote it a
+      // moment ago). The answer is about the record this replica holds and can send again, so wait
+      // for it (the lease's time at most) rather than call a consumed permit pending.
+      return delivery.consumedAnswer((await leases.awaitConsumed(permit.permitId)) ?? claim.consumed);
+    }
     if (!claim.granted) {
       const done = await leases.awaitConsumed(permit.permitId);
       if (done) return delivery.consumedAnswer(done);
