@@ -209,12 +209,16 @@ describe('one node per host', () => {
     await restart(MOVED);
     // node-3 dialled the others itself: it is back in the cluster before they restart.
     await waitForEveryNode(pc, (h) => h.cluster.reachable === 5, 'every node to reach node-3 at its new address', 10_000);
+    // A member that restarted shows its shares unknown until its first complete inventory after
+    // catching up reaches the others (docs/operations.md, "Data safety"): ok follows within seconds.
+    await waitForEveryNode(pc, (h) => h.status === 'ok', 'every node ok with node-3 at its new address', 30_000);
     await expectStatus(pc, 0);
     for (const i of [0, 1, 2, 4]) await restart(i);
     await writes.stop();
     expect(writes.failures(), 'writes refused or unanswered while the nodes restarted one at a time').toBe(0);
 
     // Every node runs on the new file, ready, all members reachable, nothing else wrong.
+    await waitForEveryNode(pc, (h) => h.status === 'ok', 'every node ok after the rolling restart', 30_000);
     await expectStatus(pc, 0);
     for (let i = 0; i < pc.size; i++) {
       expect((await readyzOf(pc.operatorUrls[i]!)).status, `node-${i} /readyz`).toBe(200);
