@@ -47,7 +47,7 @@ import type { SessionBody } from '../src/core/sessions/records.ts';
 import { createLogger } from '../src/log/index.ts';
 import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
-import { signDigest, signPersonalMessage, toHex, zeroize } from '../src/crypto/index.ts';
+import { fromHex, signDigest, signPersonalMessage, toHex, zeroize } from '../src/crypto/index.ts';
 import { proposalDigest } from '../src/core/replication/versions.ts';
 import { BENCH_PLAN, benchPrincipal, benchPrincipalOf, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
@@ -159,7 +159,7 @@ async function keptCluster(dir: string, mailbox: Mailbox): Promise<{ summary: Cl
     throw new Error(`${dir} holds a cluster of ${kept.secrets} secrets (${kept.httpSecrets} through the API); this run asks for ${SECRETS} (${HTTP_SECRETS}): set BENCH_SCALE_SECRETS and BENCH_SCALE_HTTP_SECRETS to match, or name another BENCH_SCALE_KEEP`);
   }
   await mailTo(kept.summary, mailbox);
-  return { summary: kept.summary, built: { ...kept.built, owner: benchPrincipalOf(kept.owner.principalId, new Uint8Array(Buffer.from(kept.owner.seed, 'hex'))) }, diskAfterBuild: kept.diskAfterBuild, builtAt: kept.builtAt };
+  return { summary: kept.summary, built: { ...kept.built, owner: benchPrincipalOf(kept.owner.principalId, fromHex(kept.owner.seed)) }, diskAfterBuild: kept.diskAfterBuild, builtAt: kept.builtAt };
 }
 
 /**

@@ -42,9 +42,9 @@ export interface StateCache {
    * absent — without reading the store or marking the entry used; undefined when not cached.
    */
   peek(kind: string, key: string): ReplicatedRecord | null | undefined;
-  /** The new winners of a committed batch: cached, and any read in flight is not cached. */
+  /** The new winners of a committed batch: cached, and a read in flight of any of their keys is not cached. */
   update(changed: Iterable<ReplicatedRecord>): void;
-  /** Forget (kind, key): the store changed it in a way {@link update} cannot say (it has no winner now); any read in flight is not cached. */
+  /** Forget (kind, key): the store changed it in a way {@link update} cannot say (it has no winner now); a read of it in flight is not cached. */
   forget(kind: string, key: string): void;
   /** Entries and estimated bytes held (metrics, tests). */
   size(): { entries: number; bytes: number };
