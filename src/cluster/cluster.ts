@@ -144,6 +144,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
     { libp2p, peers, engine, stopping: stopping.signal, loops, track, log },
   );
 
+  const requests = createRequests({ peers });
   const connections = createConnections(
     { reconnectIntervalMs: options.reconnectIntervalMs, livenessIntervalMs: options.livenessIntervalMs ?? 300, livenessTimeoutMs: options.livenessTimeoutMs ?? 1200 },
     {
@@ -157,11 +158,13 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       metrics: deps.metrics,
       // Catch up on every (re)connection.
       onConnected: (p) => void sync.syncPeer(p).catch((err: unknown) => log.debug({ err, peer: p.entry.id }, 'sync on connect failed')),
-      onLost: (p, reason) => sync.abort(p, reason),
+      onLost: (p, reason) => {
+        sync.abort(p, reason);
+        requests.abortApplies(p, reason);
+      },
     },
   );
   const gossip = createGossip({ clusterId: descriptor.clusterId }, { pubsub: libp2p.services.pubsub, silencedPeers: deps.silencedPeers, blockedPeers: deps.blockedPeers, engine, log, metrics: deps.metrics });
-  const requests = createRequests({ peers });
 
   return {
     membership: peers.membership,

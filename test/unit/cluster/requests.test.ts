@@ -1,7 +1,9 @@
 /**
  * The requester side of the request/response protocols (src/cluster/requests.ts), over a stub peer
- * table: applies queued in one event-loop turn go as one message, and a member's refusal keeps its
- * code and reason (docs/architecture.md, "Network"; docs/security.md, "Member refusals").
+ * table: applies queued in one event-loop turn go as one message, and so do those queued while one is
+ * in flight to the same member, each caller answered for its own records and at its own deadline; a
+ * member's refusal keeps its code and reason (docs/architecture.md, "Network" and "Quorum writes";
+ * docs/security.md, "Member refusals").
  */
 import { describe, expect, it } from 'vitest';
 import { createRequests } from '../../../src/cluster/requests.ts';
@@ -10,6 +12,7 @@ import type { Peer } from '../../../src/cluster/peers.ts';
 import { isAppError } from '../../../src/errors/index.ts';
 import type { ReplicatedRecord } from '../../../src/core/replication/record.ts';
 import { PeerError } from '../../../src/core/replication/ports.ts';
+import { waitFor } from 'quorumkeep/testing';
 
 const member = { entry: { id: 'node-1', slot: 1 } } as unknown as Peer;
 const record = (seq: number) => ({ origin: '0xaa', seq }) as unknown as ReplicatedRecord;
@@ -47,6 +50,123 @@ describe('apply requests', () => {
   it('throws at once for a slot with no peer', () => {
     const { requests } = harness(() => ({}));
     expect(() => requests.sendApply(2, [record(1)], { signal: AbortSignal.timeout(5000) })).toThrow('no peer at slot 2');
+  });
+});
+
+/** A peer table whose apply answers the test gives, message by message. */
+function heldHarness() {
+  const sent: Array<{ records: ReplicatedRecord[]; signal: AbortSignal; answer(res: unknown): void; fail(err: Error): void }> = [];
+  const requests = createRequests({
+    peers: {
+      get: () => member,
+      ofSlot: () => member,
+      connected: () => true,
+      request: (_p, _protocol, body, signal) =>
+        new Promise((resolve, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+          sent.push({ records: (body as { records: ReplicatedRecord[] }).records, signal, answer: resolve, fail: reject });
+        }),
+    },
+  });
+  return { requests, sent };
+}
+
+/** Settled state of a promise, without waiting for it. */
+function track(p: Promise<void>) {
+  const state: { outcome?: 'resolved' | Error } = {};
+  p.then(
+    () => (state.outcome = 'resolved'),
+    (err: Error) => (state.outcome = err),
+  );
+  return state;
+}
+
+describe('apply batching while a message is in flight', () => {
+  it('queues the applies sent while one message is in flight and sends them together in the next', async () => {
+    const { requests, sent } = heldHarness();
+    const signal = AbortSignal.timeout(5000);
+    const first = requests.sendApply(1, [record(1)], { signal });
+    await waitFor(() => sent.length === 1);
+    const later = [2, 3, 4].map((seq) => requests.sendApply(1, [record(seq)], { signal }));
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toHaveLength(1);
+    sent[0]!.answer({ rejected: [] });
+    await first;
+    await waitFor(() => sent.length === 2);
+    expect(sent[1]!.records).toEqual([record(2), record(3), record(4)]);
+    sent[1]!.answer({ rejected: [] });
+    await Promise.all(later);
+  });
+
+  it('fails only the caller whose record the member refused, in a coalesced message', async () => {
+    const { requests, sent } = heldHarness();
+    const signal = AbortSignal.timeout(5000);
+    const first = requests.sendApply(1, [record(1)], { signal });
+    await waitFor(() => sent.length === 1);
+    const a = requests.sendApply(1, [record(2), record(3)], { signal });
+    const b = requests.sendApply(1, [record(4)], { signal });
+    sent[0]!.answer({ rejected: [] });
+    await first;
+    await waitFor(() => sent.length === 2);
+    sent[1]!.answer({ rejected: [{ origin: '0xaa', seq: 3, reason: 'bad signature' }] });
+    const err = await a.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PeerError);
+    expect((err as PeerError).kind).toBe('rejected');
+    await expect(b).resolves.toBeUndefined();
+  });
+
+  it('fails a caller at its own deadline and leaves its records out of the next message; the others are answered', async () => {
+    const { requests, sent } = heldHarness();
+    const long = AbortSignal.timeout(5000);
+    const short = new AbortController();
+    const inFlight = [requests.sendApply(1, [record(1)], { signal: long }), requests.sendApply(1, [record(2)], { signal: short.signal })];
+    await waitFor(() => sent.length === 1);
+    const waitingShort = requests.sendApply(1, [record(3)], { signal: short.signal });
+    const waitingLong = requests.sendApply(1, [record(4)], { signal: long });
+    short.abort(new PeerError('timeout'));
+    const timedOut = await Promise.all([inFlight[1]!, waitingShort].map((p) => p.catch((e: unknown) => e)));
+    expect(timedOut.map((e) => e instanceof PeerError && e.kind)).toEqual(['timeout', 'timeout']);
+    // The message in flight still has a caller waiting for it: it is not given up.
+    expect(sent[0]!.signal.aborted).toBe(false);
+    sent[0]!.answer({ rejected: [] });
+    await inFlight[0];
+    await waitFor(() => sent.length === 2);
+    expect(sent[1]!.records).toEqual([record(4)]);
+    sent[1]!.answer({ rejected: [] });
+    await waitingLong;
+  });
+
+  it('gives up the message in flight once every caller of it did, and sends what waits', async () => {
+    const { requests, sent } = heldHarness();
+    const gone = new AbortController();
+    const stuck = track(requests.sendApply(1, [record(1)], { signal: gone.signal }));
+    await waitFor(() => sent.length === 1);
+    const next = requests.sendApply(1, [record(2)], { signal: AbortSignal.timeout(5000) });
+    gone.abort(new PeerError('timeout'));
+    await waitFor(() => sent.length === 2);
+    expect(sent[0]!.signal.aborted).toBe(true);
+    expect(stuck.outcome instanceof PeerError && stuck.outcome.kind).toBe('timeout');
+    expect(sent[1]!.records).toEqual([record(2)]);
+    sent[1]!.answer({ rejected: [] });
+    await next;
+  });
+
+  it.each([
+    { end: 'the peer is found gone', kind: 'unreachable', stop: (h: ReturnType<typeof heldHarness>) => h.requests.abortApplies(member, 'peer not answering') },
+    { end: 'the message fails as a whole', kind: 'refused', stop: (h: ReturnType<typeof heldHarness>) => h.sent[0]!.fail(new PeerError('refused', 'commit failed')) },
+  ])('when $end, every caller of the message in flight fails ($kind) and the next message goes', async ({ kind, stop }) => {
+    const h = heldHarness();
+    const signal = AbortSignal.timeout(5000);
+    const stuck = h.requests.sendApply(1, [record(1)], { signal });
+    await waitFor(() => h.sent.length === 1);
+    const next = h.requests.sendApply(1, [record(2)], { signal });
+    stop(h);
+    const err = await stuck.catch((e: unknown) => e);
+    expect(err instanceof PeerError && err.kind).toBe(kind);
+    await waitFor(() => h.sent.length === 2);
+    expect(h.sent[1]!.records).toEqual([record(2)]);
+    h.sent[1]!.answer({ rejected: [] });
+    await expect(next).resolves.toBeUndefined();
   });
 });
 
