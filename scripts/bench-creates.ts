@@ -34,6 +34,8 @@ const ROUNDS = Number(process.env.BENCH_CREATES_ROUNDS ?? 2);
 const CLIENTS = (process.env.BENCH_CREATES_CLIENTS ?? '16,64').split(',').map(Number);
 /** `BENCH_CREATES_PROCS=0`: the in-process cluster only. */
 const PROCS = process.env.BENCH_CREATES_PROCS !== '0';
+/** `BENCH_CREATES_INPROC=0`: the cluster of one process per node only (A/B runs of the deployed shape). */
+const IN_PROCESS = process.env.BENCH_CREATES_INPROC !== '0';
 /** Issue 31's target for 16-64 clients, creates/s. */
 const TARGET_RATE = 500;
 
@@ -77,7 +79,7 @@ const phaseOf = ({ result, mainUs, processUs }: Awaited<ReturnType<typeof run>>,
 
 /** Both clusters' figures, one after the other (see the module comment). */
 export async function benchCreates(): Promise<void> {
-  await benchCreatesInProcess();
+  if (IN_PROCESS) await benchCreatesInProcess();
   if (PROCS) await benchCreatesProcs();
 }
 
