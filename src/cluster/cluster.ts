@@ -160,7 +160,7 @@ export async function createCluster(options: ClusterOptions, deps: ClusterDeps):
       onConnected: (p) => void sync.syncPeer(p).catch((err: unknown) => log.debug({ err, peer: p.entry.id }, 'sync on connect failed')),
       onLost: (p, reason) => {
         sync.abort(p, reason);
-        requests.abortApplies(p, reason);
+        requests.abortInFlight(p, reason);
       },
     },
   );

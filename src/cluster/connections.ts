@@ -98,6 +98,7 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
         .then((answer) => {
           p.lastHeard = performance.now();
           p.checksBatchSigs = hasFeature(answer, NODE_FEATURES.recordBatchSig);
+          p.storesShareBatches = hasFeature(answer, NODE_FEATURES.shareStoreMany);
           deps.metrics.recordBatchSignatures.set(peers.allCheckBatchSigs() ? 1 : 0);
         })
         .catch(() => undefined)

@@ -26,6 +26,8 @@ export interface Peer {
   silent: boolean;
   /** Its last ping answer said it checks batch record signatures ({@link NODE_FEATURES}). */
   checksBatchSigs: boolean;
+  /** Its last ping answer said it takes share stores in batches (`storeMany`, {@link NODE_FEATURES}). */
+  storesShareBatches: boolean;
 }
 
 /** Options of {@link createPeers}. */
@@ -80,7 +82,7 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
   const byPeerId = new Map<string, Peer>();
   for (const n of descriptor.nodes) {
     if (n.id === self.id) continue;
-    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, links: new Map(), lastHeard: 0, pinging: false, silent: false, checksBatchSigs: false };
+    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, links: new Map(), lastHeard: 0, pinging: false, silent: false, checksBatchSigs: false, storesShareBatches: false };
     peers.set(n.id, p);
     byPeerId.set(n.peerId, p);
   }

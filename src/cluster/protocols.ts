@@ -22,6 +22,8 @@ export const PROTOCOLS = {
 export const NODE_FEATURES = {
   /** Checks records signed a batch at a time (src/core/replication/record-sig.ts). */
   recordBatchSig: 'record-batch-sig/1',
+  /** Takes a coordinator's share stores in batches: the `shard` call `storeMany` (src/core/secrets/shard-messages.ts). */
+  shareStoreMany: 'share-store-many/1',
 } as const;
 
 /** Whether a `ping` answer names `feature`. */

@@ -2,9 +2,8 @@
  * `create`: calls to slot 0's counters and uniqueness checks, answered `{ ok, result }` or
  * `{ ok: false, error, code }` (docs/architecture.md, "Slot 0 — `create`").
  */
-import type { ClusterNodeEntry } from '../../core/replication/ports.ts';
+import { memberRefusal, type ClusterNodeEntry } from '../../core/replication/ports.ts';
 import { isAppError } from '../../errors/index.ts';
-import { memberRefusal } from './member.ts';
 import type { ProtocolHandler } from './serve.ts';
 
 /** Handles a `create` request on slot 0; the result is sent back as JSON. */

@@ -3,23 +3,9 @@
  * error code and reason (docs/architecture.md, "Network"; docs/security.md, "Member refusals").
  */
 import type { Logger } from '../../log/index.ts';
-import type { MemberHandler, MemberService } from '../../core/replication/ports.ts';
-import { isAppError, type AppError } from '../../errors/index.ts';
+import { memberRefusal, type MemberHandler, type MemberRefusal, type MemberService } from '../../core/replication/ports.ts';
+import { isAppError } from '../../errors/index.ts';
 import type { ProtocolHandler } from './serve.ts';
-
-/** A member's refusal on the wire. */
-export interface MemberRefusal {
-  ok: false;
-  error: string;
-  code?: string;
-  /** One of the closed set `REFUSAL_REASONS` (src/errors), when the refusal names one. */
-  reason?: string;
-}
-
-/** The wire form of a member's refusal: its message, its code, and its reason when it has one. */
-export function memberRefusal(err: AppError): MemberRefusal {
-  return err.reason ? { ok: false, error: err.message, code: err.code, reason: err.reason } : { ok: false, error: err.message, code: err.code };
-}
 
 /** Dependencies of {@link createMemberServiceHandler}. */
 export interface MemberServiceHandlerDeps {

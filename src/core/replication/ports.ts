@@ -306,6 +306,20 @@ export class PeerError extends Error {
   }
 }
 
+/** A member's refusal on the wire. */
+export interface MemberRefusal {
+  ok: false;
+  error: string;
+  code?: string;
+  /** One of the closed set `REFUSAL_REASONS` (src/errors), when the refusal names one. */
+  reason?: string;
+}
+
+/** The wire form of a member's refusal: its message, its code, and its reason when it has one ({@link refusalError} decodes it). */
+export function memberRefusal(err: AppError): MemberRefusal {
+  return err.reason ? { ok: false, error: err.message, code: err.code, reason: err.reason } : { ok: false, error: err.message, code: err.code };
+}
+
 /**
  * The one decode of a member's or slot 0's refusal (`{ ok: false, error, code, reason? }` on the
  * wire): an {@link AppError} when it names a code of the closed set — the caller answers with it —

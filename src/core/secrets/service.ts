@@ -37,7 +37,7 @@ import { createSeedRecovery } from './decrypt-seed.ts';
 import { createSecretReads, type Web3Secrets } from './reads.ts';
 import { assertUsable, listedFor, parseSecretId, secretView } from './rules.ts';
 import { createShardHandler } from './shard-handler.ts';
-import type { DecryptEnvelope, ShareReleaseRequest, ShareStoreRequest } from './shard-messages.ts';
+import type { DecryptEnvelope, ShareReleaseRequest, ShareStoreManyRequest, ShareStoreRequest } from './shard-messages.ts';
 
 // The rules other capabilities use (payloads, files, permits) and the types of this module's API.
 export { assertDecryptRight, assertUsable, evidenceFor, parseSecretId, resolvedOf, shareLabel } from './rules.ts';
@@ -106,7 +106,7 @@ export interface SecretsDeps {
 /** The secrets capability: the HTTP port, the member's `shard` handler, and seed recovery. */
 export interface SecretsCapability extends SecretsService, Startable {
   /** A member's `shard` handler (`store` and `release`), for a call decoded at the edge (`parseShardRequest`). */
-  handleShard(request: ShareStoreRequest | ShareReleaseRequest, from: ClusterNodeEntry): Promise<unknown>;
+  handleShard(request: ShareStoreRequest | ShareStoreManyRequest | ShareReleaseRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** Current record of a secret, or undefined. */
   getSecret(secretId: number): Promise<SecretBody | undefined>;
   /** A secret a client names: 404 only when it does not exist, 503 when that cannot be told yet. */

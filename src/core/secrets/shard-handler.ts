@@ -5,12 +5,12 @@
  * (or the chain, for Web3) and that the string was not released to another coordinator before — then
  * seals its share to the requesting coordinator.
  */
-import { refusal, refusedAs, withReason } from '../../errors/index.ts';
+import { isAppError, refusal, refusedAs, withReason } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { CIFER_BYTES, constantTimeEqual, fromBase64, fromHex, shareXOfSlot, toBase64, toHex, zeroize } from '../../crypto/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { decodeBinary, decodeEncryptedMessage } from '../payloads/binary.ts';
-import { isCoordinatorEntry, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
+import { isCoordinatorEntry, memberRefusal, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
 import { splitSignedData, WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
@@ -20,7 +20,7 @@ import type { NodeKeyring, ShareStore, UsedStringStore } from './ports.ts';
 import { secretRecordOf, type SecretReads } from './reads.ts';
 import { shareAtRestAad, shareReleaseAad, shareStoreAad } from './records.ts';
 import { assertDecryptRight, resolvedOf, shareLabel } from './rules.ts';
-import type { DecryptEnvelope, ShareReleaseRequest, ShareStoreRequest } from './shard-messages.ts';
+import type { DecryptEnvelope, ShareReleaseRequest, ShareStoreManyRequest, ShareStoreRequest } from './shard-messages.ts';
 import { pruneUsedStrings, usedStringExpiry } from './used-strings.ts';
 
 /**
@@ -76,8 +76,8 @@ export interface ShardHandlerDeps {
 
 /** A member's side of the shares. */
 export interface ShardHandler extends Startable {
-  /** The `shard` handler of `store` and `release`, for a call decoded at the edge (shard-messages.ts). */
-  handleShard(request: ShareStoreRequest | ShareReleaseRequest, from: ClusterNodeEntry): Promise<unknown>;
+  /** The `shard` handler of `store`, `storeMany` and `release`, for a call decoded at the edge (shard-messages.ts). */
+  handleShard(request: ShareStoreRequest | ShareStoreManyRequest | ShareReleaseRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** Start forgetting used decrypt strings once they are too old. */
   start(): void;
   /** Stop forgetting (waits for a prune in flight); idempotent. */
@@ -126,6 +126,32 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
     }
   }
 
+  /**
+   * Several stores in one call (a coordinator's, coalesced while its previous one was in flight):
+   * each checked and stored exactly as its own `store` call would be, and answered on its own — one
+   * refused share never fails another. Stores of different secrets run together; those of one secret
+   * run in their order, so the call ends as the same calls one after another would.
+   */
+  async function handleStoreMany({ items }: ShareStoreManyRequest, from: ClusterNodeEntry, own: HeldShares): Promise<unknown> {
+    const bySecret = new Map<number | string, Promise<unknown>>();
+    const results = await Promise.all(
+      items.map((item) => {
+        const label = shareLabel(item.chainId, item.secretId);
+        const run = (bySecret.get(label) ?? Promise.resolve()).then(() => handleStore(item, from, own));
+        bySecret.set(label, run.catch(() => undefined));
+        return run.then(
+          (result) => ({ ok: true, result }),
+          (err: unknown) => {
+            if (isAppError(err)) return memberRefusal(err);
+            log.warn({ err, secretId: item.secretId, chainId: item.chainId }, 'share store failed');
+            return { ok: false, error: 'member service failed' };
+          },
+        );
+      }),
+    );
+    return { results };
+  }
+
   /** What a member checks before releasing a share: everything, itself. */
   async function handleRelease({ secretId, request, envelope, vv }: ShareReleaseRequest, from: ClusterNodeEntry, own: HeldShares): Promise<unknown> {
     // Shares go to coordinators only: a member that is not one has no client request to serve.
@@ -159,7 +185,9 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
   return {
     async handleShard(request, from) {
       if (!ownShares) throw refusal('FORBIDDEN', 'not_member', 'not a member');
-      return request.op === 'store' ? handleStore(request, from, ownShares) : handleRelease(request, from, ownShares);
+      if (request.op === 'store') return handleStore(request, from, ownShares);
+      if (request.op === 'storeMany') return handleStoreMany(request, from, ownShares);
+      return handleRelease(request, from, ownShares);
     },
     start() {
       // Forget used decrypt strings once they can no longer pass this member's freshness check.

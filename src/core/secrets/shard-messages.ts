@@ -21,6 +21,8 @@ import type { BinaryFormat } from '../payloads/types.ts';
  */
 export type DecryptEnvelope = { cifer: string; inputFormat: BinaryFormat } | { file: true };
 
+/** Most shares one `storeMany` call carries (a coordinator's stores to one member, coalesced: src/cluster/requests.ts). */
+export const STORE_MANY_MAX_ITEMS = 256;
 /** Largest batch of secrets one `recover` call names (and a helper answers). */
 export const RECOVER_MAX_ITEMS = 64;
 /** Longest sealed share accepted, base64 (a 65-byte share sealed to a member is 168 characters). */
@@ -66,6 +68,12 @@ const storeSchema = z.object({
   secretId: secretIdSchema,
   /** The share sealed to this member, base64. */
   box: z.base64().min(1).max(SEALED_SHARE_MAX_CHARS),
+});
+
+/** Several `store` calls in one, each answered on its own (`{ results }`, one `{ ok, result }` or refusal per item, in order). */
+const storeManySchema = z.object({
+  op: z.literal('storeMany'),
+  items: z.array(storeSchema).min(1).max(STORE_MANY_MAX_ITEMS),
 });
 
 const releaseSchema = z
@@ -116,10 +124,12 @@ const attestMissingSchema = z.object({
   items: z.array(z.object({ chainId: chainIdSchema, secretId: secretIdSchema })).min(1).max(ATTEST_MAX_ITEMS),
 });
 
-const shardRequestSchema = z.discriminatedUnion('op', [storeSchema, releaseSchema, recoverSchema, inventorySchema, attestMissingSchema]);
+const shardRequestSchema = z.discriminatedUnion('op', [storeSchema, storeManySchema, releaseSchema, recoverSchema, inventorySchema, attestMissingSchema]);
 
 /** A `store` call as a member accepts it. */
 export type ShareStoreRequest = z.output<typeof storeSchema>;
+/** A `storeMany` call as a member accepts it. */
+export type ShareStoreManyRequest = z.output<typeof storeManySchema>;
 /** A `release` call as a member accepts it: the client's signed string, what it is for, the requester's version vector. */
 export type ShareReleaseRequest = z.output<typeof releaseSchema>;
 /** A `recover` call as a helper accepts it. */

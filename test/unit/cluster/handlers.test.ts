@@ -41,8 +41,9 @@ describe('apply', () => {
 describe('ping', () => {
   it('answers the body it got, with what the node can do; the pinger reads a feature from the answer', async () => {
     const answer = await createPingHandler(Object.values(NODE_FEATURES))({ t: 42 }, remote);
-    expect(answer).toEqual({ t: 42, features: [NODE_FEATURES.recordBatchSig] });
+    expect(answer).toEqual({ t: 42, features: [NODE_FEATURES.recordBatchSig, NODE_FEATURES.shareStoreMany] });
     expect(hasFeature(answer, NODE_FEATURES.recordBatchSig)).toBe(true);
+    expect(hasFeature(answer, NODE_FEATURES.shareStoreMany)).toBe(true);
     // An older build echoes the body alone: it has no feature.
     const older = await createPingHandler([])({ t: 42 }, remote);
     expect(hasFeature(older, NODE_FEATURES.recordBatchSig)).toBe(false);

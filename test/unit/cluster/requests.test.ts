@@ -2,7 +2,8 @@
  * The requester side of the request/response protocols (src/cluster/requests.ts), over a stub peer
  * table: applies queued in one event-loop turn go as one message, and so do those queued while one is
  * in flight to the same member, each caller answered for its own records and at its own deadline; a
- * member's refusal keeps its code and reason (docs/architecture.md, "Network" and "Quorum writes";
+ * member's refusal keeps its code and reason; share stores to a member that takes them in batches
+ * travel as applies do, each answered on its own (docs/architecture.md, "Network" and "Quorum writes";
  * docs/security.md, "Member refusals").
  */
 import { describe, expect, it } from 'vitest';
@@ -152,7 +153,7 @@ describe('apply batching while a message is in flight', () => {
   });
 
   it.each([
-    { end: 'the peer is found gone', kind: 'unreachable', stop: (h: ReturnType<typeof heldHarness>) => h.requests.abortApplies(member, 'peer not answering') },
+    { end: 'the peer is found gone', kind: 'unreachable', stop: (h: ReturnType<typeof heldHarness>) => h.requests.abortInFlight(member, 'peer not answering') },
     { end: 'the message fails as a whole', kind: 'refused', stop: (h: ReturnType<typeof heldHarness>) => h.sent[0]!.fail(new PeerError('refused', 'commit failed')) },
   ])('when $end, every caller of the message in flight fails ($kind) and the next message goes', async ({ kind, stop }) => {
     const h = heldHarness();
@@ -200,5 +201,109 @@ describe('member calls', () => {
     const { requests, sent } = harness(() => ({ ok: true }), { connected: false });
     await expect(requests.callMember(1, 'grant', {}, { signal: AbortSignal.timeout(5000) })).rejects.toThrow('unreachable');
     expect(sent).toEqual([]);
+  });
+});
+
+describe('share stores to a member that takes them in batches', () => {
+  /** A member whose last ping named `share-store-many/1` (or not), answering each shard message as the test says. */
+  function storeHarness(storesShareBatches: boolean) {
+    const peer = { entry: { id: 'node-1', slot: 1 }, storesShareBatches } as unknown as Peer;
+    const sent: Array<{ body: { op: string; items?: unknown[] }; answer(res: unknown): void }> = [];
+    const requests = createRequests({
+      peers: {
+        get: () => peer,
+        ofSlot: () => peer,
+        connected: () => true,
+        request: (_p, protocol, body) =>
+          new Promise((resolve) => {
+            expect(protocol).toBe(PROTOCOLS.shard);
+            sent.push({ body: body as { op: string; items?: unknown[] }, answer: resolve });
+          }),
+      },
+    });
+    return { requests, sent };
+  }
+  const store = (secretId: number) => ({ op: 'store', secretId, box: 'AAE=' });
+  const signal = () => AbortSignal.timeout(5000);
+
+  it('sends one store alone as `store`, and those made while it is in flight as one `storeMany`, each caller answered on its own', async () => {
+    const { requests, sent } = storeHarness(true);
+    const first = requests.callMember(1, 'shard', store(1), { signal: signal() });
+    await waitFor(() => sent.length === 1);
+    expect(sent[0]!.body).toEqual(store(1));
+    const later = [2, 3, 4].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }).catch((e: unknown) => e));
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toHaveLength(1);
+    sent[0]!.answer({ ok: true, result: { stored: true } });
+    await expect(first).resolves.toEqual({ stored: true });
+    await waitFor(() => sent.length === 2);
+    expect(sent[1]!.body).toEqual({ op: 'storeMany', items: [store(2), store(3), store(4)] });
+    sent[1]!.answer({ ok: true, result: { results: [{ ok: true, result: { stored: true } }, { ok: false, error: 'no', code: 'FORBIDDEN', reason: 'share_mismatch' }, { ok: true, result: { stored: true } }] } });
+    const [a, b, c] = await Promise.all(later);
+    expect(a).toEqual({ stored: true });
+    expect(isAppError(b) && { code: b.code, reason: b.reason }).toEqual({ code: 'FORBIDDEN', reason: 'share_mismatch' });
+    expect(c).toEqual({ stored: true });
+  });
+
+  it('a storeMany refused as a whole fails each of its callers with that refusal; a missing answer fails its caller', async () => {
+    const { requests, sent } = storeHarness(true);
+    const first = requests.callMember(1, 'shard', store(1), { signal: signal() });
+    await waitFor(() => sent.length === 1);
+    const refused = [2, 3].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }).catch((e: unknown) => e));
+    sent[0]!.answer({ ok: true, result: { stored: true } });
+    await first;
+    await waitFor(() => sent.length === 2);
+    sent[1]!.answer({ ok: false, error: 'not a member', code: 'FORBIDDEN', reason: 'not_member' });
+    for (const err of await Promise.all(refused)) expect(isAppError(err) && { code: err.code, reason: err.reason }).toEqual({ code: 'FORBIDDEN', reason: 'not_member' });
+    const next = requests.callMember(1, 'shard', store(4), { signal: signal() });
+    await waitFor(() => sent.length === 3);
+    const short = [5, 6].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }).catch((e: unknown) => e));
+    sent[2]!.answer({ ok: true, result: { stored: true } });
+    await next;
+    await waitFor(() => sent.length === 4);
+    sent[3]!.answer({ ok: true, result: { results: [{ ok: true, result: { stored: true } }] } });
+    const [five, six] = await Promise.all(short);
+    expect(five).toEqual({ stored: true });
+    expect(six instanceof PeerError && six.kind).toBe('refused');
+  });
+
+  it('a member that cannot read storeMany (an older build since its last ping) gets each share again as store, and no batch until it says it takes them', async () => {
+    const { requests, sent } = storeHarness(true);
+    const first = requests.callMember(1, 'shard', store(1), { signal: signal() });
+    await waitFor(() => sent.length === 1);
+    const later = [2, 3].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }));
+    sent[0]!.answer({ ok: true, result: { stored: true } });
+    await first;
+    await waitFor(() => sent.length === 2);
+    expect(sent[1]!.body.op).toBe('storeMany');
+    sent[1]!.answer({ ok: false, error: 'malformed shard request: op', code: 'BAD_REQUEST', reason: 'malformed' });
+    await waitFor(() => sent.length === 4);
+    expect(sent.slice(2).map((s) => s.body)).toEqual([store(2), store(3)]);
+    sent[2]!.answer({ ok: true, result: { stored: true } });
+    sent[3]!.answer({ ok: false, error: 'no', code: 'FORBIDDEN', reason: 'share_mismatch' });
+    const [two, three] = await Promise.all(later.map((p) => p.catch((e: unknown) => e)));
+    expect(two).toEqual({ stored: true });
+    expect(isAppError(three) && three.reason).toBe('share_mismatch');
+    // Stores meanwhile and after go one message each.
+    const next = [4, 5].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }));
+    await waitFor(() => sent.length === 6);
+    expect(sent.slice(4).map((s) => s.body)).toEqual([store(4), store(5)]);
+    sent.slice(4).forEach((s) => s.answer({ ok: true, result: { stored: true } }));
+    await Promise.all(next);
+  });
+
+  it('to a member that has not said it takes batches, and for any other shard call, every call is its own message', async () => {
+    const old = storeHarness(false);
+    const calls = [1, 2, 3].map((id) => old.requests.callMember(1, 'shard', store(id), { signal: signal() }));
+    await waitFor(() => old.sent.length === 3);
+    expect(old.sent.map((s) => s.body)).toEqual([store(1), store(2), store(3)]);
+    old.sent.forEach((s) => s.answer({ ok: true, result: { stored: true } }));
+    await Promise.all(calls);
+    const batching = storeHarness(true);
+    const releases = [1, 2].map((id) => batching.requests.callMember(1, 'shard', { op: 'release', secretId: id }, { signal: signal() }));
+    await waitFor(() => batching.sent.length === 2);
+    expect(batching.sent.map((s) => s.body.op)).toEqual(['release', 'release']);
+    batching.sent.forEach((s) => s.answer({ ok: true, result: {} }));
+    await Promise.all(releases);
   });
 });

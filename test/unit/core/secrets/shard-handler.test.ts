@@ -2,13 +2,15 @@
  * A member's `shard` rules (src/core/secrets/shard-handler.ts; docs/security.md, Share release,
  * Share recovery and "Single use"): a release needs a decrypt's shape — a "remove delegate" string
  * never has one — and has one key per decrypt string whatever its spelling; a stored share must be
- * the one the secret's record names for this slot once the record exists. Refusals are told apart
- * by code and reason.
+ * the one the secret's record names for this slot once the record exists; a coordinator's stores in
+ * one `storeMany` are answered each as its own `store` would be. Refusals are told apart by code and
+ * reason.
  */
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createShardHandler, releaseUseKey } from '../../../../src/core/secrets/shard-handler.ts';
-import { parseShardRequest, shareStoreRequest, type DecryptEnvelope, type ShareStoreRequest } from '../../../../src/core/secrets/shard-messages.ts';
+import { parseShardRequest, shareStoreRequest, STORE_MANY_MAX_ITEMS, type DecryptEnvelope, type ShareStoreRequest } from '../../../../src/core/secrets/shard-messages.ts';
 import { secretKey, shareAtRestAad, shareDigest, shareStoreAad } from '../../../../src/core/secrets/records.ts';
 import { web3SecretKey, web3SecretLabel } from '../../../../src/core/web3/records.ts';
 import type { ClusterNodeEntry, StateReader } from '../../../../src/core/replication/ports.ts';
@@ -95,11 +97,11 @@ function shareAt(slot: number): Uint8Array {
   return share;
 }
 
-/** The `store` call dealing `share` to slot 2, sealed to its key, as the edge decodes it. */
-function storeOf(share: Uint8Array, chainId = -1): ShareStoreRequest {
-  const label = chainId === -1 ? SECRET_ID : web3SecretLabel(chainId, SECRET_ID);
-  const box = sealTo(fromHex(descriptor.nodes[SLOT]!.signingPublicKey), share, shareStoreAad(clusterId, label, SLOT));
-  const request = parseShardRequest(shareStoreRequest(chainId, SECRET_ID, box));
+/** The `store` call dealing `share` to slot 2 (sealed to `sealedTo`'s key), as the edge decodes it. */
+function storeOf(share: Uint8Array, chainId = -1, secretId = SECRET_ID, sealedTo = SLOT): ShareStoreRequest {
+  const label = chainId === -1 ? secretId : web3SecretLabel(chainId, secretId);
+  const box = sealTo(fromHex(descriptor.nodes[sealedTo]!.signingPublicKey), share, shareStoreAad(clusterId, label, SLOT));
+  const request = parseShardRequest(shareStoreRequest(chainId, secretId, box));
   if (request.op !== 'store') throw new Error('not a store');
   return request;
 }
@@ -214,5 +216,87 @@ describe('a member storing its share', () => {
     expect(m.held()).toBeUndefined();
     const gateway = member(new Map(), { ...descriptor.nodes[SLOT]!, slot: null });
     expect(await gateway.store(storeOf(shareAt(SLOT)))).toEqual({ code: 'FORBIDDEN', reason: 'not_member' });
+  });
+});
+
+describe('a member storing several shares in one call (storeMany)', () => {
+  /** What a `storeMany` answered for each item: `'accepted'`, or the refusal's code and reason. */
+  const outcomes = (answer: unknown) =>
+    (answer as { results: Array<{ ok: boolean; code?: string; reason?: string }> }).results.map((r) => (r.ok ? 'accepted' : { code: r.code, reason: r.reason }));
+  const storeMany = (items: ShareStoreRequest[]) => {
+    const request = parseShardRequest({ op: 'storeMany', items: items.map((i) => shareStoreRequest(i.chainId, i.secretId, Buffer.from(i.box, 'base64'))) });
+    if (request.op !== 'storeMany') throw new Error('not a storeMany');
+    return request;
+  };
+
+  it('answers each share on its own: a refused one stores nothing and fails no other', async () => {
+    const genuine = shareAt(SLOT);
+    const m = member(new Map([[`secret!${secretKey(9)}`, recordNaming(genuine, 9)]]));
+    const first = shareAt(SLOT);
+    const answer = await m.handler.handleShard(
+      storeMany([storeOf(first, -1, 7), storeOf(shareAt(SLOT + 1), -1, 8), storeOf(shareAt(SLOT), -1, 9), storeOf(genuine, -1, 9), storeOf(shareAt(SLOT), -1, 10, 3)]),
+      coordinator,
+    );
+    expect(outcomes(answer)).toEqual([
+      'accepted',
+      { code: 'FORBIDDEN', reason: 'share_mismatch' },
+      { code: 'FORBIDDEN', reason: 'share_mismatch' },
+      'accepted',
+      { code: 'FORBIDDEN', reason: 'share_mismatch' },
+    ]);
+    expect([m.held(7), m.held(8), m.held(9), m.held(10)]).toEqual([toHex(first), undefined, toHex(genuine), undefined]);
+  });
+
+  it('from a node that is not a coordinator: every share refused (not_coordinator), none stored; over the cap or empty: malformed', async () => {
+    const m = member();
+    const answer = await m.handler.handleShard(storeMany([storeOf(shareAt(SLOT), -1, 7), storeOf(shareAt(SLOT), -1, 8)]), descriptor.nodes[3]!);
+    expect(outcomes(answer)).toEqual([
+      { code: 'FORBIDDEN', reason: 'not_coordinator' },
+      { code: 'FORBIDDEN', reason: 'not_coordinator' },
+    ]);
+    expect([m.held(7), m.held(8)]).toEqual([undefined, undefined]);
+    const item = shareStoreRequest(-1, 7, sealTo(fromHex(descriptor.nodes[SLOT]!.signingPublicKey), shareAt(SLOT), shareStoreAad(clusterId, 7, SLOT)));
+    expect(await refusalOf(() => parseShardRequest({ op: 'storeMany', items: Array.from({ length: STORE_MANY_MAX_ITEMS + 1 }, () => item) }))).toEqual({ code: 'BAD_REQUEST', reason: 'malformed' });
+    expect(await refusalOf(() => parseShardRequest({ op: 'storeMany', items: [] }))).toEqual({ code: 'BAD_REQUEST', reason: 'malformed' });
+  });
+
+  it('property: a storeMany of any shares a coordinator could send ends as the same stores one after another', async () => {
+    // Each item: one of three secrets (so repeats of one secret meet in a call), and a share that is
+    // genuine (the one a record names), a fresh one at this slot, one at another slot, or one sealed
+    // to another member; each secret with a record naming its genuine share, one without digests, or none.
+    const secrets = [7, 8, 9];
+    const genuine = new Map(secrets.map((id) => [id, shareAt(SLOT)]));
+    const item = fc.record({ secretId: fc.constantFrom(...secrets), kind: fc.constantFrom('genuine', 'fresh', 'otherSlot', 'sealedToAnother') });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(item, { minLength: 1, maxLength: 10 }),
+        fc.tuple(...secrets.map(() => fc.constantFrom('naming', 'noDigests', 'none'))),
+        fc.boolean(),
+        async (drawn, recordKinds, fromCoordinator) => {
+          const records = new Map<string, object>();
+          secrets.forEach((id, i) => {
+            if (recordKinds[i] !== 'none') records.set(`secret!${secretKey(id)}`, recordNaming(recordKinds[i] === 'naming' ? genuine.get(id) : undefined, id));
+          });
+          const items = drawn.map(({ secretId, kind }) =>
+            kind === 'genuine'
+              ? storeOf(genuine.get(secretId)!, -1, secretId)
+              : kind === 'fresh'
+                ? storeOf(shareAt(SLOT), -1, secretId)
+                : kind === 'otherSlot'
+                  ? storeOf(shareAt(SLOT + 1), -1, secretId)
+                  : storeOf(shareAt(SLOT), -1, secretId, 3),
+          );
+          const from = fromCoordinator ? coordinator : descriptor.nodes[3]!;
+          const batched = member(new Map(records));
+          const oneByOne = member(new Map(records));
+          const answers = outcomes(await batched.handler.handleShard(storeMany(items), from));
+          const each: unknown[] = [];
+          for (const request of items) each.push(await oneByOne.store(request, from));
+          expect(answers).toEqual(each);
+          expect(secrets.map((id) => batched.held(id))).toEqual(secrets.map((id) => oneByOne.held(id)));
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });
