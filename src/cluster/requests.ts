@@ -191,7 +191,7 @@ export function createRequests(deps: RequestsDeps): Requests {
     },
   });
   /**
-   * Share stores to a member that takes them in batches ({@link NODE_FEATURES}): one alone goes as the
+   * Share stores to a member that takes them in batches (`NODE_FEATURES` in ./protocols.ts): one alone goes as the
    * `store` call it always was; more go as one `storeMany`, each answered on its own. A member that
    * cannot read `storeMany` (its build changed since its last ping said otherwise) gets them again as
    * one `store` each, and none in batches until its next ping says it takes them.
@@ -234,11 +234,8 @@ export function createRequests(deps: RequestsDeps): Requests {
     async callMember(slot, service, body, { signal }) {
       const p = peers.ofSlot(slot);
       if (!peers.connected(p)) throw new PeerError('unreachable');
-      if (service === 'shard' && p.storesShareBatches && isStore(body)) {
-        const outcome = await stores.submit(p, body, signal);
-        if (outcome instanceof Error) throw outcome;
-        return outcome;
-      }
+      // A store refused on its own rejects here as any refusal does.
+      if (service === 'shard' && p.storesShareBatches && isStore(body)) return stores.submit(p, body, signal);
       const outcome = memberOutcome(await peers.request(p, PROTOCOLS[service], body, signal));
       if (outcome instanceof Error) throw outcome;
       return outcome;
