@@ -105,7 +105,7 @@ export interface SecretsDeps {
 
 /** The secrets capability: the HTTP port, the member's `shard` handler, and seed recovery. */
 export interface SecretsCapability extends SecretsService, Startable {
-  /** A member's `shard` handler (`store` and `release`), for a call decoded at the edge (`parseShardRequest`). */
+  /** A member's `shard` handler (`store`, `storeMany` and `release`), for a call decoded at the edge (`parseShardRequest`). */
   handleShard(request: ShareStoreRequest | ShareStoreManyRequest | ShareReleaseRequest, from: ClusterNodeEntry): Promise<unknown>;
   /** Current record of a secret, or undefined. */
   getSecret(secretId: number): Promise<SecretBody | undefined>;
