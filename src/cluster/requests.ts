@@ -35,11 +35,19 @@ interface Pending<T> {
   reject: (err: Error) => void;
 }
 
-/** A peer's calls of one kind: those waiting for the next message, and whether one is in flight. */
+/** One message sent: its callers, and how to give it up once every one of them has. */
+interface Flight<T> {
+  batch: Pending<T>[];
+  controller: AbortController;
+}
+
+/** A peer's calls of one kind: those waiting for the next message, and the messages in flight. */
 interface PeerQueue<T> {
   waiting: Pending<T>[];
-  /** The callers of the message in flight, and how to give it up once every one of them has. */
-  inFlight: { batch: Pending<T>[]; controller: AbortController } | undefined;
+  /** Every message sent and not yet answered or given up. */
+  inFlight: Set<Flight<T>>;
+  /** The message the next one waits for: the newest in flight, until it is answered or {@link HOLD_MS} pass. */
+  holding: Flight<T> | undefined;
   /** A flush is scheduled for the end of this event-loop turn. */
   scheduled: boolean;
 }
@@ -59,6 +67,12 @@ interface CoalescedKind<T> {
 
 /** Cap on one coalesced message's wait; each caller's own deadline is enforced separately. */
 const BATCH_DEADLINE_MS = 30_000;
+/**
+ * How long a message in flight holds the next one back. Answers normally come in milliseconds; one
+ * that does not (a member that stopped answering without dropping the connection, a silent
+ * partition that healed) delays the calls behind it by this much, not by their deadlines.
+ */
+const HOLD_MS = 250;
 /** Most records in one apply message. */
 const APPLY_BATCH_MAX_RECORDS = 1000;
 /** Most shares in one `storeMany` call (src/core/secrets/shard-messages.ts, STORE_MANY_MAX_ITEMS). */
@@ -66,26 +80,27 @@ const STORE_BATCH_MAX_ITEMS = STORE_MANY_MAX_ITEMS;
 
 /**
  * Calls of one kind coalesced per peer: one message in flight per peer, and what is submitted
- * meanwhile (or in the same event-loop turn) goes together in the next. Each caller keeps its own
- * deadline: one that expires leaves the queue or, in flight, stops waiting; the message in flight is
- * given up once no caller waits for it, or by {@link abort} when the peer is found gone.
+ * meanwhile (or in the same event-loop turn) goes together in the next — sent when that one is
+ * answered, or after {@link HOLD_MS} while it is still awaited. Each caller keeps its own deadline:
+ * one that expires leaves the queue or, in flight, stops waiting; a message in flight is given up
+ * once no caller waits for it, or by {@link abort} when the peer is found gone.
  */
 function createCoalescer<T>(kind: CoalescedKind<T>) {
   const queues = new Map<Peer, PeerQueue<T>>();
   const queueOf = (p: Peer): PeerQueue<T> => {
     let queue = queues.get(p);
     if (!queue) {
-      queue = { waiting: [], inFlight: undefined, scheduled: false };
+      queue = { waiting: [], inFlight: new Set(), holding: undefined, scheduled: false };
       queues.set(p, queue);
     }
     return queue;
   };
 
-  /** Send what waits for a peer as one message, unless one is in flight: its answer sends the next. Callers that gave up meanwhile are left out. */
+  /** Send what waits for a peer as one message, unless one in flight holds it back: its answer (or {@link HOLD_MS}) sends the next. Callers that gave up meanwhile are left out. */
   function flush(p: Peer): void {
     const queue = queueOf(p);
     queue.scheduled = false;
-    if (queue.inFlight) return;
+    if (queue.holding) return;
     queue.waiting = queue.waiting.filter((b) => !b.settled);
     if (queue.waiting.length === 0) return;
     let n = 0;
@@ -94,7 +109,15 @@ function createCoalescer<T>(kind: CoalescedKind<T>) {
     const batch = queue.waiting.splice(0, take);
     const controller = new AbortController();
     const deadline = setTimeout(() => controller.abort(new PeerError('timeout')), BATCH_DEADLINE_MS);
-    queue.inFlight = { batch, controller };
+    const flight: Flight<T> = { batch, controller };
+    queue.inFlight.add(flight);
+    queue.holding = flight;
+    const release = () => {
+      if (queue.holding !== flight) return;
+      queue.holding = undefined;
+      flush(p);
+    };
+    const hold = setTimeout(release, HOLD_MS);
     kind
       .send(
         p,
@@ -114,8 +137,9 @@ function createCoalescer<T>(kind: CoalescedKind<T>) {
       )
       .finally(() => {
         clearTimeout(deadline);
-        queue.inFlight = undefined;
-        flush(p);
+        clearTimeout(hold);
+        queue.inFlight.delete(flight);
+        release();
       });
   }
 
@@ -135,10 +159,8 @@ function createCoalescer<T>(kind: CoalescedKind<T>) {
         };
         const onAbort = () => {
           pending.reject(signal.reason instanceof Error ? signal.reason : new PeerError('timeout'));
-          // The message in flight is given up once none of its callers waits for it any more, so a
-          // member that stopped answering holds the next message no longer than their deadlines.
-          const inFlight = queue.inFlight;
-          if (inFlight?.batch.includes(pending) && inFlight.batch.every((b) => b.settled)) inFlight.controller.abort(new PeerError('timeout'));
+          // A message in flight is given up once none of its callers waits for it any more.
+          for (const flight of queue.inFlight) if (flight.batch.includes(pending) && flight.batch.every((b) => b.settled)) flight.controller.abort(new PeerError('timeout'));
         };
         function settle(): boolean {
           if (pending.settled) return false;
@@ -151,15 +173,15 @@ function createCoalescer<T>(kind: CoalescedKind<T>) {
         queue.waiting.push(pending);
         // Calls submitted in this event-loop turn go together; while a message is in flight, its
         // answer sends what queued meanwhile.
-        if (!queue.inFlight && !queue.scheduled) {
+        if (!queue.holding && !queue.scheduled) {
           queue.scheduled = true;
           setImmediate(() => flush(p));
         }
       });
     },
-    /** The peer is gone: give up the message in flight to it, so the next one goes when it answers again. */
+    /** The peer is gone: give up the messages in flight to it, so the next one goes when it answers again. */
     abort(p: Peer, reason: string): void {
-      queues.get(p)?.inFlight?.controller.abort(new PeerError('unreachable', reason));
+      for (const flight of queues.get(p)?.inFlight ?? []) flight.controller.abort(new PeerError('unreachable', reason));
     },
   };
 }

@@ -219,6 +219,8 @@ describe('GET /web2/confirm', () => {
     const late = await requestPermit(cluster, A, ownerBody(carol, secretId, 'delegate', bob.principalId, { at: now() }));
     const early = await requestPermit(cluster, A, ownerBody(carol, secretId, 'delegate', alice.principalId, { at: now() }));
     expectConsumed(await confirm(A, early), 'delegate', { secretId, delegatePrincipalId: alice.principalId });
+    // The answer means a quorum holds it; the count is taken once every member does.
+    await onEveryMember(cluster, 'permit', early.permitId, (b) => b.status === 'consumed');
     const before = await appliedOnMembers(cluster);
     offsetMs += 15 * 60_000 + 1000;
     expectApiError(await confirm(B, late), 409, 'CONFLICT');

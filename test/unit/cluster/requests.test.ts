@@ -152,6 +152,28 @@ describe('apply batching while a message is in flight', () => {
     await next;
   });
 
+  it('a message left unanswered holds the next one back only briefly: what waits goes while it is still awaited, and each is answered on its own', async () => {
+    const { requests, sent } = heldHarness();
+    const signal = AbortSignal.timeout(10_000);
+    const stuck = track(requests.sendApply(1, [record(1)], { signal }));
+    await waitFor(() => sent.length === 1);
+    const heldAt = performance.now();
+    const next = requests.sendApply(1, [record(2)], { signal });
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toHaveLength(1);
+    // A member that stopped answering without dropping the link, or a silent partition that healed:
+    // the next message goes without waiting for the callers' deadlines.
+    await waitFor(() => sent.length === 2, { timeoutMs: 5000 });
+    expect(performance.now() - heldAt).toBeGreaterThanOrEqual(200);
+    expect(sent[0]!.signal.aborted).toBe(false);
+    expect(sent[1]!.records).toEqual([record(2)]);
+    sent[1]!.answer({ rejected: [] });
+    await expect(next).resolves.toBeUndefined();
+    expect(stuck.outcome).toBeUndefined();
+    sent[0]!.answer({ rejected: [] });
+    await waitFor(() => stuck.outcome === 'resolved');
+  });
+
   it.each([
     { end: 'the peer is found gone', kind: 'unreachable', stop: (h: ReturnType<typeof heldHarness>) => h.requests.abortInFlight(member, 'peer not answering') },
     { end: 'the message fails as a whole', kind: 'refused', stop: (h: ReturnType<typeof heldHarness>) => h.sent[0]!.fail(new PeerError('refused', 'commit failed')) },
