@@ -91,21 +91,31 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
         void libp2p.hangUp(p.peerId).catch(() => undefined);
         continue;
       }
-      if (p.pinging) continue;
-      p.pinging = true;
-      peers
-        .request(p, PROTOCOLS.ping, { t: now }, AbortSignal.timeout(livenessTimeoutMs))
-        .then((answer) => {
-          p.lastHeard = performance.now();
-          p.checksBatchSigs = hasFeature(answer, NODE_FEATURES.recordBatchSig);
-          p.storesShareBatches = hasFeature(answer, NODE_FEATURES.shareStoreMany);
-          deps.metrics.recordBatchSignatures.set(peers.allCheckBatchSigs() ? 1 : 0);
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          p.pinging = false;
-        });
+      ping(p);
     }
+  }
+
+  /** Ping `p` (one ping in flight at most): an answer is hearing from it, and says what its build can do. */
+  function ping(p: Peer): void {
+    if (p.pinging) return;
+    p.pinging = true;
+    peers
+      .request(p, PROTOCOLS.ping, { t: performance.now() }, AbortSignal.timeout(livenessTimeoutMs))
+      .then((answer) => {
+        p.lastHeard = performance.now();
+        knowFeatures(p, answer);
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        p.pinging = false;
+      });
+  }
+
+  /** What `p` can do, from its last ping answer (`undefined`: not known, so nothing beyond the first protocol versions). */
+  function knowFeatures(p: Peer, answer: unknown): void {
+    p.checksBatchSigs = hasFeature(answer, NODE_FEATURES.recordBatchSig);
+    p.storesShareBatches = hasFeature(answer, NODE_FEATURES.shareStoreMany);
+    deps.metrics.recordBatchSignatures.set(peers.allCheckBatchSigs() ? 1 : 0);
   }
 
   function maintain(): void {
@@ -140,6 +150,10 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
     }
     reachable();
     if (!p || stopping.aborted) return;
+    // A new connection may be a new build (a restart, a rollback): nothing beyond the first protocol
+    // versions goes to it until its ping answer, asked for at once, says what it can do.
+    knowFeatures(p, undefined);
+    ping(p);
     dialFailures?.connected(p.entry.id);
     log.info({ peer: p.entry.id }, 'peer connected');
     deps.onConnected(p);

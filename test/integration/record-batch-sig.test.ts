@@ -114,3 +114,28 @@ describe('batch record signatures', () => {
     await waitFor(async () => (await writeAtOnce(writer, `u-${randomUUID().slice(0, 8)}`, 24)).some((r) => r.sig.length > SINGLE_HEX), { timeoutMs: 20_000, description: 'writes at once to be signed a batch at a time again' });
   });
 });
+
+describe('a node that comes back on an older build (a rollback)', () => {
+  // Pings every 10 s: what a peer can do is learnt again as soon as it connects, not at the next ping.
+  let slow: LocalCluster;
+  beforeAll(async () => {
+    slow = await startLocalCluster({ size: 5, threshold: 3, coordinators: 2, nodeConfig: { replication: { livenessIntervalMs: 10_000, livenessTimeoutMs: 30_000 } } });
+    stack.push(() => slow.stop());
+  }, 60_000);
+
+  it('is sent no batch-signed record once it is back, though no liveness ping has run since', async () => {
+    const writer = slow.members[0]!;
+    await waitFor(() => batchForm(writer), { timeoutMs: 5000, description: 'node 0 to learn at connection that every node checks batch signatures' });
+    const startedAt = performance.now();
+    const { peer: older } = await startImpostor(slow, 4, { features: [] });
+    try {
+      await waitFor(async () => !(await batchForm(writer)), { timeoutMs: 5000, description: 'node 0 to stop signing in batches once member 4 is back on a build without the feature' });
+      const records = await writeAtOnce(writer, `r-${randomUUID().slice(0, 8)}`, 24);
+      expect(records.map((r) => r.sig.length)).toEqual(records.map(() => SINGLE_HEX));
+      // All of it inside one liveness interval: the connection itself, not a ping round, told node 0.
+      expect(performance.now() - startedAt).toBeLessThan(10_000);
+    } finally {
+      await older.stop();
+    }
+  });
+});
