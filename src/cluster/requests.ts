@@ -75,8 +75,6 @@ const BATCH_DEADLINE_MS = 30_000;
 const HOLD_MS = 250;
 /** Most records in one apply message. */
 const APPLY_BATCH_MAX_RECORDS = 1000;
-/** Most shares in one `storeMany` call (src/core/secrets/shard-messages.ts, STORE_MANY_MAX_ITEMS). */
-const STORE_BATCH_MAX_ITEMS = STORE_MANY_MAX_ITEMS;
 
 /**
  * Calls of one kind coalesced per peer: one message in flight per peer, and what is submitted
@@ -221,7 +219,7 @@ export function createRequests(deps: RequestsDeps): Requests {
   const storeOne = async (p: Peer, item: unknown, signal: AbortSignal) => memberOutcome(await peers.request(p, PROTOCOLS.shard, item, signal));
   const stores = createCoalescer<unknown>({
     size: () => 1,
-    maxSize: STORE_BATCH_MAX_ITEMS,
+    maxSize: STORE_MANY_MAX_ITEMS,
     async send(p, items, signal) {
       if (items.length === 1) return [await storeOne(p, items[0], signal)];
       const res = (await peers.request(p, PROTOCOLS.shard, { op: 'storeMany', items }, signal)) as { ok?: boolean; result?: { results?: unknown } };

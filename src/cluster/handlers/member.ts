@@ -3,8 +3,7 @@
  * error code and reason (docs/architecture.md, "Network"; docs/security.md, "Member refusals").
  */
 import type { Logger } from '../../log/index.ts';
-import { memberRefusal, type MemberHandler, type MemberRefusal, type MemberService } from '../../core/replication/ports.ts';
-import { isAppError } from '../../errors/index.ts';
+import { memberFailure, type MemberHandler, type MemberRefusal, type MemberService } from '../../core/replication/ports.ts';
 import type { ProtocolHandler } from './serve.ts';
 
 /** Dependencies of {@link createMemberServiceHandler}. */
@@ -24,9 +23,7 @@ export function createMemberServiceHandler(service: MemberService, deps: MemberS
       return { ok: true, result: await handler(body, remote.entry) };
     } catch (err) {
       // Refusals carry their code and reason; anything else is reported without internals.
-      if (isAppError(err)) return memberRefusal(err);
-      deps.log.warn({ err, service, peer: remote.entry.id }, 'member service failed');
-      return { ok: false, error: 'member service failed' } satisfies MemberRefusal;
+      return memberFailure(err, (e) => deps.log.warn({ err: e, service, peer: remote.entry.id }, 'member service failed'));
     }
   };
 }

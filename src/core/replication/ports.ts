@@ -3,7 +3,7 @@
  * the peer transport (src/cluster). Capabilities see only {@link Replicator}, {@link Creator} and
  * {@link MembershipView}; no libp2p or level type appears here (CONTRIBUTING.md, "Where things live").
  */
-import { AppError, ERROR_CODES, isRefusalReason, type ErrorCode, type MemberFailure } from '../../errors/index.ts';
+import { AppError, ERROR_CODES, isAppError, isRefusalReason, type ErrorCode, type MemberFailure } from '../../errors/index.ts';
 import type { ReplicatedRecord } from './record.ts';
 import type { Json } from './canonical-json.ts';
 
@@ -318,6 +318,16 @@ export interface MemberRefusal {
 /** The wire form of a member's refusal: its message, its code, and its reason when it has one ({@link refusalError} decodes it). */
 export function memberRefusal(err: AppError): MemberRefusal {
   return err.reason ? { ok: false, error: err.message, code: err.code, reason: err.reason } : { ok: false, error: err.message, code: err.code };
+}
+
+/**
+ * The wire form of any failure of a member's service: a refusal as {@link memberRefusal}; anything
+ * else without its internals, told to `unexpected` (for the log) instead.
+ */
+export function memberFailure(err: unknown, unexpected: (err: unknown) => void): MemberRefusal {
+  if (isAppError(err)) return memberRefusal(err);
+  unexpected(err);
+  return { ok: false, error: 'member service failed' };
 }
 
 /**

@@ -5,12 +5,12 @@
  * (or the chain, for Web3) and that the string was not released to another coordinator before — then
  * seals its share to the requesting coordinator.
  */
-import { isAppError, refusal, refusedAs, withReason } from '../../errors/index.ts';
+import { refusal, refusedAs, withReason } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { CIFER_BYTES, constantTimeEqual, fromBase64, fromHex, shareXOfSlot, toBase64, toHex, zeroize } from '../../crypto/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import { decodeBinary, decodeEncryptedMessage } from '../payloads/binary.ts';
-import { isCoordinatorEntry, memberRefusal, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
+import { isCoordinatorEntry, memberFailure, type ClusterNodeEntry, type MembershipView, type StateReader, type VersionVector } from '../replication/ports.ts';
 import { signedStringKey } from '../sessions/evidence.ts';
 import { splitSignedData, WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { SignedDataVerifier } from '../sessions/types.ts';
@@ -141,11 +141,7 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
         bySecret.set(label, run.catch(() => undefined));
         return run.then(
           (result) => ({ ok: true, result }),
-          (err: unknown) => {
-            if (isAppError(err)) return memberRefusal(err);
-            log.warn({ err, secretId: item.secretId, chainId: item.chainId }, 'share store failed');
-            return { ok: false, error: 'member service failed' };
-          },
+          (err: unknown) => memberFailure(err, (e) => log.warn({ err: e, secretId: item.secretId, chainId: item.chainId }, 'share store failed')),
         );
       }),
     );

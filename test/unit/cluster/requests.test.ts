@@ -247,6 +247,20 @@ describe('share stores to a member that takes them in batches', () => {
   }
   const store = (secretId: number) => ({ op: 'store', secretId, box: 'AAE=' });
   const signal = () => AbortSignal.timeout(5000);
+  /**
+   * A store of `first` that goes alone and is answered once `ids` are made behind it: their calls
+   * (a refusal as its value), once the message carrying them is sent.
+   */
+  async function behindOne(h: ReturnType<typeof storeHarness>, first: number, ids: number[]): Promise<Array<Promise<unknown>>> {
+    const sentBefore = h.sent.length;
+    const lone = h.requests.callMember(1, 'shard', store(first), { signal: signal() });
+    await waitFor(() => h.sent.length === sentBefore + 1);
+    const later = ids.map((id) => h.requests.callMember(1, 'shard', store(id), { signal: signal() }).catch((e: unknown) => e));
+    h.sent[sentBefore]!.answer({ ok: true, result: { stored: true } });
+    await lone;
+    await waitFor(() => h.sent.length === sentBefore + 2);
+    return later;
+  }
 
   it('sends one store alone as `store`, and those made while it is in flight as one `storeMany`, each caller answered on its own', async () => {
     const { requests, sent } = storeHarness(true);
@@ -268,21 +282,12 @@ describe('share stores to a member that takes them in batches', () => {
   });
 
   it('a storeMany refused as a whole fails each of its callers with that refusal; a missing answer fails its caller', async () => {
-    const { requests, sent } = storeHarness(true);
-    const first = requests.callMember(1, 'shard', store(1), { signal: signal() });
-    await waitFor(() => sent.length === 1);
-    const refused = [2, 3].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }).catch((e: unknown) => e));
-    sent[0]!.answer({ ok: true, result: { stored: true } });
-    await first;
-    await waitFor(() => sent.length === 2);
+    const h = storeHarness(true);
+    const { sent } = h;
+    const refused = await behindOne(h, 1, [2, 3]);
     sent[1]!.answer({ ok: false, error: 'not a member', code: 'FORBIDDEN', reason: 'not_member' });
     for (const err of await Promise.all(refused)) expect(isAppError(err) && { code: err.code, reason: err.reason }).toEqual({ code: 'FORBIDDEN', reason: 'not_member' });
-    const next = requests.callMember(1, 'shard', store(4), { signal: signal() });
-    await waitFor(() => sent.length === 3);
-    const short = [5, 6].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }).catch((e: unknown) => e));
-    sent[2]!.answer({ ok: true, result: { stored: true } });
-    await next;
-    await waitFor(() => sent.length === 4);
+    const short = await behindOne(h, 4, [5, 6]);
     sent[3]!.answer({ ok: true, result: { results: [{ ok: true, result: { stored: true } }] } });
     const [five, six] = await Promise.all(short);
     expect(five).toEqual({ stored: true });
@@ -290,20 +295,16 @@ describe('share stores to a member that takes them in batches', () => {
   });
 
   it('a member that cannot read storeMany (an older build since its last ping) gets each share again as store, and no batch until it says it takes them', async () => {
-    const { requests, sent } = storeHarness(true);
-    const first = requests.callMember(1, 'shard', store(1), { signal: signal() });
-    await waitFor(() => sent.length === 1);
-    const later = [2, 3].map((id) => requests.callMember(1, 'shard', store(id), { signal: signal() }));
-    sent[0]!.answer({ ok: true, result: { stored: true } });
-    await first;
-    await waitFor(() => sent.length === 2);
+    const h = storeHarness(true);
+    const { requests, sent } = h;
+    const later = await behindOne(h, 1, [2, 3]);
     expect(sent[1]!.body.op).toBe('storeMany');
     sent[1]!.answer({ ok: false, error: 'malformed shard request: op', code: 'BAD_REQUEST', reason: 'malformed' });
     await waitFor(() => sent.length === 4);
     expect(sent.slice(2).map((s) => s.body)).toEqual([store(2), store(3)]);
     sent[2]!.answer({ ok: true, result: { stored: true } });
     sent[3]!.answer({ ok: false, error: 'no', code: 'FORBIDDEN', reason: 'share_mismatch' });
-    const [two, three] = await Promise.all(later.map((p) => p.catch((e: unknown) => e)));
+    const [two, three] = await Promise.all(later);
     expect(two).toEqual({ stored: true });
     expect(isAppError(three) && three.reason).toBe('share_mismatch');
     // Stores meanwhile and after go one message each.
