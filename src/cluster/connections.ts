@@ -54,6 +54,7 @@ export interface Connections extends Startable {
 export function createConnections(options: ConnectionsOptions, deps: ConnectionsDeps): Connections {
   const { libp2p, peers, log, stopping } = deps;
   const { livenessTimeoutMs } = options;
+  const maxPingsInFlight = Math.ceil(livenessTimeoutMs / options.livenessIntervalMs) + 1;
   const reachable = () => deps.metrics.connectedMembers.set(peers.membership.reachableCount());
   let loops: Periodic[] = [];
   /** When the liveness check last ran, or the loop started (performance.now()). */
@@ -95,19 +96,24 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
     }
   }
 
-  /** Ping `p` (one ping in flight at most): an answer is hearing from it, and says what its build can do. */
+  /**
+   * Ping `p`, whether or not earlier pings are answered yet: a ping lost in a burst of dropped packets
+   * must not hold the next one back until its own timeout, or a peer heard again within the timeout is
+   * still marked unreachable when that lost ping runs out (a ping is sent every interval, so at most
+   * timeout / interval + 1 are in flight). An answer is hearing from it, and says what its build can do.
+   */
   function ping(p: Peer): void {
-    if (p.pinging) return;
-    p.pinging = true;
+    if (p.pingsInFlight >= maxPingsInFlight) return;
+    p.pingsInFlight++;
     peers
       .request(p, PROTOCOLS.ping, { t: performance.now() }, AbortSignal.timeout(livenessTimeoutMs))
       .then((answer) => {
-        p.lastHeard = performance.now();
+        p.lastHeard = Math.max(p.lastHeard, performance.now());
         knowFeatures(p, answer);
       })
       .catch(() => undefined)
       .finally(() => {
-        p.pinging = false;
+        p.pingsInFlight--;
       });
   }
 

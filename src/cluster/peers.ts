@@ -20,8 +20,8 @@ export interface Peer {
   links: Map<string, Link>;
   /** performance.now() when it last answered a ping (or connected). */
   lastHeard: number;
-  /** A liveness ping is in flight. */
-  pinging: boolean;
+  /** Liveness pings in flight (each ends at its answer or the liveness timeout). */
+  pingsInFlight: number;
   /** Marked unreachable by silence: not heard from within the liveness timeout. */
   silent: boolean;
   /** Its last ping answer said it checks batch record signatures ({@link NODE_FEATURES}). */
@@ -82,7 +82,7 @@ export function createPeers(options: PeersOptions, deps: PeersDeps): Peers {
   const byPeerId = new Map<string, Peer>();
   for (const n of descriptor.nodes) {
     if (n.id === self.id) continue;
-    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, links: new Map(), lastHeard: 0, pinging: false, silent: false, checksBatchSigs: false, storesShareBatches: false };
+    const p: Peer = { entry: n, peerId: peerIdFromString(n.peerId), idStr: n.peerId, dialing: false, links: new Map(), lastHeard: 0, pingsInFlight: 0, silent: false, checksBatchSigs: false, storesShareBatches: false };
     peers.set(n.id, p);
     byPeerId.set(n.peerId, p);
   }

@@ -68,3 +68,34 @@ describe('a silent partition', () => {
     await waitFor(async () => (await health(cluster.coordinators[1]!)).body.cluster.slot0Reachable, { timeoutMs: 15_000, description: 'slot 0 back' });
   }, TEST_TIMEOUT_MS);
 });
+
+describe('a silence shorter than the liveness timeout', () => {
+  const INTERVAL_MS = 200;
+  const TIMEOUT_MS = 3000;
+  let short: LocalCluster;
+  beforeAll(async () => {
+    short = await startLocalCluster({ size: 3, threshold: 2, coordinators: 1, nodeConfig: { replication: { livenessIntervalMs: INTERVAL_MS, livenessTimeoutMs: TIMEOUT_MS } } });
+    stack.push(() => short.stop());
+  }, 60_000);
+
+  it('marks nobody unreachable once healed: the pings it lost do not hold back those answered after it', async () => {
+    // The pings sent in the silence are lost, and each runs out only at the timeout. Had they held the
+    // next pings back (one in flight per peer, before this test), member 2 would be marked unreachable
+    // by then, a second after it was heard again, and what ran against it failed.
+    await short.silence([2], [0, 1]);
+    const silencedAt = performance.now();
+    await waitFor(() => performance.now() - silencedAt >= 4 * INTERVAL_MS, { intervalMs: 10, description: 'four ping rounds lost' });
+    await short.heal();
+    // Every ping lost in the silence has run out by the end of this watch.
+    const watchUntil = performance.now() + 2 * TIMEOUT_MS;
+    const marked: string[] = [];
+    await waitFor(
+      () => {
+        for (const [i, m] of short.members.entries()) for (const slot of [0, 1, 2]) if (!m.membership.isReachable(slot)) marked.push(`${i} saw ${slot} unreachable`);
+        return marked.length > 0 || performance.now() >= watchUntil;
+      },
+      { timeoutMs: 4 * TIMEOUT_MS, intervalMs: 20, description: 'the watch to end' },
+    );
+    expect(marked).toEqual([]);
+  }, TEST_TIMEOUT_MS);
+});
