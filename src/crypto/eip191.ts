@@ -16,10 +16,14 @@ const SIGNATURE_HEX_RE = /^(?:0x)?[0-9a-fA-F]{130}$/;
 // Wallets write v as 27/28; some libraries and hardware wallets emit the bare recovery id 0/1.
 const ACCEPTED_V = new Set([0, 1, 27, 28]);
 
-/** The 32-byte digest a wallet signs for `message` with `personal_sign`. */
-export function eip191Digest(message: string): Uint8Array {
+/**
+ * The 32-byte digest a wallet signs for `message` with `personal_sign`. `lengthOf: 'utf16'` counts
+ * the message's UTF-16 code units (JavaScript's `length`) in the prefix instead of its UTF-8 bytes,
+ * as cifer-sdk's session signer does (`PrivateKeySignerAdapter`: {@link recoverSdkSessionSigner}).
+ */
+export function eip191Digest(message: string, lengthOf: 'bytes' | 'utf16' = 'bytes'): Uint8Array {
   const body = utf8(message);
-  return keccak256(concatBytes(utf8(`${EIP191_PERSONAL_PREFIX}${body.length}`), body));
+  return keccak256(concatBytes(utf8(`${EIP191_PERSONAL_PREFIX}${lengthOf === 'bytes' ? body.length : message.length}`), body));
 }
 
 /**
@@ -28,10 +32,27 @@ export function eip191Digest(message: string): Uint8Array {
  * range) or recovers no key. Never throws. High-s signatures are accepted, as `ecrecover` and viem do.
  */
 export function recoverPersonalSigner(message: string, signature: string): string | undefined {
+  return recoverWith(message, signature, 'bytes');
+}
+
+/**
+ * The signer of `message` as cifer-sdk's Web2 session signer signs it: `personal_sign` whose prefix
+ * counts UTF-16 code units, not UTF-8 bytes ({@link eip191Digest}). The two differ only for a message
+ * that is not ASCII — an encrypt of "café" — which the real client would otherwise never get
+ * through. Undefined for an ASCII message (there the forms are one) and as
+ * {@link recoverPersonalSigner} otherwise. Only for Web2 strings: docs/security.md, "Signed strings"
+ * says why no signature can then be taken for another string.
+ */
+export function recoverSdkSessionSigner(message: string, signature: string): string | undefined {
+  if (typeof message !== 'string' || utf8(message).length === message.length) return undefined;
+  return recoverWith(message, signature, 'utf16');
+}
+
+function recoverWith(message: string, signature: string, lengthOf: 'bytes' | 'utf16'): string | undefined {
   if (typeof message !== 'string' || typeof signature !== 'string' || !SIGNATURE_HEX_RE.test(signature)) return undefined;
   const sig = fromHex(signature);
   if (!ACCEPTED_V.has(sig[64] ?? -1)) return undefined;
-  return recoverAddress(sig, eip191Digest(message));
+  return recoverAddress(sig, eip191Digest(message, lengthOf));
 }
 
 /**

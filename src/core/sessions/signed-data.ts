@@ -6,6 +6,7 @@
  *
  * Cheap checks run first, so malformed input never costs a signature recovery.
  */
+import { recoverSdkSessionSigner } from '../../crypto/index.ts';
 import { AppError } from '../../errors/index.ts';
 import type { StateReader } from '../replication/ports.ts';
 import type { PrincipalBody } from '../accounts/records.ts';
@@ -95,6 +96,17 @@ async function checkBlockFreshness(chain: ChainHead, block: number): Promise<voi
 const SIGNER_CACHE_ENTRIES = 1024;
 const SIGNER_CACHE_MAX_DATA_CHARS = 8192;
 
+/**
+ * Whether `expected` signed the Web2 string `data` as cifer-sdk's session signer signs it — its
+ * EIP-191 prefix counts UTF-16 code units, not bytes ({@link recoverSdkSessionSigner}; only a string
+ * that is not ASCII differs). Web2 strings only (chain -1): each starts with "-1_", so no length
+ * prefix runs into it and no signature can be taken for another string (docs/security.md, "Signed
+ * strings"). Checked by a coordinator on a request and by every member on a record's evidence.
+ */
+export function signedAsSdkSession(data: string, signature: string, expected: string): boolean {
+  return data.startsWith(`${WEB2_CHAIN_ID}_`) && recoverSdkSessionSigner(data, signature) === expected;
+}
+
 /** Create the verifier. */
 export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDataVerifier {
   const { state, clock } = deps;
@@ -133,7 +145,9 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       const signer = own ? own.signer : await recover(request.data, request.signature);
       if (!signer) throw new AppError('FORBIDDEN', 'Invalid signature');
       const sessionAddress = address.toLowerCase();
-      if (signer !== sessionAddress) throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');
+      if (signer !== sessionAddress && !(chainId === WEB2_CHAIN_ID && signedAsSdkSession(request.data, request.signature, sessionAddress))) {
+        throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');
+      }
       if (chain) {
         // A Web3 principal is its wallet: no session.
         return { chainId, userType: 'web3', subject, signer, fresh, extra: parts.slice(4), principalId: signer, parts };
@@ -149,7 +163,7 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
         chainId,
         userType: 'web2',
         subject,
-        signer,
+        signer: sessionAddress,
         fresh,
         extra: parts.slice(4),
         principalId: session.principalId,

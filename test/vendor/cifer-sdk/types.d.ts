@@ -220,3 +220,43 @@ export declare namespace flows {
   function encryptFileJobFlow(ctx: FlowContext, params: { secretId: bigint; file: File | Blob }): Promise<FlowResult<{ jobId: string; job: JobInfo; encryptedFile: Blob }>>;
   function decryptFileJobFlow(ctx: FlowContext, params: { secretId: bigint; file: File | Blob }): Promise<FlowResult<{ jobId: string; job: JobInfo; decryptedFile: Blob }>>;
 }
+
+// src/internal/adapters/rpc-read-client.ts (for Web2, `getBlockNumber(-1)` is `Date.now()`)
+export declare class RpcReadClient implements ReadClient {
+  constructor(config: { rpcUrlByChainId: Record<ChainId, string>; fetch?: typeof fetch });
+  getBlockNumber(chainId: ChainId): Promise<number>;
+}
+
+// src/types/web2.ts, src/web2/client.ts
+export interface Ed25519Signer {
+  sign(message: Uint8Array): Promise<Uint8Array>;
+  getPublicKey(): Uint8Array;
+}
+
+export interface Web2Session {
+  readonly principalId: string;
+  readonly sessionAddress: Address;
+  readonly expiresAt: string;
+  readonly signer: SignerAdapter;
+}
+
+export interface Web2SecretInfo {
+  secretId: number;
+  ownerPrincipalId: string;
+  delegatePrincipalId: string | null;
+  publicKeyCid: string;
+}
+
+export declare namespace web2 {
+  interface Web2Client {
+    readonly session: Web2Session | null;
+    createManagedSession(params: { principalId: string; ed25519Signer: Ed25519Signer; ttl?: number }): Promise<Web2Session>;
+    createSecret(): Promise<{ success: boolean; secretId: number; clusterId: number; publicKeyCid: string }>;
+    listSecrets(): Promise<{ success: boolean; secrets: Web2SecretInfo[] }>;
+    payload: {
+      encryptPayload(params: { secretId: bigint | number; plaintext: string }): Promise<EncryptPayloadResult>;
+      decryptPayload(params: { secretId: bigint | number; encryptedMessage: string; cifer: string }): Promise<{ decryptedMessage: string }>;
+    };
+  }
+  function createClient(config: { blackboxUrl: string; readClient?: ReadClient; fetch?: typeof fetch }): Web2Client;
+}
