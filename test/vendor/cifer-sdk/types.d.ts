@@ -248,11 +248,18 @@ export interface Web2SecretInfo {
 }
 
 export declare namespace web2 {
+  namespace auth {
+    function register(params: { email: string; password: string; blackboxUrl: string; fetch?: typeof fetch }): Promise<{ principalId: string; message: string }>;
+    function verifyEmail(params: { email: string; otp: string; blackboxUrl: string; fetch?: typeof fetch }): Promise<{ principalId: string; emailVerified: boolean }>;
+    function registerKey(params: { principalId: string; password: string; ed25519Signer: Ed25519Signer; blackboxUrl: string; fetch?: typeof fetch }): Promise<{ principalId: string; emailHex: string; nodeRegistrationStatus: string }>;
+  }
   interface Web2Client {
     readonly session: Web2Session | null;
     createManagedSession(params: { principalId: string; ed25519Signer: Ed25519Signer; ttl?: number }): Promise<Web2Session>;
     createSecret(): Promise<{ success: boolean; secretId: number; clusterId: number; publicKeyCid: string }>;
     listSecrets(): Promise<{ success: boolean; secrets: Web2SecretInfo[] }>;
+    setDelegate(params: { secretId: number | bigint; delegatePrincipalId: string }): Promise<{ success: boolean; secretId: number }>;
+    getByEmail(email: string): Promise<{ principalId: string; emailHex: string }>;
     payload: {
       encryptPayload(params: { secretId: bigint | number; plaintext: string }): Promise<EncryptPayloadResult>;
       decryptPayload(params: { secretId: bigint | number; encryptedMessage: string; cifer: string }): Promise<{ decryptedMessage: string }>;
