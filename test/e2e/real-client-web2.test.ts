@@ -3,7 +3,7 @@
  * 3-member cluster with two coordinators, everything through the client's own functions — an account
  * registered, its email verified with the mailed OTP, an Ed25519 key registered; a managed session
  * (an ephemeral session wallet the key vouches for); a secret, listed; payloads encrypted and
- * decrypted; a delegate found by email, set, and decrypting.
+ * decrypted; a file encrypted and decrypted by jobs; a delegate found by email, set, and decrypting.
  *
  * The client's session signer counts a string's UTF-16 code units in its EIP-191 prefix, not its
  * bytes: an encrypt of anything but ASCII used to be refused 403 (docs/security.md, "Signed strings").
@@ -67,6 +67,18 @@ describe('the real client (cifer-sdk), Web2', () => {
       const { decryptedMessage } = await alice.client.payload.decryptPayload({ secretId, encryptedMessage: sealed.encryptedMessage, cifer: sealed.cifer });
       expect(decryptedMessage).toBe(plaintext);
     }
+  });
+
+  it('a file (its name not ASCII) through encrypt and decrypt jobs: uploaded, polled, downloaded, the same bytes back', async () => {
+    const bytes = Uint8Array.from({ length: 200_000 }, (_, i) => (i * 31 + (i >> 8)) & 0xff);
+    const encrypt = await alice.client.files.encryptFile({ secretId, file: new File([bytes], 'résumé 📄.bin') });
+    expect((await alice.client.jobs.pollUntilComplete(encrypt.jobId, undefined, { intervalMs: 50 })).status).toBe('completed');
+    const sealed = await alice.client.jobs.download(encrypt.jobId, { secretId });
+    expect(sealed.size).toBeGreaterThan(bytes.length);
+    const decrypt = await alice.client.files.decryptFile({ secretId, file: new File([sealed], 'résumé 📄.bin.cifer') });
+    const done = await alice.client.jobs.pollUntilComplete(decrypt.jobId, undefined, { intervalMs: 50 });
+    expect(done).toMatchObject({ status: 'completed', resultFileName: 'résumé 📄.bin' });
+    expect(new Uint8Array(await (await alice.client.jobs.download(decrypt.jobId, { secretId })).arrayBuffer())).toEqual(bytes);
   });
 
   it('a delegate found by email, set by the owner, decrypts on the other coordinator', async () => {

@@ -264,6 +264,14 @@ export declare namespace web2 {
       encryptPayload(params: { secretId: bigint | number; plaintext: string }): Promise<EncryptPayloadResult>;
       decryptPayload(params: { secretId: bigint | number; encryptedMessage: string; cifer: string }): Promise<{ decryptedMessage: string }>;
     };
+    files: {
+      encryptFile(params: { secretId: bigint | number; file: File | Blob }): Promise<{ jobId: string; message: string }>;
+      decryptFile(params: { secretId: bigint | number; file: File | Blob }): Promise<{ jobId: string; message: string }>;
+    };
+    jobs: {
+      pollUntilComplete(jobId: string, blackboxUrl?: string, options?: { intervalMs?: number; maxAttempts?: number }): Promise<JobInfo>;
+      download(jobId: string, params: { secretId: bigint | number }): Promise<Blob>;
+    };
   }
   function createClient(config: { blackboxUrl: string; readClient?: ReadClient; fetch?: typeof fetch }): Web2Client;
 }
