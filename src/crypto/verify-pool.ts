@@ -1,9 +1,10 @@
 /**
  * secp256k1 verification on a worker thread, for large batches (a member catching up verifies
  * thousands of record signatures: on the event loop they would take most of its time, and every other
- * request would wait behind them). Small batches — a quorum write's one record — are verified inline,
- * where a thread's round trip would cost more than the verification. The results are exactly
- * {@link verifyDigest}'s.
+ * request would wait behind them), and for small ones — a quorum write's apply message — while the
+ * event loop is busy: a member taking writes from many clients at once spends its loop on them, not
+ * on their signatures. A small batch after the loop sat idle is verified inline, where a thread's
+ * round trip would only add to a lone write's latency. The results are exactly {@link verifyDigest}'s.
  */
 import { Worker } from 'node:worker_threads';
 import { verifyDigest } from './secp256k1.ts';
@@ -21,10 +22,18 @@ export interface VerifyItem {
 
 /** Options of {@link createVerifyPool}. */
 export interface VerifyPoolOptions {
-  /** Batches smaller than this are verified inline. @default 32 */
+  /** Batches smaller than this are verified inline at light load (`idleInlineMs`). @default 32 */
   minBatch?: number;
+  /**
+   * A batch smaller than `minBatch` that comes after the event loop sat idle this long since the
+   * last batch, ms, with none on the thread, is verified inline; any other goes to the thread. Idle
+   * time, not elapsed time, as ./request-pool.ts judges it. 0: small batches are always inline. @default 1
+   */
+  idleInlineMs?: number;
   /** Items per message to the thread. @default 256 */
   chunk?: number;
+  /** Told how many signatures were verified where (the node's metrics). */
+  onRun?: (where: 'thread' | 'inline', count: number) => void;
 }
 
 /** Signature verification off the event loop for large batches. */
@@ -41,6 +50,17 @@ const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './verify-worker.ts
 export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
   const minBatch = options.minBatch ?? 32;
   const chunk = options.chunk ?? 256;
+  const idleInlineMs = options.idleInlineMs ?? 1;
+  /** The event loop's idle time (ms, cumulative) at the last batch; none yet: undefined. */
+  let idleAtLast: number | undefined;
+  /** Whether a small batch now is verified inline: light load, nothing on the thread. */
+  const lightLoad = (): boolean => {
+    if (idleInlineMs <= 0) return true;
+    const idleNow = performance.eventLoopUtilization().idle;
+    const quiet = idleAtLast === undefined || idleNow - idleAtLast >= idleInlineMs;
+    idleAtLast = idleNow;
+    return quiet && waiting.size === 0;
+  };
   let worker: Worker | undefined;
   let closed = false;
   let nextId = 0;
@@ -69,7 +89,10 @@ export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
     });
     return (worker = started);
   };
-  const inline = (items: readonly VerifyItem[]) => items.map((it) => verifyDigest(it.sig, it.digest, it.publicKey));
+  const inline = (items: readonly VerifyItem[]) => {
+    options.onRun?.('inline', items.length);
+    return items.map((it) => verifyDigest(it.sig, it.digest, it.publicKey));
+  };
   const send = (items: readonly VerifyItem[], keyBytes: number): Promise<Uint8Array> => {
     const count = items.length;
     const sigs = new Uint8Array(count * 65);
@@ -91,10 +114,11 @@ export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
     async verify(items) {
       const keyBytes = items[0]?.publicKey.length ?? 0;
       // A malformed item (wrong sizes) is answered by verifyDigest inline, as false.
-      if (closed || items.length < minBatch || items.some((it) => it.sig.length !== 65 || it.digest.length !== 32 || it.publicKey.length !== keyBytes)) return inline(items);
+      if (closed || items.length === 0 || (items.length < minBatch && lightLoad()) || items.some((it) => it.sig.length !== 65 || it.digest.length !== 32 || it.publicKey.length !== keyBytes)) return inline(items);
       const parts: Array<Promise<Uint8Array>> = [];
       for (let i = 0; i < items.length; i += chunk) parts.push(send(items.slice(i, i + chunk), keyBytes));
       const outs = await Promise.all(parts);
+      options.onRun?.('thread', items.length);
       return outs.flatMap((out) => Array.from(out, (b) => b === 1));
     },
     async close() {

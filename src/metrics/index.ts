@@ -19,6 +19,8 @@ export interface NodeMetrics {
   recordsApplied: Counter<'source'>;
   /** Signer recoveries and payload seals of requests, by where they ran (src/crypto/request-pool.ts). */
   requestCryptoOps: Counter<'op' | 'where'>;
+  /** Record signatures verified, by where they ran (src/crypto/verify-pool.ts). */
+  recordSignatureChecks: Counter<'where'>;
   /** Records rejected by the validator, by reason class. */
   recordsRejected: Counter<'reason'>;
   /** Members currently reachable (self included when a member). */
@@ -154,6 +156,12 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     name: 'quorumkeep_request_crypto_ops_total',
     help: 'Signer recoveries and payload seals of requests, by where they ran: the crypto thread, or inline (a lone one at light load)',
     labelNames: ['op', 'where'] as const,
+    registers: [registry],
+  });
+  const recordSignatureChecks = new Counter({
+    name: 'quorumkeep_record_signature_checks_total',
+    help: 'Record signatures verified, by where: the verify thread (a catch-up page; an apply while the event loop is busy), or inline (an apply at light load)',
+    labelNames: ['where'] as const,
     registers: [registry],
   });
   const recordsRejected = new Counter({
@@ -357,6 +365,7 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     replicationFailures,
     recordsApplied,
     requestCryptoOps,
+    recordSignatureChecks,
     recordsRejected,
     connectedMembers,
     peersRefused,

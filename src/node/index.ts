@@ -320,8 +320,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
     const store = await openStore({ location: join(config.dataDir, 'db') }).catch((err: unknown) => {
       throw storeOpenFailure(err, { dataDir: config.dataDir, nodeId: self!.id });
     });
-    // Record signatures of large batches (catch-up) are verified on a worker thread.
-    const verifyPool = createVerifyPool();
+    // Record signatures are verified on a worker thread: a catch-up page's, and an apply's while the event loop is busy.
+    const verifyPool = createVerifyPool({ onRun: (where, n) => metrics.recordSignatureChecks.inc({ where }, n) });
     // Signer recoveries and payload seals of concurrent requests run on a worker thread.
     // … and so do the boxes of share releases, sealed by members and opened by coordinators.
     const requestCrypto = createRequestCryptoPool({

@@ -1,7 +1,8 @@
 /**
  * The verify pool (src/crypto/verify-pool.ts): a batch verified on its worker thread gives exactly
  * what verifyDigest gives inline, item by item — valid signatures, a wrong key, a tampered digest, a
- * malformed signature — and a closed pool still answers, inline.
+ * malformed signature — and a closed pool still answers, inline. Small batches go to the thread
+ * while the event loop is busy, and are verified inline after it sat idle.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createVerifyPool, generatePrivateKey, publicKeyOf, sha256, signDigest, uncompressedPublicKey, verifyDigest, type VerifyItem } from '../../../src/crypto/index.ts';
@@ -40,8 +41,25 @@ describe('verify pool', () => {
     }
   });
 
+  it('sends small batches to the thread while the event loop is busy, and verifies one inline after it sat idle', async () => {
+    const runs: string[] = [];
+    const pool = createVerifyPool({ onRun: (where, n) => runs.push(`${where} ${n}`) });
+    pools.push(pool);
+    const items = batch(6, true);
+    const expected = items.map((it) => verifyDigest(it.sig, it.digest, it.publicKey));
+    // Three small batches in one turn of the loop, as a member's applies under load: the first finds
+    // the loop idle, the next two do not.
+    const answers = await Promise.all([pool.verify(items.slice(0, 2)), pool.verify(items.slice(2, 4)), pool.verify(items.slice(4))]);
+    expect(answers.flat()).toEqual(expected);
+    expect(runs).toEqual(['inline 2', 'thread 2', 'thread 2']);
+    // The loop sits idle (a quiet member between two writes): the next lone batch is inline.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await pool.verify(items.slice(0, 1))).toEqual(expected.slice(0, 1));
+    expect(runs.at(-1)).toBe('inline 1');
+  });
+
   it('answers small batches, malformed items and batches after close inline, with the same answers', async () => {
-    const pool = createVerifyPool({ minBatch: 8 });
+    const pool = createVerifyPool({ minBatch: 8, idleInlineMs: 0 });
     pools.push(pool);
     const items = batch(20, true);
     items[4] = { ...items[4]!, sig: items[4]!.sig.subarray(0, 64) };
