@@ -19,7 +19,7 @@ const ACCEPTED_V = new Set([0, 1, 27, 28]);
 /**
  * The 32-byte digest a wallet signs for `message` with `personal_sign`. `lengthOf: 'utf16'` counts
  * the message's UTF-16 code units (JavaScript's `length`) in the prefix instead of its UTF-8 bytes,
- * as cifer-sdk's session signer does (`PrivateKeySignerAdapter`: {@link recoverSdkSessionSigner}).
+ * as cifer-sdk's private-key signer does (`PrivateKeySignerAdapter`: {@link recoverSdkSigner}).
  */
 export function eip191Digest(message: string, lengthOf: 'bytes' | 'utf16' = 'bytes'): Uint8Array {
   const body = utf8(message);
@@ -36,14 +36,14 @@ export function recoverPersonalSigner(message: string, signature: string): strin
 }
 
 /**
- * The signer of `message` as cifer-sdk's Web2 session signer signs it: `personal_sign` whose prefix
- * counts UTF-16 code units, not UTF-8 bytes ({@link eip191Digest}). The two differ only for a message
- * that is not ASCII — an encrypt of "café" — which the real client would otherwise never get
- * through. Undefined for an ASCII message (there the forms are one) and as
- * {@link recoverPersonalSigner} otherwise. Only for Web2 strings: docs/security.md, "Signed strings"
- * says why no signature can then be taken for another string.
+ * The signer of `message` as cifer-sdk's private-key signer signs it (a Web2 session's wallet, or a
+ * Web3 backend's key): `personal_sign` whose prefix counts UTF-16 code units, not UTF-8 bytes
+ * ({@link eip191Digest}). The two differ only for a message that is not ASCII — an encrypt of
+ * "café" — which the real client would otherwise never get through. Undefined for an ASCII message
+ * (there the forms are one) and as {@link recoverPersonalSigner} otherwise. docs/security.md,
+ * "Signed strings", says why no signature can then be taken for another string.
  */
-export function recoverSdkSessionSigner(message: string, signature: string): string | undefined {
+export function recoverSdkSigner(message: string, signature: string): string | undefined {
   if (typeof message !== 'string' || utf8(message).length === message.length) return undefined;
   return recoverWith(message, signature, 'utf16');
 }

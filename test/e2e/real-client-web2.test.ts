@@ -5,9 +5,9 @@
  * (an ephemeral session wallet the key vouches for); a secret, listed; payloads encrypted and
  * decrypted; a file encrypted and decrypted by jobs; a delegate found by email, set, and decrypting.
  *
- * The client's session signer counts a string's UTF-16 code units in its EIP-191 prefix, not its
- * bytes: an encrypt of anything but ASCII used to be refused 403 (docs/security.md, "Signed strings").
- * Such a signature holds for its own string only.
+ * The client's private-key signer (every session's) counts a string's UTF-16 code units in its
+ * EIP-191 prefix, not its bytes: an encrypt of anything but ASCII used to be refused 403
+ * (docs/security.md, "Signed strings"). Such a signature holds for its own string only.
  *
  * Not here: the client's permit requests (transfer, delegate, rotate) send the form before Permits V2
  * — no requestId — which quorumkeep refuses 400 unless `permits.acceptLegacy` is on

@@ -8,7 +8,8 @@
  * encrypt/decrypt, and the file job flows (upload, job polling, download).
  *
  * - A secret the client reports ready encrypts on the first try, on either coordinator.
- * - The wallet decrypts two different files in the same block, and the same payload twice.
+ * - The wallet decrypts two different files in the same block, and the same payload twice (text
+ *   that is not ASCII, which its private-key signer signs in its own EIP-191 form).
  * - An unknown id is the client's `SecretNotFoundError` on chain; an encrypt for it the client's
  *   plain `BlackboxError` for our 404, not its "not ready" error.
  */
@@ -119,7 +120,9 @@ describe('the real client (cifer-sdk) against quorumkeep local', () => {
   /** The secret created through coordinator A, and a payload sealed to it there. */
   let secretId: bigint;
   let sealed: { cifer: string; encryptedMessage: string };
-  const plaintext = 'gm from the real client';
+  // Not ASCII: the client's private-key signer counts UTF-16 code units in its EIP-191 prefix
+  // (docs/security.md, "Signed strings").
+  const plaintext = 'gm from the real client — café ✓';
 
   /** What every flow of the client needs, against coordinator `i`. */
   function flowContext(i: number, extra: Partial<FlowContext> = {}): FlowContext {

@@ -22,7 +22,7 @@ import type { RecordContext } from '../replication/kinds.ts';
 import { refusal, type RecordRefusal } from '../replication/refusals.ts';
 import { awaiting, type LogRef } from '../replication/versions.ts';
 import { checkQuorumProof, sessionBodySchema, type SessionBody } from './records.ts';
-import { signedAsSdkSession, splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from './signed-data.ts';
+import { signedInSdkForm, splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from './signed-data.ts';
 
 /** Longest signed string carried as evidence (the 8-part permit string is the longest kind). */
 const MAX_EVIDENCE_DATA_CHARS = 1024;
@@ -94,7 +94,7 @@ export function checkSignedEvidence(
   if (expect.atMs < session.issuedAt - SESSION_LIFE_SKEW_MS || expect.atMs > session.expiresAt + SESSION_LIFE_SKEW_MS) return 'evidence: record outside the session life';
   const proof = proofOf(session);
   if (proof) return `evidence: ${proof}`;
-  if (recoverPersonalSigner(evidence.data, evidence.signature) !== session.sessionAddress && !signedAsSdkSession(evidence.data, evidence.signature, session.sessionAddress)) {
+  if (recoverPersonalSigner(evidence.data, evidence.signature) !== session.sessionAddress && !signedInSdkForm(evidence.data, evidence.signature, session.sessionAddress)) {
     return 'evidence: signature is not the session wallet';
   }
   return { parts, principalId: session.principalId, timestamp };

@@ -6,7 +6,7 @@
  *
  * Cheap checks run first, so malformed input never costs a signature recovery.
  */
-import { recoverSdkSessionSigner } from '../../crypto/index.ts';
+import { recoverSdkSigner } from '../../crypto/index.ts';
 import { AppError } from '../../errors/index.ts';
 import type { StateReader } from '../replication/ports.ts';
 import type { PrincipalBody } from '../accounts/records.ts';
@@ -97,14 +97,14 @@ const SIGNER_CACHE_ENTRIES = 1024;
 const SIGNER_CACHE_MAX_DATA_CHARS = 8192;
 
 /**
- * Whether `expected` signed the Web2 string `data` as cifer-sdk's session signer signs it — its
- * EIP-191 prefix counts UTF-16 code units, not bytes ({@link recoverSdkSessionSigner}; only a string
- * that is not ASCII differs). Web2 strings only (chain -1): each starts with "-1_", so no length
- * prefix runs into it and no signature can be taken for another string (docs/security.md, "Signed
- * strings"). Checked by a coordinator on a request and by every member on a record's evidence.
+ * Whether `expected` signed `data` as cifer-sdk's private-key signer signs it — its EIP-191 prefix
+ * counts UTF-16 code units, not bytes ({@link recoverSdkSigner}; only a string that is not ASCII
+ * differs). A length in either count must match the string, so no signature can be taken for
+ * another string (docs/security.md, "Signed strings"). Checked by a coordinator on a request and by
+ * every member on a record's evidence.
  */
-export function signedAsSdkSession(data: string, signature: string, expected: string): boolean {
-  return data.startsWith(`${WEB2_CHAIN_ID}_`) && recoverSdkSessionSigner(data, signature) === expected;
+export function signedInSdkForm(data: string, signature: string, expected: string): boolean {
+  return recoverSdkSigner(data, signature) === expected;
 }
 
 /** Create the verifier. */
@@ -144,13 +144,14 @@ export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDa
       const own = recovery ? await recovery({ chainId, subject, extra: parts.slice(4) }) : undefined;
       const signer = own ? own.signer : await recover(request.data, request.signature);
       if (!signer) throw new AppError('FORBIDDEN', 'Invalid signature');
+      // The signer: the address in data (a session wallet, or a Web3 wallet), once it signed.
       const sessionAddress = address.toLowerCase();
-      if (signer !== sessionAddress && !(chainId === WEB2_CHAIN_ID && signedAsSdkSession(request.data, request.signature, sessionAddress))) {
+      if (signer !== sessionAddress && !signedInSdkForm(request.data, request.signature, sessionAddress)) {
         throw new AppError('FORBIDDEN', 'Signature does not match the signer address in data');
       }
       if (chain) {
         // A Web3 principal is its wallet: no session.
-        return { chainId, userType: 'web3', subject, signer, fresh, extra: parts.slice(4), principalId: signer, parts };
+        return { chainId, userType: 'web3', subject, signer: sessionAddress, fresh, extra: parts.slice(4), principalId: sessionAddress, parts };
       }
 
       const session = (await state.get('session', sessionAddress))?.body as SessionBody | undefined;
