@@ -36,7 +36,7 @@ export interface VerifyPoolOptions {
   onRun?: (where: 'thread' | 'inline', count: number) => void;
 }
 
-/** Signature verification off the event loop for large batches. */
+/** Signature verification off the event loop: for large batches, and for small ones while the loop is busy. */
 export interface VerifyPool {
   /** Whether each item's signature is valid, in order. */
   verify(items: readonly VerifyItem[]): Promise<boolean[]>;
