@@ -19,11 +19,12 @@
  * callers' buffers, which they zero.
  */
 import type { KeyObject } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { concatBytes, copyBytes, zeroize } from './bytes.ts';
 import { MLKEM768_CIPHERTEXT_BYTES, mlkemEncapsulate } from './mlkem.ts';
 import type { PayloadOpener } from './payload-envelope.ts';
 import { ChunkHashes, runChunkRequest, type ChunkRequest, type ChunkResult, type SharedView } from './chunk-ops.ts';
+import { isReadyNotice, startWorker, stopWorker, type CryptoWorker } from './worker-life.ts';
 
 /** Options of {@link createChunkCrypto}. */
 export interface ChunkCryptoOptions {
@@ -162,11 +163,15 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
         call.reject(err);
       }
     };
+    /** Each live thread's readiness, for a safe stop (./worker-life.ts). */
+    const threads = new Map<Worker, CryptoWorker>();
     const start = (lane: Lane): Worker => {
-      const started = new Worker(WORKER_URL);
-      // A node stops without waiting for it; nothing runs on it between jobs.
-      started.unref();
+      // Unref'd: a node stops without waiting for it; nothing runs on it between jobs.
+      const thread = startWorker(WORKER_URL);
+      const started = thread.worker;
+      threads.set(started, thread);
       started.on('message', (message: { id: number; result?: ChunkResult; error?: string }) => {
+        if (isReadyNotice(message)) return;
         const call = waiting.get(message.id);
         if (!call) return;
         waiting.delete(message.id);
@@ -180,6 +185,7 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
       });
       started.on('exit', () => {
         if (lane.worker === started) lane.worker = undefined;
+        threads.delete(started);
         failWorker(started, new Error('chunk crypto thread stopped'));
       });
       return started;
@@ -235,7 +241,7 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
       const stopping = lanes.map((lane) => lane.worker);
       for (const lane of lanes) lane.worker = undefined;
       hashLanes.clear();
-      await Promise.all(stopping.map((worker) => worker?.terminate()));
+      await Promise.all(stopping.map((worker) => (worker ? stopWorker(threads.get(worker) ?? { worker, ready: Promise.resolve() }) : undefined)));
     };
   }
   return {

@@ -7,10 +7,10 @@
  * requests; a lone operation at light load runs inline. The answers are exactly those of the inline
  * functions (same code, ./request-ops.ts).
  */
-import { Worker } from 'node:worker_threads';
 import type { DealRecipient, DealtShares } from './deal.ts';
 import type { CheckedOpen, SealedPayload } from './payload-envelope.ts';
 import { privateBytesOf, runOwnedRequestOp, type OpeningKey, type RequestBatch, type RequestOp, type RequestOpKind, type RequestOpResult } from './request-ops.ts';
+import { isReadyNotice, startWorker, stopWorker, type CryptoWorker } from './worker-life.ts';
 
 export type { OpeningKey, RequestOp, RequestOpKind } from './request-ops.ts';
 
@@ -102,7 +102,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   /** The event loop's idle time (ms, cumulative) when the last operation came; none yet: undefined. */
   let idleAtLastOp: number | undefined;
   const maxThreadPlaintext = options.maxThreadPlaintextBytes ?? 65_536;
-  let worker: Worker | undefined;
+  let worker: CryptoWorker | undefined;
   let closed = false;
   let nextId = 0;
   let queue: Pending[] = [];
@@ -137,12 +137,11 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     inFlight.length = 0;
     for (const b of batches) runInline(b);
   };
-  const thread = (): Worker => {
+  const thread = (): CryptoWorker => {
     if (worker) return worker;
-    const started = new Worker(WORKER_URL, options.openingKey ? { workerData: { openingKey: options.openingKey } } : {});
-    // Idle between requests: it must not keep the process alive.
-    started.unref();
-    started.on('message', (m: { id: number; from: number; results: RequestOpResult[] }) => {
+    const started = startWorker(WORKER_URL, options.openingKey ? { workerData: { openingKey: options.openingKey } } : {});
+    started.worker.on('message', (m: { id: number; from: number; results: RequestOpResult[] }) => {
+      if (isReadyNotice(m)) return;
       // Always the oldest batch: a thread answers in order, and a lost one's batches were answered inline.
       const flight = inFlight[0];
       if (flight?.id !== m.id) return;
@@ -156,8 +155,8 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       if (worker === started) worker = undefined;
       answerInFlightInline();
     };
-    started.on('error', lost);
-    started.on('exit', lost);
+    started.worker.on('error', lost);
+    started.worker.on('exit', lost);
     return (worker = started);
   };
   const flush = () => {
@@ -174,7 +173,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       const message: RequestBatch = { id, ops: batch.map((p) => p.op) };
       // The private copies move to the thread: nothing of them stays on this one.
       const moved = batch.map((p) => privateBytesOf(p.op)?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
-      thread().postMessage(message, moved);
+      thread().worker.postMessage(message, moved);
     }
   };
   const run = (op: RequestOp): Promise<RequestOpResult> => {
@@ -235,7 +234,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
       worker = undefined;
       flush();
       answerInFlightInline();
-      await w?.terminate();
+      if (w) await stopWorker(w);
     },
   };
 }

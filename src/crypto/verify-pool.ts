@@ -6,9 +6,9 @@
  * on their signatures. A small batch after the loop sat idle is verified inline, where a thread's
  * round trip would only add to a lone write's latency. The results are exactly {@link verifyDigest}'s.
  */
-import { Worker } from 'node:worker_threads';
 import { verifyDigest } from './secp256k1.ts';
 import type { VerifyBatch } from './verify-worker.ts';
+import { isReadyNotice, startWorker, stopWorker, type CryptoWorker } from './worker-life.ts';
 
 /** One signature to check. */
 export interface VerifyItem {
@@ -61,7 +61,7 @@ export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
     idleAtLast = idleNow;
     return quiet && waiting.size === 0;
   };
-  let worker: Worker | undefined;
+  let worker: CryptoWorker | undefined;
   let closed = false;
   let nextId = 0;
   const waiting = new Map<number, { resolve(out: Uint8Array): void; reject(err: Error): void }>();
@@ -69,21 +69,20 @@ export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
     for (const w of waiting.values()) w.reject(err);
     waiting.clear();
   };
-  const thread = (): Worker => {
+  const thread = (): CryptoWorker => {
     if (worker) return worker;
-    const started = new Worker(WORKER_URL);
-    // Idle between catch-ups: it must not keep the process alive.
-    started.unref();
-    started.on('message', (m: { id: number; out: Uint8Array }) => {
+    const started = startWorker(WORKER_URL);
+    started.worker.on('message', (m: { id: number; out: Uint8Array }) => {
+      if (isReadyNotice(m)) return;
       const w = waiting.get(m.id);
       waiting.delete(m.id);
       w?.resolve(m.out);
     });
-    started.on('error', (err) => {
+    started.worker.on('error', (err) => {
       if (worker === started) worker = undefined;
       failAll(err);
     });
-    started.on('exit', () => {
+    started.worker.on('exit', () => {
       if (worker === started) worker = undefined;
       failAll(new Error('verify thread stopped'));
     });
@@ -107,7 +106,7 @@ export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
     const batch: VerifyBatch = { id, count, keyBytes, sigs, digests, keys };
     return new Promise<Uint8Array>((resolve, reject) => {
       waiting.set(id, { resolve, reject });
-      thread().postMessage(batch, [sigs.buffer, digests.buffer, keys.buffer]);
+      thread().worker.postMessage(batch, [sigs.buffer, digests.buffer, keys.buffer]);
     });
   };
   return {
@@ -126,7 +125,7 @@ export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
       const w = worker;
       worker = undefined;
       failAll(new Error('verify pool closed'));
-      await w?.terminate();
+      if (w) await stopWorker(w);
     },
   };
 }
