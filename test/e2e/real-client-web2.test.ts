@@ -9,16 +9,18 @@
  * EIP-191 prefix, not its bytes: an encrypt of anything but ASCII used to be refused 403
  * (docs/security.md, "Signed strings"). Such a signature holds for its own string only.
  *
- * Not here: the client's permit requests (transfer, delegate, rotate) send the form before Permits V2
- * — no requestId — which quorumkeep refuses 400 unless `permits.acceptLegacy` is on
- * (docs/permits.md, "The legacy form"; test/integration/permits-legacy.test.ts).
+ * The client's permit requests send the form before Permits V2 — no requestId — which quorumkeep
+ * refuses 400 unless `permits.acceptLegacy` is on (docs/permits.md, "The legacy form"). This cluster
+ * has it on: the client's transfer goes through, confirmed from the mailed link; its rotate, which the
+ * switch does not cover, is still a 400.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcReadClient, web2, type Ed25519Signer } from 'cifer-sdk';
-import { startLocalCluster, type LocalCluster } from 'quorumkeep/testing';
+import { startLocalCluster, waitFor, type LocalCluster } from 'quorumkeep/testing';
 import { WEB2_CHAIN_ID, signedData } from 'quorumkeep/client';
 import { ed25519PublicKeyOf, signEd25519, systemRandom, toHex } from '../../src/crypto/index.ts';
-import { postJson } from '../utils/http.ts';
+import { getJson, postJson } from '../utils/http.ts';
+import { confirmLinkOf } from '../utils/permits.ts';
 import { expectApiError, newEmail, otpFrom } from '../utils/web2.ts';
 
 let cluster: LocalCluster;
@@ -26,6 +28,7 @@ let cluster: LocalCluster;
 /** A user of the client: an account set up through `url`, and a Web2 client with a managed session on it. */
 interface SdkUser {
   email: string;
+  password: string;
   principalId: string;
   client: web2.Web2Client;
 }
@@ -41,7 +44,7 @@ async function sdkUser(url: string, tag: string): Promise<SdkUser> {
   // The client's Web2 "block number" is its clock: its RPC reader answers Date.now() for chain -1.
   const client = web2.createClient({ blackboxUrl: url, readClient: new RpcReadClient({ rpcUrlByChainId: {} }) });
   await client.createManagedSession({ principalId, ed25519Signer });
-  return { email, principalId, client };
+  return { email, password, principalId, client };
 }
 
 let alice: SdkUser;
@@ -49,7 +52,7 @@ let bob: SdkUser;
 let secretId: number;
 
 beforeAll(async () => {
-  cluster = await startLocalCluster({ size: 3, threshold: 2, coordinators: 2 });
+  cluster = await startLocalCluster({ size: 3, threshold: 2, coordinators: 2, nodeConfig: { permits: { acceptLegacy: true } } });
   [alice, bob] = await Promise.all([sdkUser(cluster.coordinators[0]!, 'alice'), sdkUser(cluster.coordinators[1]!, 'bob')]);
   ({ secretId } = await alice.client.createSecret());
 }, 60_000);
@@ -99,5 +102,16 @@ describe('the real client (cifer-sdk), Web2', () => {
     for (const other of [data.replace('café', 'cafe'), data.replace('café', 'cafés'), data.replace('café', 'caf')]) {
       expectApiError(await postJson(`${url}/encrypt-payload`, { data: other, signature }), 403, 'FORBIDDEN');
     }
+  });
+
+  it("with permits.acceptLegacy, the client's transfer permit, confirmed from the mailed link, makes the other user the owner; its rotate is still 400", async () => {
+    const { secretId: moving } = await alice.client.createSecret();
+    const permit = await alice.client.requestPermit({ action: 'transfer', secretId: moving, payload: { newOwnerPrincipalId: bob.principalId } });
+    expect(permit).toMatchObject({ success: true, action: 'transfer' });
+    const link = await confirmLinkOf(cluster, permit.permitId);
+    expect((await getJson(`${cluster.coordinators[1]}${link.pathAndQuery}`)).status).toBe(200);
+    // The confirmation is on a quorum when answered; the listing is its coordinator's replica, which may not be of that quorum.
+    await waitFor(async () => (await bob.client.listSecrets()).secrets.some((s) => s.secretId === moving && s.ownerPrincipalId === bob.principalId), { timeoutMs: 10_000, description: 'the secret listed as the new owner\'s' });
+    await expect(alice.client.requestPermit({ action: 'rotate', email: alice.email, password: alice.password, payload: { newPublicKey: toHex(ed25519PublicKeyOf(systemRandom(32))) } })).rejects.toThrow('requestId is required');
   });
 });

@@ -260,6 +260,11 @@ export declare namespace web2 {
     listSecrets(): Promise<{ success: boolean; secrets: Web2SecretInfo[] }>;
     setDelegate(params: { secretId: number | bigint; delegatePrincipalId: string }): Promise<{ success: boolean; secretId: number }>;
     getByEmail(email: string): Promise<{ principalId: string; emailHex: string }>;
+    requestPermit(
+      params:
+        | { action: 'rotate'; email: string; password: string; payload: { newPublicKey: string } }
+        | { action: 'transfer' | 'delegate'; secretId: number | bigint; payload: { newOwnerPrincipalId?: string; delegatePrincipalId?: string } },
+    ): Promise<{ success: boolean; permitId: string; action: string; expiresAt: string }>;
     payload: {
       encryptPayload(params: { secretId: bigint | number; plaintext: string }): Promise<EncryptPayloadResult>;
       decryptPayload(params: { secretId: bigint | number; encryptedMessage: string; cifer: string }): Promise<{ decryptedMessage: string }>;
