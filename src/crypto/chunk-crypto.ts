@@ -148,7 +148,7 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
     const count = options.threads ?? DEFAULT_CHUNK_THREADS;
     if (!Number.isSafeInteger(count) || count < 1) throw new RangeError('threads must be a positive integer');
     /** One per thread: its worker (started on first use) and its requests in flight. */
-    const lanes = Array.from({ length: count }, () => ({ worker: undefined as Worker | undefined, inFlight: 0 }));
+    const lanes = Array.from({ length: count }, () => ({ thread: undefined as CryptoWorker | undefined, inFlight: 0 }));
     type Lane = (typeof lanes)[number];
     /** The lane that holds each live hash. */
     const hashLanes = new Map<number, Lane>();
@@ -163,13 +163,10 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
         call.reject(err);
       }
     };
-    /** Each live thread's readiness, for a safe stop (./worker-life.ts). */
-    const threads = new Map<Worker, CryptoWorker>();
-    const start = (lane: Lane): Worker => {
+    const start = (lane: Lane): CryptoWorker => {
       // Unref'd: a node stops without waiting for it; nothing runs on it between jobs.
       const thread = startWorker(WORKER_URL);
       const started = thread.worker;
-      threads.set(started, thread);
       started.on('message', (message: { id: number; result?: ChunkResult; error?: string }) => {
         if (isReadyNotice(message)) return;
         const call = waiting.get(message.id);
@@ -180,15 +177,14 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
         else call.resolve(message.result);
       });
       started.on('error', (err) => {
-        if (lane.worker === started) lane.worker = undefined;
+        if (lane.thread === thread) lane.thread = undefined;
         failWorker(started, err);
       });
       started.on('exit', () => {
-        if (lane.worker === started) lane.worker = undefined;
-        threads.delete(started);
+        if (lane.thread === thread) lane.thread = undefined;
         failWorker(started, new Error('chunk crypto thread stopped'));
       });
-      return started;
+      return thread;
     };
     const leastBusy = (): Lane => lanes.reduce((best, lane) => (lane.inFlight < best.inFlight ? lane : best));
     const laneOf = (request: ChunkRequest<Uint8Array>): Lane => {
@@ -228,8 +224,8 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
           message = { ...request, id };
       }
       const lane = laneOf(request);
-      lane.worker ??= start(lane);
-      const target = lane.worker;
+      lane.thread ??= start(lane);
+      const target = lane.thread.worker;
       const done = new Promise<ChunkResult>((resolve, reject) => {
         waiting.set(id, { lane, worker: target, resolve, reject });
         lane.inFlight += 1;
@@ -238,10 +234,10 @@ export function createChunkCrypto(options: ChunkCryptoOptions = {}): ChunkCrypto
       return slot ? done.finally(() => zeroize(slot)) : done;
     };
     close = async () => {
-      const stopping = lanes.map((lane) => lane.worker);
-      for (const lane of lanes) lane.worker = undefined;
+      const stopping = lanes.map((lane) => lane.thread);
+      for (const lane of lanes) lane.thread = undefined;
       hashLanes.clear();
-      await Promise.all(stopping.map((worker) => (worker ? stopWorker(threads.get(worker) ?? { worker, ready: Promise.resolve() }) : undefined)));
+      await Promise.all(stopping.map((thread) => (thread ? stopWorker(thread) : undefined)));
     };
   }
   return {
