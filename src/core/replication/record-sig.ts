@@ -68,13 +68,74 @@ export function signedDigestOf(clusterId: string, sigHex: string, recordDigest: 
   if (!Number.isInteger(depth) || depth < 1 || depth > MAX_BATCH_DEPTH) return undefined;
   const index = bytes[SIG_BYTES]!;
   if (index >= 2 ** depth) return undefined;
+  const tree = treeOf(clusterId, sigHex, depth);
   let node = recordDigest;
   for (let level = 0; level < depth; level++) {
     const at = SIG_BYTES + 1 + level * HASH_BYTES;
     const sibling = bytes.subarray(at, at + HASH_BYTES);
-    node = (index >> level) & 1 ? innerNode(sibling, node) : innerNode(node, sibling);
+    const right = (index >> level) & 1;
+    node = tree.node(level, index >> (level + 1), right ? sibling : node, right ? node : sibling);
   }
-  return { sig: bytes.subarray(0, SIG_BYTES), signed: rootDigest(clusterId, node, depth) };
+  return { sig: bytes.subarray(0, SIG_BYTES), signed: tree.root(node) };
+}
+
+/** The inner nodes and root one batch's records led to so far (see {@link treeOf}). */
+interface TreeSeen {
+  /** The node at `level` + 1, position `position`, over `left ‖ right`. */
+  node(level: number, position: number, left: Uint8Array, right: Uint8Array): Uint8Array;
+  /** The digest signed for `root`. */
+  root(root: Uint8Array): Uint8Array;
+}
+
+/** A computed hash and the bytes it was computed over. */
+interface Hashed {
+  input: Uint8Array;
+  out: Uint8Array;
+}
+
+let lastTree: { clusterId: string; sigPrefix: string; depth: number; seen: TreeSeen } | undefined;
+
+/**
+ * The hashes of the batch whose signature `sigHex` carries, as the records checked just before
+ * computed them. A batch's records travel together and their paths share every level but the first:
+ * each recomputes nodes its siblings' paths already did (8 records by their paths: 24 inner nodes and
+ * 8 roots; 7 and 1 distinct). A node is reused only when its two children are byte for byte those it
+ * was computed over, so the result is always the hash of this record's own path — nothing is taken
+ * on trust, a wrong path still leads to a wrong root.
+ */
+function treeOf(clusterId: string, sigHex: string, depth: number): TreeSeen {
+  // The signature itself (its `0x` and 65 bytes): the same for every record of the batch.
+  const sigPrefix = sigHex.slice(0, 2 + 2 * SIG_BYTES);
+  if (lastTree && lastTree.sigPrefix === sigPrefix && lastTree.depth === depth && lastTree.clusterId === clusterId) return lastTree.seen;
+  const nodes: Array<Hashed | undefined> = [];
+  let root: Hashed | undefined;
+  const seen: TreeSeen = {
+    node(level, position, left, right) {
+      const slot = (1 << (MAX_BATCH_DEPTH - level)) + position;
+      const held = nodes[slot];
+      if (held && sameBytes(held.input, 0, left) && sameBytes(held.input, HASH_BYTES, right)) return held.out;
+      const input = new Uint8Array(2 * HASH_BYTES);
+      input.set(left, 0);
+      input.set(right, HASH_BYTES);
+      const out = taggedHash(NODE_TAG, input);
+      nodes[slot] = { input, out };
+      return out;
+    },
+    root(node) {
+      if (root && sameBytes(root.input, 0, node)) return root.out;
+      const out = rootDigest(clusterId, node, depth);
+      root = { input: node, out };
+      return out;
+    },
+  };
+  lastTree = { clusterId, sigPrefix, depth, seen };
+  return seen;
+}
+
+/** Whether `b` equals `a[from … from + b.length)`. */
+function sameBytes(a: Uint8Array, from: number, b: Uint8Array): boolean {
+  for (let i = 0; i < b.length; i++) if (a[from + i] !== b[i]) return false;
+  return true;
 }
 
 /**

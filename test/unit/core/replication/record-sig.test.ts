@@ -107,6 +107,41 @@ describe('a batch signature verifies its own record and nothing else', () => {
     // A batch signature's first 65 bytes alone, over the record's digest.
     expect(verifyRecordSig(CLUSTER, head(sigs[0]!), digests[0]!, pubA)).toBe(false);
   });
+
+  it('a batch checked record by record: each path is its own, whatever its siblings computed before it', () => {
+    // The records of a batch arrive together and are checked one after another, so their paths
+    // reuse the nodes their siblings computed; a node is reused only over the same children.
+    const digests = digestsOf(8, 40);
+    const sigs = signRecordDigests(CLUSTER, digests, keyA, true);
+    const rootOf = (sig: string, digest: Uint8Array) => toHex(signedDigestOf(CLUSTER, sig, digest)!.signed);
+    const root = rootOf(sigs[0]!, digests[0]!);
+    for (let i = 0; i < 8; i++) {
+      expect(verifyRecordSig(CLUSTER, sigs[i]!, digests[i]!, pubA)).toBe(true);
+      for (let level = 0; level < 3; level++) {
+        // Right after its genuine siblings: one changed sibling, or the record changed, leads elsewhere.
+        const b = fromHex(sigs[i]!);
+        b[66 + 32 * level + 5]! ^= 1;
+        expect(rootOf('0x' + toHex(b), digests[i]!)).not.toBe(root);
+        expect(verifyRecordSig(CLUSTER, '0x' + toHex(b), digests[i]!, pubA)).toBe(false);
+      }
+      expect(verifyRecordSig(CLUSTER, sigs[i]!, recordDigest(CLUSTER, unsigned(40 + i, 999)), pubA)).toBe(false);
+      // Another record's path under this one's index: refused, and the genuine record passes after it.
+      expect(verifyRecordSig(CLUSTER, sigs[(i + 1) % 8]!, digests[i]!, pubA)).toBe(false);
+      expect(rootOf(sigs[i]!, digests[i]!)).toBe(root);
+    }
+    // Two batches interleaved, record by record: each still verifies, and never under the other's root.
+    const others = digestsOf(8, 60);
+    const otherSigs = signRecordDigests(CLUSTER, others, keyA, true);
+    for (let i = 0; i < 8; i++) {
+      expect(verifyRecordSig(CLUSTER, sigs[i]!, digests[i]!, pubA)).toBe(true);
+      expect(verifyRecordSig(CLUSTER, otherSigs[i]!, others[i]!, pubA)).toBe(true);
+      expect(verifyRecordSig(CLUSTER, otherSigs[i]!, digests[i]!, pubA)).toBe(false);
+      expect(rootOf(sigs[i]!, digests[i]!)).toBe(root);
+    }
+    // The same signature bytes read for another cluster: a root of that cluster's, not this one's.
+    expect(verifyRecordSig('qk-other', sigs[0]!, digests[0]!, pubA)).toBe(false);
+    expect(verifyRecordSig(CLUSTER, sigs[1]!, digests[1]!, pubA)).toBe(true);
+  });
 });
 
 describe('verifyRecordSigs', () => {
