@@ -18,7 +18,7 @@
  * worker (scripts/bench-load.ts, another thread), each with one keep-alive connection and one request
  * in flight.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { startLocalCluster } from '../src/testing/index.ts';
 import { signPersonalMessage } from '../src/crypto/index.ts';
 import { BENCH_PLAN, benchSession, figure, load, loadAverages, median, ms, percentile, table, withCpuProfile, type LoadResult } from './bench-lib.ts';
@@ -139,6 +139,35 @@ function processCpuUs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
+/** Where a node process's CPU goes, by its threads' names (/proc/<pid>/task/<tid>/comm). */
+const THREAD_GROUPS = [
+  ['main', 'the event loop'],
+  ['crypto', 'its crypto threads (request, verify, chunk pools: node `WorkerThread`s)'],
+  ['v8', "V8's helper threads (concurrent and parallel GC, compilation)"],
+  ['libuv', "libuv's pool (LevelDB, fs)"],
+] as const;
+type ThreadGroup = (typeof THREAD_GROUPS)[number][0];
+
+/** utime + stime of each of a process's thread groups so far, µs (threads that exited are not counted). */
+function threadGroupCpuUs(pid: number): Record<ThreadGroup, number> {
+  const out: Record<ThreadGroup, number> = { main: 0, crypto: 0, v8: 0, libuv: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let comm: string;
+    let stat: string;
+    try {
+      comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread exited meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const us = (Number(fields[11]) + Number(fields[12])) * 10_000;
+    const group: ThreadGroup = tid === String(pid) ? 'main' : comm === 'WorkerThread' ? 'crypto' : comm.startsWith('libuv') ? 'libuv' : 'v8';
+    out[group] += us;
+  }
+  return out;
+}
+
 /** The figures with one process per node: creates/s, latency, and each node's CPU per create. */
 async function benchCreatesProcs(): Promise<void> {
   await withProcessCluster(async ({ summary, nodes, mailbox }) => {
@@ -151,8 +180,13 @@ async function benchCreatesProcs(): Promise<void> {
       const count = clients === 1 ? SEQUENTIAL : CREATES;
       const bodies = createBodies(session, count);
       const cpu0 = nodes.map((n) => processCpuUs(n.child.pid!));
+      const threads0 = nodes.map((n) => threadGroupCpuUs(n.child.pid!));
       const result = await load(`${url}/web2/secret`, bodies, clients);
       const perNode = nodes.map((n, i) => (processCpuUs(n.child.pid!) - cpu0[i]!) / count);
+      const perThread = nodes.map((n, i) => {
+        const now = threadGroupCpuUs(n.child.pid!);
+        return THREAD_GROUPS.map(([g]) => `${g} ${((now[g] - threads0[i]![g]) / count).toFixed(0)}`).join(' / ');
+      });
       if (result.failures > 0) throw new Error(`creates: ${result.failures} failures of ${count} at ${clients} clients (one process per node), first: ${result.firstFailure}`);
       const rate = (count / result.wallMs) * 1000;
       const name = (what: string) => `POST /web2/secret, ${clients === 1 ? 'sequential' : `${clients} clients`}, ${what} (one process per node)`;
@@ -161,8 +195,9 @@ async function benchCreatesProcs(): Promise<void> {
         [`${clients} client${clients === 1 ? '' : 's'} (${count}): creates/s`, rate.toFixed(0)],
         [`${clients} client${clients === 1 ? '' : 's'}: p50 / p99`, `${ms(median(result.latencies))} / ${ms(percentile(result.latencies, 99))}`],
         [`${clients} client${clients === 1 ? '' : 's'}: CPU per create by node (slot 0 = coordinator 0, slot 1 = coordinator 1)`, `${perNode.map((us, slot) => `${slot}: ${us.toFixed(0)} µs`).join(', ')}; all: ${perNode.reduce((a, b) => a + b, 0).toFixed(0)} µs`],
+        ...perThread.map((row, slot): [string, string] => [`  node ${slot} by thread, µs a create`, row]),
       );
     }
-    table(`POST /web2/secret, one process per node (5 members, threshold 3, 2 coordinators; requests to coordinator 0 from a client thread; load ${load1}; CPU from /proc, 10 ms ticks)`, rows);
+    table(`POST /web2/secret, one process per node (5 members, threshold 3, 2 coordinators; requests to coordinator 0 from a client thread; load ${load1}; CPU from /proc, 10 ms ticks; by thread: ${THREAD_GROUPS.map(([g, what]) => `${g} = ${what}`).join(', ')})`, rows);
   });
 }
