@@ -77,6 +77,8 @@ export interface NodeMetrics {
   web3SecretsDealt: Counter<'chain'>;
   /** Failed `markSecretSynced` attempts of the syncer (retried with the range), per chain. */
   web3SyncFailures: Counter<'chain'>;
+  /** Share release requests this member answered, by outcome: `released`, or the refusal's reason. */
+  shareReleases: Counter<'outcome'>;
   /** Constant 1, labelled with this build's `version` (package.json) and `commit` (git, or `unknown`). */
   buildInfo: Gauge<'version' | 'commit'>;
   /** Member slots in the cluster file (its `size`), set at start. */
@@ -288,6 +290,12 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     labelNames: ['chain'] as const,
     registers: [registry],
   });
+  const shareReleases = new Counter({
+    name: 'quorumkeep_share_releases_total',
+    help: "Share release requests this member answered (a coordinator's decrypt), by outcome: released, or the refusal's reason",
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   const web3SyncFailures = new Counter({
     name: 'quorumkeep_web3_sync_failures_total',
     help: 'Failed markSecretSynced attempts by this node (retried with the event range), by chain id',
@@ -345,6 +353,7 @@ export function createMetrics(options: MetricsOptions = {}): NodeMetrics {
     chainCursorLag,
     web3SecretsDealt,
     web3SyncFailures,
+    shareReleases,
     usageRefusals,
     usageFlushDuration,
     usageFlushWaits,

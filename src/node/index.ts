@@ -514,6 +514,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           registry,
           verifier,
           usedStrings: store.usedStrings,
+          releases: metrics.shareReleases,
           versionVector,
           catchUp,
           shares: store.shares,

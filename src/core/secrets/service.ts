@@ -36,7 +36,7 @@ import { createShareDelivery } from './delivery.ts';
 import { createSeedRecovery } from './decrypt-seed.ts';
 import { createSecretReads, type Web3Secrets } from './reads.ts';
 import { assertUsable, listedFor, parseSecretId, secretView } from './rules.ts';
-import { createShardHandler } from './shard-handler.ts';
+import { createShardHandler, type ShardHandlerDeps } from './shard-handler.ts';
 import type { DecryptEnvelope, ShareReleaseRequest, ShareStoreManyRequest, ShareStoreRequest } from './shard-messages.ts';
 
 // The rules other capabilities use (payloads, files, permits) and the types of this module's API.
@@ -72,6 +72,8 @@ export interface SecretsDeps {
   verifier: SignedDataVerifier;
   /** Decrypt strings this member has released its share for, each with the coordinator it went to. */
   usedStrings: UsedStringStore;
+  /** Counts the share releases this member answered, by outcome (`quorumkeep_share_releases_total`). */
+  releases?: ShardHandlerDeps['releases'];
   /** This node's version vector (sent with share requests for the catch-up gate). */
   versionVector(): VersionVector;
   /**
@@ -154,7 +156,7 @@ export function createSecretsService(options: SecretsOptions, deps: SecretsDeps)
   const delegation = createDelegateSetter({ verifier: deps.verifier, findSecret: reads.findSecret, state, versions: deps.versions, clock, logger: log });
   const shard = createShardHandler(
     { usedStringPruneIntervalMs: options.usedStringPruneIntervalMs },
-    { ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, chains: deps.chains, keyring: deps.keyring, signal },
+    { ...common, state, reads, verifier: deps.verifier, catchUp: deps.catchUp, shares: deps.shares, usedStrings: deps.usedStrings, ...(deps.releases ? { releases: deps.releases } : {}), chains: deps.chains, keyring: deps.keyring, signal },
   );
   const recoverSeed = createSeedRecovery(options, { membership, members: deps.members, keyring: deps.keyring, versionVector: deps.versionVector, logger: log });
 

@@ -5,7 +5,7 @@
  * (or the chain, for Web3) and that the string was not released to another coordinator before — then
  * seals its share to the requesting coordinator.
  */
-import { refusal, refusedAs, withReason } from '../../errors/index.ts';
+import { AppError, refusal, refusedAs, withReason } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { CIFER_BYTES, constantTimeEqual, fromBase64, fromHex, shareXOfSlot, toBase64, toHex, zeroize } from '../../crypto/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
@@ -64,6 +64,8 @@ export interface ShardHandlerDeps {
   shares: ShareStore;
   /** Decrypt strings this member has released its share for, each with the coordinator it went to. */
   usedStrings: UsedStringStore;
+  /** Counts each release request answered: `released`, or the refusal's reason (`failed` for any other error). */
+  releases?: { inc(labels: { outcome: string }): void };
   /** The enabled chains: the heads that decide when a Web3 string is forgotten. @default none */
   chains?: ChainHeads;
   keyring: NodeKeyring;
@@ -82,6 +84,11 @@ export interface ShardHandler extends Startable {
   start(): void;
   /** Stop forgetting (waits for a prune in flight); idempotent. */
   stop(): Promise<void>;
+}
+
+/** A release's outcome label: the refusal's reason (a closed set), or `failed`. */
+function releaseOutcome(err: unknown): string {
+  return err instanceof AppError && err.reason !== undefined ? err.reason : 'failed';
 }
 
 /** Create the handler. */
@@ -183,7 +190,14 @@ export function createShardHandler(options: ShardHandlerOptions, deps: ShardHand
       if (!ownShares) throw refusal('FORBIDDEN', 'not_member', 'not a member');
       if (request.op === 'store') return handleStore(request, from, ownShares);
       if (request.op === 'storeMany') return handleStoreMany(request, from, ownShares);
-      return handleRelease(request, from, ownShares);
+      try {
+        const released = await handleRelease(request, from, ownShares);
+        deps.releases?.inc({ outcome: 'released' });
+        return released;
+      } catch (err) {
+        deps.releases?.inc({ outcome: releaseOutcome(err) });
+        throw err;
+      }
     },
     start() {
       // Forget used decrypt strings once they can no longer pass this member's freshness check.
