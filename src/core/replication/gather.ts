@@ -23,6 +23,52 @@ export function reachableMemberSlots(membership: MembershipView): number[] {
   return slots;
 }
 
+/**
+ * Where this node sends its quorum reads (share releases, session grants): its own slot first, then
+ * the other reachable members by the calls it has in flight to each, fewest first, and among those
+ * with as many, in turn. A read needs `threshold` answers of `size` members: asking the lowest slots
+ * every time left the others idle while those did every release (with 5 members, threshold 3 and two
+ * coordinators, slot 2 released for every decrypt and slots 3 and 4 for none). Spread in turn, a
+ * member that is not a coordinator releases for half the decrypts; one that is slow or cut off
+ * keeps its calls in flight and is asked last until they settle.
+ */
+export interface MemberLoad {
+  /** The reachable member slots in the order to ask them; 503 QUORUM_UNAVAILABLE as {@link reachableMemberSlots}. */
+  order(membership: MembershipView): number[];
+  /** Calls in flight to `slot` counted by {@link MemberLoad.track}. */
+  inFlight(slot: number): number;
+  /** Run `call` to `slot`, counted in flight until it settles ({@link gatherFromMembers} does, given the picker). */
+  track<T>(slot: number, call: () => Promise<T>): Promise<T>;
+}
+
+/** Create a {@link MemberLoad}, one per kind of read a node makes. */
+export function createMemberLoad(): MemberLoad {
+  const inFlight: number[] = [];
+  let turn = 0;
+  return {
+    order(membership) {
+      const slots = reachableMemberSlots(membership);
+      const self = membership.self.slot;
+      const own = slots[0] === self ? [self] : [];
+      const others = own.length > 0 ? slots.slice(1) : slots;
+      const start = others.length > 0 ? turn++ % others.length : 0;
+      const rotated = [...others.slice(start), ...others.slice(0, start)];
+      // Stable: ties keep their turn order.
+      rotated.sort((a, b) => (inFlight[a] ?? 0) - (inFlight[b] ?? 0));
+      return [...own, ...rotated];
+    },
+    inFlight: (slot) => inFlight[slot] ?? 0,
+    async track(slot, call) {
+      inFlight[slot] = (inFlight[slot] ?? 0) + 1;
+      try {
+        return await call();
+      } finally {
+        inFlight[slot]!--;
+      }
+    },
+  };
+}
+
 /** Gather failures as the members they were, for logs and QuorumErrors. */
 export function memberFailures(membership: MembershipView, failures: GatherFailure[]): MemberFailure[] {
   const members = membersOf(membership.descriptor);
@@ -52,6 +98,8 @@ export interface GatherOptions<T> {
   /** One call; must honour the signal. */
   call(slot: number, signal: AbortSignal): Promise<T>;
   signal?: AbortSignal;
+  /** Counts each call in flight to its member while it runs (the picker that ordered `slots`). */
+  load?: Pick<MemberLoad, 'track'>;
 }
 
 /**
@@ -75,8 +123,8 @@ export function gatherFromMembers<T>(options: GatherOptions<T>): Promise<{ resul
       while (running + results.length < needed && next < slots.length) {
         const slot = slots[next++]!;
         running++;
-        options
-          .call(slot, AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]))
+        const callSignal = AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]);
+        (options.load ? options.load.track(slot, () => options.call(slot, callSignal)) : options.call(slot, callSignal))
           .then(
             (value) => {
               if (results.length < needed) results.push({ slot, value });

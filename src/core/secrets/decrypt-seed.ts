@@ -7,7 +7,7 @@
 import { AppError, QuorumError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { combineShares, fromBase64, zeroize } from '../../crypto/index.ts';
-import { gatherFromMembers, memberFailures, reachableMemberSlots, type GatherFailure } from '../replication/gather.ts';
+import { createMemberLoad, gatherFromMembers, memberFailures, type GatherFailure } from '../replication/gather.ts';
 import type { ClusterDescriptor, MemberRpc, MembershipView, VersionVector } from '../replication/ports.ts';
 import type { SignedRequest } from '../sessions/types.ts';
 import type { NodeKeyring } from './ports.ts';
@@ -71,15 +71,18 @@ export function createSeedRecovery(options: SeedRecoveryOptions, deps: SeedRecov
   const { membership, keyring, logger: log } = deps;
   const { descriptor, self } = membership;
   const addressOf = memberAddresses(descriptor);
+  // Releases spread over the members: this node's own share first, the others by calls in flight.
+  const load = createMemberLoad();
 
   return async function recoverSeed(secret, request, envelope) {
-    const slots = reachableMemberSlots(membership);
+    const slots = load.order(membership);
     const secretId = secret.secretId;
     const label = shareLabel(secret.chainId, secretId);
     const { results, failures } = await gatherFromMembers({
       slots,
       needed: descriptor.threshold,
       timeoutMs: options.shardTimeoutMs,
+      load,
       call: async (slot, signal) => {
         const res = (await deps.members.call(slot, 'shard', shareReleaseRequest(secretId, request, envelope, deps.versionVector()), { signal })) as { box?: unknown; share?: unknown };
         if (slot === self.slot && res?.share instanceof Uint8Array) return res.share;

@@ -11,7 +11,7 @@ import { AppError, QuorumError, refusal } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { ClusterNodeEntry, MemberRpc, MembershipView, Replicator, StateReader, VersionVector } from '../replication/ports.ts';
 import { isCoordinatorEntry, membersOf, parseVersionVector } from '../replication/ports.ts';
-import { gatherFromMembers, memberFailures, reachableMemberSlots } from '../replication/gather.ts';
+import { createMemberLoad, gatherFromMembers, memberFailures } from '../replication/gather.ts';
 import { PRINCIPAL_ID_RE, type PrincipalBody } from '../accounts/records.ts';
 import { isSessionActive, sessionGrantDigest, sessionTokenOf, type SessionBody, type SessionGrant } from './records.ts';
 import { WEB2_FRESHNESS_MS } from './signed-data.ts';
@@ -93,6 +93,8 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
   const { state, membership, clock } = deps;
   const { descriptor, self } = membership;
   const log = deps.logger.child({ module: 'sessions' });
+  // Grants spread over the members: this node's own first, the others by calls in flight.
+  const grantLoad = createMemberLoad();
 
   async function principalOf(principalId: string): Promise<PrincipalBody | undefined> {
     const p = (await state.get('principal', principalId))?.body as PrincipalBody | undefined;
@@ -147,11 +149,12 @@ export function createSessionsService(options: SessionsOptions, deps: SessionsDe
       };
       const publicKey = await checkProof(req, now);
 
-      const slots = reachableMemberSlots(membership);
+      const slots = grantLoad.order(membership);
       const { results, failures } = await gatherFromMembers({
         slots,
         needed: descriptor.threshold,
         timeoutMs: options.grantTimeoutMs,
+        load: grantLoad,
         call: async (slot, signal) => (await deps.members.call(slot, 'grant', req, { signal })) as { nodeAddress: string; signature: string },
       });
       const grant = grantOf(req, publicKey);
