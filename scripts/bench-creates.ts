@@ -18,10 +18,9 @@
  * worker (scripts/bench-load.ts, another thread), each with one keep-alive connection and one request
  * in flight.
  */
-import { readFileSync, readdirSync } from 'node:fs';
 import { startLocalCluster } from '../src/testing/index.ts';
 import { signPersonalMessage } from '../src/crypto/index.ts';
-import { BENCH_PLAN, benchSession, figure, load, loadAverages, median, ms, percentile, table, withCpuProfile, type LoadResult } from './bench-lib.ts';
+import { BENCH_PLAN, THREAD_GROUPS, benchSession, figure, load, loadAverages, median, ms, percentile, processCpuUs, table, threadGroupCpuUs, withCpuProfile, type LoadResult } from './bench-lib.ts';
 import { withProcessCluster } from './bench-procs.ts';
 
 /** Creates of each concurrent phase. */
@@ -129,43 +128,6 @@ async function measureInProcess(url: string, cluster: Parameters<typeof benchSes
     );
   }
   table(`POST /web2/secret under concurrent clients (${where}; load at each round ${loads.join(' | ')})`, rows);
-}
-
-/** utime + stime of a process so far, µs (/proc/<pid>/stat, in clock ticks of 10 ms). */
-function processCpuUs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // Fields 14 and 15 of stat(5), counted here from field 3.
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
-/** Where a node process's CPU goes, by its threads' names (/proc/<pid>/task/<tid>/comm). */
-const THREAD_GROUPS = [
-  ['main', 'the event loop'],
-  ['crypto', 'its crypto threads (request, verify, chunk pools: node `WorkerThread`s)'],
-  ['v8', "V8's helper threads (concurrent and parallel GC, compilation)"],
-  ['libuv', "libuv's pool (LevelDB, fs)"],
-] as const;
-type ThreadGroup = (typeof THREAD_GROUPS)[number][0];
-
-/** utime + stime of each of a process's thread groups so far, µs (threads that exited are not counted). */
-function threadGroupCpuUs(pid: number): Record<ThreadGroup, number> {
-  const out: Record<ThreadGroup, number> = { main: 0, crypto: 0, v8: 0, libuv: 0 };
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let comm: string;
-    let stat: string;
-    try {
-      comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue; // the thread exited meanwhile
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const us = (Number(fields[11]) + Number(fields[12])) * 10_000;
-    const group: ThreadGroup = tid === String(pid) ? 'main' : comm === 'WorkerThread' ? 'crypto' : comm.startsWith('libuv') ? 'libuv' : 'v8';
-    out[group] += us;
-  }
-  return out;
 }
 
 /** The figures with one process per node: creates/s, latency, and each node's CPU per create. */

@@ -3,7 +3,7 @@
  * principal, the load worker.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { Worker } from 'node:worker_threads';
@@ -208,4 +208,41 @@ export function startLoad(
     w.once('error', reject);
   });
   return { started, done, stop: () => w.postMessage('stop') };
+}
+
+/** utime + stime of a process so far, µs (/proc/<pid>/stat, in clock ticks of 10 ms). */
+export function processCpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14 and 15 of stat(5), counted here from field 3.
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** Where a node process's CPU goes, by its threads' names (/proc/<pid>/task/<tid>/comm). */
+export const THREAD_GROUPS = [
+  ['main', 'the event loop'],
+  ['crypto', 'its crypto threads (request, verify, chunk pools: node `WorkerThread`s)'],
+  ['v8', "V8's helper threads (concurrent and parallel GC, compilation)"],
+  ['libuv', "libuv's pool (LevelDB, fs)"],
+] as const;
+export type ThreadGroup = (typeof THREAD_GROUPS)[number][0];
+
+/** utime + stime of each of a process's thread groups so far, µs (threads that exited are not counted). */
+export function threadGroupCpuUs(pid: number): Record<ThreadGroup, number> {
+  const out: Record<ThreadGroup, number> = { main: 0, crypto: 0, v8: 0, libuv: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let comm: string;
+    let stat: string;
+    try {
+      comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread exited meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const us = (Number(fields[11]) + Number(fields[12])) * 10_000;
+    const group: ThreadGroup = tid === String(pid) ? 'main' : comm === 'WorkerThread' ? 'crypto' : comm.startsWith('libuv') ? 'libuv' : 'v8';
+    out[group] += us;
+  }
+  return out;
 }
