@@ -35,6 +35,8 @@ const CLIENTS = (process.env.BENCH_CREATES_CLIENTS ?? '16,64').split(',').map(Nu
 const PROCS = process.env.BENCH_CREATES_PROCS !== '0';
 /** `BENCH_CREATES_INPROC=0`: the cluster of one process per node only (A/B runs of the deployed shape). */
 const IN_PROCESS = process.env.BENCH_CREATES_INPROC !== '0';
+/** `BENCH_CREATES_VIA=1`: with one process per node, send the creates to coordinator 1 (slot 1) instead of coordinator 0, which is slot 0. */
+const VIA = Number(process.env.BENCH_CREATES_VIA ?? 0);
 /** Issue 31's target for 16-64 clients, creates/s. */
 const TARGET_RATE = 500;
 
@@ -133,7 +135,7 @@ async function measureInProcess(url: string, cluster: Parameters<typeof benchSes
 /** The figures with one process per node: creates/s, latency, and each node's CPU per create. */
 async function benchCreatesProcs(): Promise<void> {
   await withProcessCluster(async ({ summary, nodes, mailbox }) => {
-    const url = summary.nodes[0]!.httpUrl!;
+    const url = summary.nodes[VIA]!.httpUrl!;
     const { session } = await benchSession({ mailbox }, url);
     await load(`${url}/web2/secret`, createBodies(session, 100), Math.max(...CLIENTS)); // warm-up
     const rows: Array<[string, string]> = [];
@@ -151,8 +153,9 @@ async function benchCreatesProcs(): Promise<void> {
       });
       if (result.failures > 0) throw new Error(`creates: ${result.failures} failures of ${count} at ${clients} clients (one process per node), first: ${result.firstFailure}`);
       const rate = (count / result.wallMs) * 1000;
-      const name = (what: string) => `POST /web2/secret, ${clients === 1 ? 'sequential' : `${clients} clients`}, ${what} (one process per node)`;
+      const name = (what: string) => `POST /web2/secret, ${clients === 1 ? 'sequential' : `${clients} clients`}, ${what} (one process per node${VIA === 0 ? '' : `, via coordinator ${VIA}`})`;
       figure({ name: name(clients === 1 ? 'p50' : 'throughput'), value: clients === 1 ? median(result.latencies) : rate, unit: clients === 1 ? 'ms' : '/s', ...(clients === 1 ? {} : { target: { op: '>=' as const, value: TARGET_RATE } }), note: `${count} creates, one run` });
+      if (clients > 1) figure({ name: name("slot 0's CPU per create"), value: perNode[0]!, unit: 'µs', note: `${count} creates, one run; by thread: ${perThread[0]} µs; every node: ${perNode.map((us, slot) => `${slot}: ${us.toFixed(0)}`).join(', ')} µs` });
       rows.push(
         [`${clients} client${clients === 1 ? '' : 's'} (${count}): creates/s`, rate.toFixed(0)],
         [`${clients} client${clients === 1 ? '' : 's'}: p50 / p99`, `${ms(median(result.latencies))} / ${ms(percentile(result.latencies, 99))}`],
@@ -160,6 +163,6 @@ async function benchCreatesProcs(): Promise<void> {
         ...perThread.map((row, slot): [string, string] => [`  node ${slot} by thread, µs a create`, row]),
       );
     }
-    table(`POST /web2/secret, one process per node (5 members, threshold 3, 2 coordinators; requests to coordinator 0 from a client thread; load ${load1}; CPU from /proc, 10 ms ticks; by thread: ${THREAD_GROUPS.map(([g, what]) => `${g} = ${what}`).join(', ')})`, rows);
+    table(`POST /web2/secret, one process per node (5 members, threshold 3, 2 coordinators; requests to coordinator ${VIA} from a client thread; load ${load1}; CPU from /proc, 10 ms ticks; by thread: ${THREAD_GROUPS.map(([g, what]) => `${g} = ${what}`).join(', ')})`, rows);
   });
 }
