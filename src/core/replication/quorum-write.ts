@@ -28,6 +28,9 @@ export class RecordRefusedError extends AppError {
   }
 }
 
+/** How a member that had not acked once the quorum grace ran out is reported (its apply goes on). */
+export const LATE_ACK = 'no ack within the quorum grace period';
+
 /** Options of {@link createQuorumWriter}. */
 export interface QuorumWriterOptions {
   /** Deadline for each member's `apply` ack, ms. */
@@ -91,14 +94,20 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
 
     // One local batch and one `apply` message per member: each member commits them together.
     const records = await deps.queue.enqueueOwn(intents);
-    const { acked, failed } = await sendToMembers(records, otherMembers, selfIsMember, opts.signal);
+    const { acked, failed, late } = await sendToMembers(records, otherMembers, selfIsMember, opts.signal);
 
     // Gossip reaches the members that missed the direct send and every gateway; when every member
     // acked directly, or the only ones that did not are known to be down (gossip cannot reach them
     // either; catch-up will), and there are no gateways, it would only repeat what everyone stored.
-    if (failed.some((f) => f.error !== 'unreachable') || descriptor.nodes.length > descriptor.size) {
+    // A member whose ack is merely late (its apply still on its way, past the quorum grace) gets it
+    // by gossip only if that apply then fails: gossiping every write a busy member is slow to ack
+    // doubled the work of every member just when they had the least to spare.
+    const gossip = () => {
       for (const record of records) deps.transport().publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
-    }
+    };
+    const missed = (fs: MemberFailure[]) => fs.some((f) => f.error !== 'unreachable' && f.error !== LATE_ACK);
+    if (missed(failed) || descriptor.nodes.length > descriptor.size) gossip();
+    else if (late) void late.then((fs) => missed(fs) && gossip());
     const ok = acked.length >= threshold;
     deps.metrics.replicationDuration.observe({ kind: label, outcome: ok ? 'ok' : 'quorum_failed' }, (performance.now() - startedAt) / 1000);
     if (!ok) {
@@ -108,8 +117,17 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
     return { records, acked, failed };
   }
 
-  /** Apply `records` (one message) on `targets` with the deadline; collect who acked and who failed, and why. */
-  async function sendToMembers(records: ReplicatedRecord[], targets: Array<ClusterNodeEntry & { slot: number }>, includeSelf: boolean, signal?: AbortSignal): Promise<{ acked: string[]; failed: MemberFailure[] }> {
+  /**
+   * Apply `records` (one message) on `targets` with the deadline; collect who acked and who failed,
+   * and why. Members still silent once the quorum grace ran out are reported as {@link LATE_ACK};
+   * `late` then says how their applies ended (each still bounded by the apply deadline).
+   */
+  async function sendToMembers(
+    records: ReplicatedRecord[],
+    targets: Array<ClusterNodeEntry & { slot: number }>,
+    includeSelf: boolean,
+    signal?: AbortSignal,
+  ): Promise<{ acked: string[]; failed: MemberFailure[]; late?: Promise<MemberFailure[]> }> {
     const acked: string[] = includeSelf ? [self.nodeAddress] : [];
     const failed: MemberFailure[] = [];
     const transport = deps.transport();
@@ -117,12 +135,16 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
     const timer = setTimeout(() => controller.abort(new Error('timeout')), options.applyTimeoutMs);
     const onAbort = () => controller.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
+    // Each member's apply, settled: undefined when it acked, its failure otherwise.
+    const outcomes = new Map<string, Promise<MemberFailure | undefined>>();
+    let stopped = false;
     try {
       await new Promise<void>((resolve) => {
         let settled = 0;
         let graceTimer: NodeJS.Timeout | undefined;
         const done = () => {
           if (graceTimer) clearTimeout(graceTimer);
+          stopped = true;
           resolve();
         };
         if (targets.length === 0) return done();
@@ -130,10 +152,19 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
           const send = membership.isReachable(m.slot)
             ? transport.sendApply(m.slot, records, { signal: controller.signal })
             : Promise.reject(new PeerError('unreachable'));
-          send.then(
-            () => acked.push(m.nodeAddress),
-            (err: unknown) => failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: failureReason(err, controller.signal) }),
-          ).finally(() => {
+          const outcome = send.then(
+            () => {
+              if (!stopped) acked.push(m.nodeAddress);
+              return undefined;
+            },
+            (err: unknown) => {
+              const failure = { nodeAddress: m.nodeAddress, slot: m.slot, error: failureReason(err, controller.signal) };
+              if (!stopped) failed.push(failure);
+              return failure;
+            },
+          );
+          outcomes.set(m.nodeAddress, outcome);
+          void outcome.finally(() => {
             settled++;
             if (settled === targets.length) done();
             else if (acked.length >= threshold && !graceTimer) graceTimer = setTimeout(done, options.quorumGraceMs);
@@ -141,14 +172,21 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
         }
       });
     } finally {
-      clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     }
     // Members whose ack had not arrived when we stopped waiting.
     const answered = new Set([...acked, ...failed.map((f) => f.nodeAddress)]);
-    for (const m of targets) if (!answered.has(m.nodeAddress)) failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: 'no ack within the quorum grace period' });
+    const stragglers = targets.filter((m) => !answered.has(m.nodeAddress));
+    for (const m of stragglers) failed.push({ nodeAddress: m.nodeAddress, slot: m.slot, error: LATE_ACK });
     for (const f of failed) deps.metrics.replicationFailures.inc({ reason: reasonLabel(f.error) });
-    return { acked, failed };
+    if (stragglers.length === 0) {
+      clearTimeout(timer);
+      return { acked, failed };
+    }
+    // The stragglers' applies go on, until the apply deadline at most.
+    const late = Promise.all(stragglers.map((m) => outcomes.get(m.nodeAddress)!)).then((fs) => fs.filter((f): f is MemberFailure => f !== undefined));
+    void late.finally(() => clearTimeout(timer));
+    return { acked, failed, late };
   }
 
   return {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { QuorumError } from '../../../../src/errors/index.ts';
 import { createKindRegistry, type RecordKindDefinition } from '../../../../src/core/replication/kinds.ts';
@@ -182,7 +182,7 @@ describe('quorum write', () => {
     ]);
   });
 
-  it('gossips only when a reachable member missed the direct send, or the cluster has gateways', async () => {
+  it('gossips only when a reachable member missed the direct send (a late ack only once its apply failed), or the cluster has gateways', async () => {
     const allAck = writer({ transport: { sendApply: async () => undefined, publish: async () => undefined } });
     await allAck.w.replicate(note(1));
     expect(allAck.published).toEqual([]);
@@ -194,6 +194,37 @@ describe('quorum write', () => {
     const oneFailed = writer({ transport: { sendApply: async (slot) => (slot === 4 ? Promise.reject(new PeerError('timeout')) : undefined), publish: async () => undefined } });
     const report = await oneFailed.w.replicate(note(1));
     expect(oneFailed.published).toEqual([report.record]);
+
+    // A member whose ack is only late (past the quorum grace, its apply still under way): no gossip
+    // while the apply may land, and none once it did; gossip once it failed.
+    let finishLate!: () => void;
+    let failLate!: (err: Error) => void;
+    const slowAck = writer({
+      quorumGraceMs: 5,
+      transport: { sendApply: (slot) => (slot === 4 ? new Promise<void>((resolve) => (finishLate = resolve)) : Promise.resolve()), publish: async () => undefined },
+    });
+    const slow = await slowAck.w.replicate(note(1));
+    expect(slow.failed).toEqual([expect.objectContaining({ slot: 4, error: 'no ack within the quorum grace period' })]);
+    finishLate();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(slowAck.published).toEqual([]);
+    const slowFail = writer({
+      quorumGraceMs: 5,
+      transport: { sendApply: (slot) => (slot === 4 ? new Promise<void>((_, reject) => (failLate = reject)) : Promise.resolve()), publish: async () => undefined },
+    });
+    const failedLate = await slowFail.w.replicate(note(1));
+    expect(slowFail.published).toEqual([]);
+    failLate(new PeerError('timeout'));
+    await vi.waitFor(() => expect(slowFail.published).toEqual([failedLate.record]));
+    // Still silent at the apply deadline: aborted there, and gossiped.
+    const silent = writer({
+      quorumGraceMs: 5,
+      applyTimeoutMs: 50,
+      transport: { sendApply: (slot, _r, { signal }) => (slot === 4 ? new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))) : Promise.resolve()), publish: async () => undefined },
+    });
+    const silentReport = await silent.w.replicate(note(1));
+    expect(silent.published).toEqual([]);
+    await vi.waitFor(() => expect(silent.published).toEqual([silentReport.record]));
 
     const base = makeCluster(6).descriptor;
     const withGateway: ClusterDescriptor = { ...base, size: 5, threshold: 3, nodes: base.nodes.map((n, i) => (i === 5 ? { ...n, slot: null, httpUrl: 'http://127.0.0.1:1' } : n)) };
