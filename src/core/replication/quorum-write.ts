@@ -101,7 +101,7 @@ export function createQuorumWriter(options: QuorumWriterOptions, deps: QuorumWri
     // either; catch-up will), and there are no gateways, it would only repeat what everyone stored.
     // A member whose ack is merely late (its apply still on its way, past the quorum grace) gets it
     // by gossip only if that apply then fails: gossiping every write a busy member is slow to ack
-    // doubled the work of every member just when they had the least to spare.
+    // added a gossip message's checks to every member just when they had the least to spare.
     const gossip = () => {
       for (const record of records) deps.transport().publish(record).catch((err: unknown) => log.debug({ err }, 'gossip publish failed'));
     };
