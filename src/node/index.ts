@@ -58,6 +58,7 @@ import { accountKinds } from '../core/accounts/records.ts';
 import { createAccountsService, type AccountCrypto } from '../core/accounts/service.ts';
 import { sessionKind } from '../core/sessions/records.ts';
 import { createSignedDataVerifier } from '../core/sessions/signed-data.ts';
+import { createSignerMemo, type SignerMemo } from '../core/sessions/signer-memo.ts';
 import { createSessionsService } from '../core/sessions/service.ts';
 import { secretKind } from '../core/secrets/records.ts';
 import { createSecretsService, type SecretsCapability } from '../core/secrets/service.ts';
@@ -93,9 +94,9 @@ export { NODE_PROCESS_SETTINGS, missingProcessSettings, tuneHeapForNodes } from 
  * Every record kind this build knows. `chains`: what Web3 secret records are checked against;
  * `acceptLegacyPermits`: whether this node takes permits backed by the legacy 4-part string.
  */
-function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains, acceptLegacyPermits: boolean) {
+function recordKinds(descriptor: ClusterDescriptor, chains: Web3Chains, acceptLegacyPermits: boolean, signers?: SignerMemo) {
   // One evidence checker per node: its cache of verified session proofs serves every kind.
-  const evidence = createEvidenceChecker(descriptor);
+  const evidence = createEvidenceChecker(descriptor, signers);
   return createKindRegistry([
     probeKind,
     ...accountKinds(descriptor),
@@ -359,7 +360,9 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         reachableCount: () => network.get().membership.reachableCount(),
         reachableSince: (slot: number) => network.get().membership.reachableSince?.(slot),
       };
-      const kinds = recordKinds(descriptor, chains, config.permits.acceptLegacy === true);
+      // Signers this node recovered: a string its verifier checked is not recovered again as evidence.
+      const signers = createSignerMemo();
+      const kinds = recordKinds(descriptor, chains, config.permits.acceptLegacy === true, signers);
       const engine = createReplicationEngine(
         { applyTimeoutMs: config.replication.applyTimeoutMs, maxClockSkewMs: config.replication.maxClockSkewMs, stateCacheBytes: config.replication.stateCacheMb * 1024 * 1024 },
         {
@@ -428,7 +431,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       const members: MemberRpc = {
         call: async (slot, service, body, options) => network.get().callMember(slot, service, body, options),
       };
-      const verifier = createSignedDataVerifier({ state: engine, recoverSigner: requestCrypto.recoverSigner, clock, chains });
+      const verifier = createSignedDataVerifier({ state: engine, recoverSigner: requestCrypto.recoverSigner, clock, chains, signers });
       /**
        * The catch-up gate of `grant` and `shard` (docs/security.md): a member behind the requester
        * pulls from it first, and refuses (NOT_READY: the requester asks another member) when it

@@ -23,6 +23,7 @@ import { refusal, type RecordRefusal } from '../replication/refusals.ts';
 import { awaiting, type LogRef } from '../replication/versions.ts';
 import { checkQuorumProof, sessionBodySchema, type SessionBody } from './records.ts';
 import { signedInSdkForm, splitSignedData, WEB2_CHAIN_ID, WEB2_FRESHNESS_MS } from './signed-data.ts';
+import { createSignerMemo, type SignerMemo } from './signer-memo.ts';
 
 /** Longest signed string carried as evidence (the 8-part permit string is the longest kind). */
 const MAX_EVIDENCE_DATA_CHARS = 1024;
@@ -62,13 +63,20 @@ const PROOF_CACHE_ENTRIES = 4096;
  * A checker for `descriptor` with a cache of verified quorum proofs (each costs threshold signature
  * recoveries, and one session backs many records). The cache holds only verdicts on public data.
  */
-export function createEvidenceChecker(descriptor: ClusterDescriptor): EvidenceChecker {
+export function createEvidenceChecker(descriptor: ClusterDescriptor, signers: SignerMemo = createSignerMemo()): EvidenceChecker {
   const proofs = createLruCache<{ problem: string | undefined }>(PROOF_CACHE_ENTRIES);
   const proofOf = (s: SessionBody) =>
     proofs.getOrCreate(`${s.sessionAddress}|${s.principalId}|${s.publicKey}|${s.issuedAt}|${s.expiresAt}|${s.grants.map((g) => g.nodeAddress + g.signature).join(',')}`, () => ({
       problem: checkQuorumProof(descriptor, s, s.grants),
     })).problem;
-  return (evidence, expect) => checkSignedEvidence(descriptor, evidence, expect, proofOf);
+  const recover = (data: string, signature: string): string | undefined => {
+    const known = signers.get(data, signature);
+    if (known !== null) return known;
+    const signer = recoverPersonalSigner(data, signature);
+    signers.set(data, signature, signer);
+    return signer;
+  };
+  return (evidence, expect) => checkSignedEvidence(descriptor, evidence, expect, proofOf, recover);
 }
 
 /**
@@ -80,6 +88,7 @@ export function checkSignedEvidence(
   evidence: SignedEvidence,
   expect: { parts: number; atMs: number },
   proofOf: (s: SessionBody) => string | undefined = (s) => checkQuorumProof(descriptor, s, s.grants),
+  recover: (data: string, signature: string) => string | undefined = recoverPersonalSigner,
 ): CheckedEvidence | string {
   const parts = splitSignedData(evidence.data, { parts: expect.parts as 4 | 5 | 8 });
   if (!parts) return 'evidence: wrong part count';
@@ -94,7 +103,7 @@ export function checkSignedEvidence(
   if (expect.atMs < session.issuedAt - SESSION_LIFE_SKEW_MS || expect.atMs > session.expiresAt + SESSION_LIFE_SKEW_MS) return 'evidence: record outside the session life';
   const proof = proofOf(session);
   if (proof) return `evidence: ${proof}`;
-  if (recoverPersonalSigner(evidence.data, evidence.signature) !== session.sessionAddress && !signedInSdkForm(evidence.data, evidence.signature, session.sessionAddress)) {
+  if (recover(evidence.data, evidence.signature) !== session.sessionAddress && !signedInSdkForm(evidence.data, evidence.signature, session.sessionAddress)) {
     return 'evidence: signature is not the session wallet';
   }
   return { parts, principalId: session.principalId, timestamp };

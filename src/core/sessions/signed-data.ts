@@ -12,6 +12,7 @@ import type { StateReader } from '../replication/ports.ts';
 import type { PrincipalBody } from '../accounts/records.ts';
 import { isSessionActive, type SessionBody } from './records.ts';
 import type { SignedDataShape, SignedDataVerifier, SignedRequest, SignerRecovery, VerifiedCaller } from './types.ts';
+import { createSignerMemo, type SignerMemo } from './signer-memo.ts';
 import { FUTURE_BLOCK_TOLERANCE, type ChainHead, type ChainHeads } from '../web3/ports.ts';
 
 /** Web2 chain id. */
@@ -40,6 +41,8 @@ export interface SignedDataVerifierDeps {
   clock: () => number;
   /** The enabled EVM chains (Web3 principals, on routes that accept them). @default none */
   chains?: ChainHeads;
+  /** Signers recovered on this node (./signer-memo.ts), shared with its evidence checks. @default its own */
+  signers?: SignerMemo;
 }
 
 /** Split `data` per the shape; undefined when the part count is wrong. */
@@ -89,14 +92,6 @@ async function checkBlockFreshness(chain: ChainHead, block: number): Promise<voi
 }
 
 /**
- * Recovered signers remembered (LRU), for strings up to {@link SIGNER_CACHE_MAX_DATA_CHARS}: a decrypt
- * verifies the same string on the coordinator and again as a member releasing its own share.
- * Only the recovery is cached; freshness and the session are checked on every call.
- */
-const SIGNER_CACHE_ENTRIES = 1024;
-const SIGNER_CACHE_MAX_DATA_CHARS = 8192;
-
-/**
  * Whether `expected` signed `data` as cifer-sdk's private-key signer signs it — its EIP-191 prefix
  * counts UTF-16 code units, not bytes ({@link recoverSdkSigner}; only a string that is not ASCII
  * differs). A length in either count must match the string, so no signature can be taken for
@@ -110,14 +105,12 @@ export function signedInSdkForm(data: string, signature: string, expected: strin
 /** Create the verifier. */
 export function createSignedDataVerifier(deps: SignedDataVerifierDeps): SignedDataVerifier {
   const { state, clock } = deps;
-  const signers = new Map<string, { data: string; signer: string | undefined }>();
+  const signers = deps.signers ?? createSignerMemo();
   const recover = async (data: string, signature: string): Promise<string | undefined> => {
-    if (data.length > SIGNER_CACHE_MAX_DATA_CHARS) return deps.recoverSigner(data, signature);
-    const hit = signers.get(signature);
-    if (hit && hit.data === data) return hit.signer;
+    const known = signers.get(data, signature);
+    if (known !== null) return known;
     const signer = await deps.recoverSigner(data, signature);
-    if (signers.size >= SIGNER_CACHE_ENTRIES) signers.delete(signers.keys().next().value!);
-    signers.set(signature, { data, signer });
+    signers.set(data, signature, signer);
     return signer;
   };
   return {

@@ -1,0 +1,39 @@
+/**
+ * EIP-191 signers recovered lately on this node, by signature and string: what a recovery
+ * (`recoverPersonalSigner`, inline or on the request crypto thread) gave, so the same string
+ * recovered again on this node costs nothing — a decrypt's string is verified by its coordinator and
+ * again as a member releasing its own share; a create's string by the coordinator that took it and
+ * again when it checks the record's evidence (slot 0 before writing it, another coordinator as it
+ * takes the record slot 0 wrote). Only the recovery is remembered, the result of a pure function of
+ * the two strings, which are its key: freshness, the session and single use are checked every time.
+ * Filled only with this node's own recoveries; public data.
+ */
+
+/** Strings longer than this are not remembered (a memo entry holds its string). */
+export const SIGNER_MEMO_MAX_DATA_CHARS = 8192;
+/** Entries remembered; the oldest goes first. */
+export const SIGNER_MEMO_ENTRIES = 1024;
+
+/** A memo of recovered signers. */
+export interface SignerMemo {
+  /** The signer recovered from `signature` over `data` (undefined: it recovers none), or `null` when not remembered. */
+  get(data: string, signature: string): string | undefined | null;
+  /** Remember what recovering `signature` over `data` gave. */
+  set(data: string, signature: string, signer: string | undefined): void;
+}
+
+/** Create a memo of at most `entries` signers. */
+export function createSignerMemo(entries = SIGNER_MEMO_ENTRIES): SignerMemo {
+  const signers = new Map<string, { data: string; signer: string | undefined }>();
+  return {
+    get(data, signature) {
+      const hit = signers.get(signature);
+      return hit && hit.data === data ? hit.signer : null;
+    },
+    set(data, signature, signer) {
+      if (data.length > SIGNER_MEMO_MAX_DATA_CHARS || entries === 0) return;
+      if (!signers.has(signature) && signers.size >= entries) signers.delete(signers.keys().next().value!);
+      signers.set(signature, { data, signer });
+    },
+  };
+}
