@@ -10,7 +10,7 @@
 import type { DealRecipient, DealtShares } from './deal.ts';
 import type { CheckedOpen, SealedPayload } from './payload-envelope.ts';
 import { privateBytesOf, runOwnedRequestOp, type OpeningKey, type RequestBatch, type RequestOp, type RequestOpKind, type RequestOpResult } from './request-ops.ts';
-import { isReadyNotice, startWorker, stopWorker, type CryptoWorker } from './worker-life.ts';
+import { isReadyNotice, loopIdleSinceLastCall, startWorker, stopWorker, type CryptoWorker } from './worker-life.ts';
 
 export type { OpeningKey, RequestOp, RequestOpKind } from './request-ops.ts';
 
@@ -99,8 +99,8 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
   const maxBatch = options.maxBatch ?? 64;
   const minThreadBatch = options.minThreadBatch ?? 2;
   const idleInlineMs = options.idleInlineMs ?? 1;
-  /** The event loop's idle time (ms, cumulative) when the last operation came; none yet: undefined. */
-  let idleAtLastOp: number | undefined;
+  /** Whether the loop sat idle `idleInlineMs` since the last operation came. */
+  const quietSinceLastOp = loopIdleSinceLastCall(idleInlineMs);
   const maxThreadPlaintext = options.maxThreadPlaintextBytes ?? 65_536;
   let worker: CryptoWorker | undefined;
   let closed = false;
@@ -177,10 +177,7 @@ export function createRequestCryptoPool(options: RequestCryptoPoolOptions = {}):
     }
   };
   const run = (op: RequestOp): Promise<RequestOpResult> => {
-    const idleNow = performance.eventLoopUtilization().idle;
-    const quiet = idleAtLastOp === undefined || idleNow - idleAtLastOp >= idleInlineMs;
-    const idle = quiet && queue.length === 0 && inFlight.length === 0;
-    idleAtLastOp = idleNow;
+    const idle = quietSinceLastOp() && queue.length === 0 && inFlight.length === 0;
     if (!useThread || closed || (idleInlineMs > 0 && idle)) return Promise.resolve(inline(op));
     return new Promise((resolve) => {
       queue.push({ op, resolve });

@@ -8,7 +8,7 @@
  */
 import { verifyDigest } from './secp256k1.ts';
 import type { VerifyBatch } from './verify-worker.ts';
-import { isReadyNotice, startWorker, stopWorker, type CryptoWorker } from './worker-life.ts';
+import { isReadyNotice, loopIdleSinceLastCall, startWorker, stopWorker, type CryptoWorker } from './worker-life.ts';
 
 /** One signature to check. */
 export interface VerifyItem {
@@ -51,16 +51,9 @@ export function createVerifyPool(options: VerifyPoolOptions = {}): VerifyPool {
   const minBatch = options.minBatch ?? 32;
   const chunk = options.chunk ?? 256;
   const idleInlineMs = options.idleInlineMs ?? 1;
-  /** The event loop's idle time (ms, cumulative) at the last batch; none yet: undefined. */
-  let idleAtLast: number | undefined;
+  const quietSinceLastBatch = loopIdleSinceLastCall(idleInlineMs);
   /** Whether a small batch now is verified inline: light load, nothing on the thread. */
-  const lightLoad = (): boolean => {
-    if (idleInlineMs <= 0) return true;
-    const idleNow = performance.eventLoopUtilization().idle;
-    const quiet = idleAtLast === undefined || idleNow - idleAtLast >= idleInlineMs;
-    idleAtLast = idleNow;
-    return quiet && waiting.size === 0;
-  };
+  const lightLoad = (): boolean => idleInlineMs <= 0 || (quietSinceLastBatch() && waiting.size === 0);
   let worker: CryptoWorker | undefined;
   let closed = false;
   let nextId = 0;

@@ -33,6 +33,21 @@ export function startWorker(url: URL, options?: WorkerOptions): CryptoWorker {
   return { worker, ready };
 }
 
+/**
+ * Whether the event loop sat idle at least `ms` since the previous call (the first call: yes); each
+ * call starts the next span. Idle time, not elapsed time: how the pools tell a lone operation at
+ * light load, which they run inline, from one among many.
+ */
+export function loopIdleSinceLastCall(ms: number): () => boolean {
+  let idleAtLast: number | undefined;
+  return () => {
+    const idleNow = performance.eventLoopUtilization().idle;
+    const quiet = idleAtLast === undefined || idleNow - idleAtLast >= ms;
+    idleAtLast = idleNow;
+    return quiet;
+  };
+}
+
 /** Whether a message from a worker is its ready notice (a pool's handler skips it). */
 export function isReadyNotice(message: unknown): boolean {
   return message === WORKER_READY;
