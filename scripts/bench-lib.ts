@@ -210,12 +210,16 @@ export function startLoad(
   return { started, done, stop: () => w.postMessage('stop') };
 }
 
-/** utime + stime of a process so far, µs (/proc/<pid>/stat, in clock ticks of 10 ms). */
-export function processCpuUs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** utime + stime of a `/proc/…/stat` line, µs (clock ticks of 10 ms). */
+function statCpuUs(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of stat(5), counted here from field 3.
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** utime + stime of a process so far, µs (/proc/<pid>/stat). */
+export function processCpuUs(pid: number): number {
+  return statCpuUs(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 }
 
 /** Where a node process's CPU goes, by its threads' names (/proc/<pid>/task/<tid>/comm). */
@@ -239,8 +243,7 @@ export function threadGroupCpuUs(pid: number): Record<ThreadGroup, number> {
     } catch {
       continue; // the thread exited meanwhile
     }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const us = (Number(fields[11]) + Number(fields[12])) * 10_000;
+    const us = statCpuUs(stat);
     const group: ThreadGroup = tid === String(pid) ? 'main' : comm === 'WorkerThread' ? 'crypto' : comm.startsWith('libuv') ? 'libuv' : 'v8';
     out[group] += us;
   }
