@@ -44,11 +44,16 @@ function rootDigest(clusterId: string, root: Uint8Array, depth: number): Uint8Ar
   return taggedHash(`quorumkeep/record-batch/v1/${clusterId}`, message);
 }
 
-function innerNode(left: Uint8Array, right: Uint8Array): Uint8Array {
+/** What an inner node hashes: its two children, left first. */
+function childrenOf(left: Uint8Array, right: Uint8Array): Uint8Array {
   const both = new Uint8Array(2 * HASH_BYTES);
   both.set(left, 0);
   both.set(right, HASH_BYTES);
-  return taggedHash(NODE_TAG, both);
+  return both;
+}
+
+function innerNode(left: Uint8Array, right: Uint8Array): Uint8Array {
+  return taggedHash(NODE_TAG, childrenOf(left, right));
 }
 
 /**
@@ -114,9 +119,7 @@ function treeOf(clusterId: string, sigHex: string, depth: number): TreeSeen {
       const slot = (1 << (MAX_BATCH_DEPTH - level)) + position;
       const held = nodes[slot];
       if (held && sameBytes(held.input, 0, left) && sameBytes(held.input, HASH_BYTES, right)) return held.out;
-      const input = new Uint8Array(2 * HASH_BYTES);
-      input.set(left, 0);
-      input.set(right, HASH_BYTES);
+      const input = childrenOf(left, right);
       const out = taggedHash(NODE_TAG, input);
       nodes[slot] = { input, out };
       return out;
