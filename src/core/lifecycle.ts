@@ -99,3 +99,25 @@ export async function stopAll(parts: ReadonlyArray<Startable | undefined>): Prom
   }
   if (first !== undefined) throw first;
 }
+
+/**
+ * Run `call` with a signal that aborts after `timeoutMs` (a `TimeoutError`, as `AbortSignal.timeout`'s)
+ * or when `parent` does, whichever comes first; the timer and the link to `parent` end with the call.
+ * On a request's hot path instead of `AbortSignal.any([parent, AbortSignal.timeout(ms)])`: that
+ * timer keeps its signal until it fires or a full collection finds it unreferenced, so every call's
+ * signals, listeners and registry entries outlived the call and reached the old generation — a part
+ * of what filled it under load (src/node/v8-heap.ts).
+ */
+export async function withDeadline<T>(timeoutMs: number, parent: AbortSignal | undefined, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const own = new AbortController();
+  const onParent = () => own.abort(parent!.reason);
+  if (parent?.aborted) own.abort(parent.reason);
+  else parent?.addEventListener('abort', onParent, { once: true });
+  const timer = setTimeout(() => own.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), timeoutMs);
+  try {
+    return await call(own.signal);
+  } finally {
+    clearTimeout(timer);
+    parent?.removeEventListener('abort', onParent);
+  }
+}

@@ -5,6 +5,7 @@
  */
 import { AppError, isAppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
+import { withDeadline } from '../lifecycle.ts';
 import { isCoordinatorEntry, type ClusterNodeEntry, type Creator } from './ports.ts';
 
 /**
@@ -79,9 +80,8 @@ export function createCreator(options: CreatorOptions, deps: CreatorDeps): Creat
     },
     async call(op, params, opts = {}) {
       if (deps.isCreator) return service.handle({ op, params });
-      const signal = opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(options.timeoutMs)]) : AbortSignal.timeout(options.timeoutMs);
       try {
-        return await deps.requestCreate({ op, params }, { signal });
+        return await withDeadline(options.timeoutMs, opts.signal, (signal) => deps.requestCreate({ op, params }, { signal }));
       } catch (err) {
         // A refusal by a reachable slot 0 carries its AppError code (refusalError); anything else is unavailability.
         if (isAppError(err)) throw err;

@@ -5,6 +5,7 @@
  */
 
 import { AppError, type MemberFailure } from '../../errors/index.ts';
+import { withDeadline } from '../lifecycle.ts';
 import { membersOf, type MembershipView } from './ports.ts';
 
 /**
@@ -123,8 +124,8 @@ export function gatherFromMembers<T>(options: GatherOptions<T>): Promise<{ resul
       while (running + results.length < needed && next < slots.length) {
         const slot = slots[next++]!;
         running++;
-        const callSignal = AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]);
-        (options.load ? options.load.track(slot, () => options.call(slot, callSignal)) : options.call(slot, callSignal))
+        const call = () => withDeadline(options.timeoutMs, signal, (callSignal) => options.call(slot, callSignal));
+        (options.load ? options.load.track(slot, call) : call())
           .then(
             (value) => {
               if (results.length < needed) results.push({ slot, value });

@@ -1,5 +1,6 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { runPeriodic, stopAll } from '../../../src/core/lifecycle.ts';
+import { runPeriodic, stopAll, withDeadline } from '../../../src/core/lifecycle.ts';
 import { createLogger } from '../../../src/log/index.ts';
 import { waitFor } from '../../../src/testing/wait.ts';
 import { stillPending } from './pending.ts';
@@ -75,5 +76,39 @@ describe('stopAll', () => {
     });
     await expect(stopAll([part('a'), part('b', true), undefined, part('c', true), part('d')])).rejects.toThrow('b failed');
     expect(order).toEqual(['a', 'b', 'c', 'd']);
+  });
+});
+
+describe('withDeadline', () => {
+  /** A call that ends only when its signal aborts (or had), with the signal's reason, as the member calls do. */
+  const untilAborted = (signal: AbortSignal) =>
+    new Promise<never>((_, reject) => {
+      if (signal.aborted) return reject(signal.reason as Error);
+      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+    });
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+  it('aborts the call with a TimeoutError once its deadline passes', async () => {
+    const err = await withDeadline(20, undefined, untilAborted).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('TimeoutError');
+  });
+
+  it("aborts the call with the parent's reason when the parent aborts first, or already had", async () => {
+    const parent = new AbortController();
+    const call = withDeadline(60_000, parent.signal, untilAborted).catch((e: unknown) => e);
+    parent.abort(new Error('node stopping'));
+    expect(((await call) as Error).message).toBe('node stopping');
+    const aborted = AbortSignal.abort(new Error('gone'));
+    expect(((await withDeadline(60_000, aborted, untilAborted).catch((e: unknown) => e)) as Error).message).toBe('gone');
+  });
+
+  it('leaves no timer and no listener on the parent once the call ends, answered or failed', async () => {
+    const parent = new AbortController();
+    const before = timers();
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => withDeadline(60_000, parent.signal, async () => i)));
+    expect(answers[49]).toBe(49);
+    await expect(withDeadline(60_000, parent.signal, () => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
+    expect(getEventListeners(parent.signal, 'abort')).toHaveLength(0);
+    expect(timers()).toBe(before);
   });
 });
