@@ -802,8 +802,9 @@ async function report(startedAt: Date, loadAtStart: string, markdownFile: string
 async function main(mode: string | undefined): Promise<void> {
   const settings = [...Object.entries(NODE_PROCESS_SETTINGS.env).map(([k, v]) => `${k}=${process.env[k] ?? v}`), ...NODE_PROCESS_SETTINGS.nodeFlags].join(' ');
   console.log(`quorumkeep bench — Node ${process.version}, ${new Date().toISOString()}; run as a node is deployed (${settings})`);
-  // The nodes run in this process as `quorumkeep start` runs them (src/node/v8-heap.ts).
-  tuneHeapForNodes();
+  // The nodes run in this process as `quorumkeep start` runs them (src/node/v8-heap.ts): the heap's
+  // growth for the default cluster's five.
+  tuneHeapForNodes({ nodes: 5 });
   // `npm run bench -- flood`: only the flood figures (their own cluster); `-- latency` and
   // `-- silence`: see below.
   if (mode === 'flood') return benchFlood();

@@ -450,7 +450,9 @@ async function runLocal(options: LocalCliOptions): Promise<void> {
   const chain = localChainChoice(options);
   // Loaded only now, like in `start`: the other commands do not need libp2p and LevelDB.
   const [{ runLocalCluster }, { localBanner }, { tuneHeapForNodes }] = await Promise.all([import('./node/local.ts'), import('./node/local-banner.ts'), import('./node/index.ts')]);
-  tuneHeapForNodes();
+  // Every node of the local cluster runs in this process (a cluster made earlier with another size
+  // keeps its own: near enough for the heap's growth).
+  tuneHeapForNodes({ nodes: options.size ?? DEFAULT_LOCAL_SIZE });
   const { chain: _chain, chainPort: _port, chainRpcUrl: _url, controller: _controller, chainStartBlock: _start, ...rest } = options;
   const dir = resolve(options.dir);
   printLine(`starting the local cluster under ${dir}…`);

@@ -15,15 +15,21 @@
  * a collection, so the RSS peak over a large job is higher — which the process settings below and
  * the jobs' own scavenges (src/crypto/young-garbage.ts) take back.
  *
- * `--heap-growing-percent=20`: after each full collection V8 lets the old generation grow to
- * (1 + 20%) × what survived before the next, instead of its own factor (up to 4× for a heap that
- * allocates fast). A member serving reads moves decoded states through its state cache, and the
- * ones it evicts die old: with V8's factor a member holding many secrets let its JS heap grow far
- * past what was alive after many distinct reads; with 20% it stays close to what is
- * alive (`npm run bench -- scale-store`, the member's RSS against its target in docs/benchmarks.md).
- * Requests did not notice: alternating runs of `latency-procs` and `encrypt` with and without it
- * gave the same figures within their noise. A heuristic, not a limit: a heap with more alive still
- * grows to hold it.
+ * How far the old generation grows before the next full collection is governed, not left to V8:
+ * after each full collection V8 lets it grow by `--heap-growing-percent` of what survived (its own
+ * factor when the flag is 0: up to 4× for a heap that allocates fast). A member serving reads moves
+ * decoded states through its state cache, and the ones it evicts die old: with V8's factor a member
+ * holding 100,000 secrets let its JS heap grow to 193 MB after 30,000 distinct reads, against 92 MB
+ * at 20% (`npm run bench -- scale-store`, the member's RSS against its target in
+ * docs/benchmarks.md). But 20% of a small heap is a few megabytes, and a node under load promotes
+ * that much in a fraction of a second — the requests in flight outlive two scavenges — so at a
+ * fixed 20% the bench's five nodes serving decrypts ran a full collection about once a second, each
+ * one stalling every request in flight at that moment (most of the decrypt p99 under 16 clients:
+ * docs/benchmarks.md). So the percent is set after each full collection from what survived it
+ * ({@link heapGrowingPercent}): at least {@link HEAP_SLACK_PER_NODE_MB} MiB per node the process
+ * runs, never less than 20% nor more than 100%. A heap of up to 16 MiB a node doubles; one past
+ * 80 MiB a node grows by 20%, as before. A `--heap-growing-percent` on node's command line stands
+ * instead.
  *
  * `--no-allocation-site-pretenuring`: V8 watches how long the objects of each allocation site live,
  * and once most of a site's survive it allocates that site's objects in the old generation from then
@@ -41,7 +47,8 @@
  * scavenge's feedback), so setting them at run time (before the nodes start) takes effect for the
  * process and every worker thread it starts.
  */
-import { setFlagsFromString } from 'node:v8';
+import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf_hooks';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 
 /**
  * What a node's process should be started with, beyond what it can set for itself once running: the
@@ -87,15 +94,69 @@ function flagGiven(args: readonly string[], flag: string): boolean {
 }
 
 /** The flags {@link tuneHeapForNodes} sets. */
-export const NODE_V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--heap-growing-percent=20', '--no-allocation-site-pretenuring'] as const;
+export const NODE_V8_FLAGS = ['--external-memory-accounted-in-global-limit', '--no-allocation-site-pretenuring'] as const;
+
+/** The V8 flag whose value {@link tuneHeapForNodes} governs, unless node's command line sets it. */
+const GROWING_FLAG = '--heap-growing-percent';
+
+/** The least the old generation may grow by after a full collection, per node the process runs, MiB. */
+export const HEAP_SLACK_PER_NODE_MB = 16;
+
+/** Bounds of the governed `--heap-growing-percent`: 20% (a large heap, as before), 100% (a small one doubles). */
+export const HEAP_GROWING_PERCENT = { min: 20, max: 100 } as const;
+
+/**
+ * The `--heap-growing-percent` for a heap of which `liveBytes` survived the last full collection, in a
+ * process running `nodes` nodes: {@link HEAP_SLACK_PER_NODE_MB} MiB a node of growth, within
+ * {@link HEAP_GROWING_PERCENT}.
+ */
+export function heapGrowingPercent(liveBytes: number, nodes: number): number {
+  const slack = HEAP_SLACK_PER_NODE_MB * 1024 * 1024 * Math.max(1, nodes);
+  const percent = Math.ceil((100 * slack) / Math.max(1, liveBytes));
+  return Math.min(HEAP_GROWING_PERCENT.max, Math.max(HEAP_GROWING_PERCENT.min, percent));
+}
+
+/** What {@link tuneHeapForNodes} left running: the governor of the heap's growth, when it runs one. */
+export interface HeapTuning {
+  /** The `--heap-growing-percent` set last; undefined when node's command line set its own. */
+  growingPercent(): number | undefined;
+  /** Stop governing (the percent set last stays). Idempotent. */
+  stop(): void;
+}
+
+let tuning: HeapTuning | undefined;
 
 /**
  * Apply {@link NODE_V8_FLAGS} to this process, except a flag the operator set on node's command line
- * (`node --no-external-memory-accounted-in-global-limit …`, `node --heap-growing-percent=0 …` for
- * V8's own factor): theirs stands. Idempotent.
+ * (`node --no-external-memory-accounted-in-global-limit …`): theirs stands; and govern
+ * `--heap-growing-percent` for a process running `nodes` nodes (the module's comment), unless node's
+ * command line sets it (`--heap-growing-percent=0`: V8's own factor). Once per process: a later
+ * call returns the first one's tuning.
  */
-export function tuneHeapForNodes(execArgv: readonly string[] = process.execArgv): void {
+export function tuneHeapForNodes(options: { nodes?: number; execArgv?: readonly string[] } = {}): HeapTuning {
+  if (tuning) return tuning;
+  const execArgv = options.execArgv ?? process.execArgv;
   for (const flag of v8FlagsToSet(execArgv)) setFlagsFromString(flag);
+  if (flagGiven(execArgv, GROWING_FLAG)) return (tuning = { growingPercent: () => undefined, stop: () => undefined });
+  const nodes = options.nodes ?? 1;
+  let percent = 0;
+  const govern = () => {
+    // Read once the collection's entry arrives: what survived it, plus what was allocated since
+    // (at most the young generation) — near enough to size the next growth.
+    const next = heapGrowingPercent(getHeapStatistics().used_heap_size, nodes);
+    if (next !== percent) setFlagsFromString(`${GROWING_FLAG}=${(percent = next)}`);
+  };
+  govern();
+  const observer = new PerformanceObserver((list) => {
+    if (list.getEntries().some(isFullCollection)) govern();
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return (tuning = { growingPercent: () => percent, stop: () => observer.disconnect() });
+}
+
+/** A GC entry of a full (mark-compact) collection. */
+function isFullCollection(entry: PerformanceEntry): boolean {
+  return (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR;
 }
 
 /** The flags of {@link NODE_V8_FLAGS} that node's command line `execArgv` leaves to {@link tuneHeapForNodes}. */
