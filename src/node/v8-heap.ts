@@ -44,8 +44,9 @@
  * to its bound. See docs/http.md, "Request path cost", and docs/benchmarks.md.
  *
  * V8 reads these flags whenever it decides on a collection (or, for pretenuring, digests a
- * scavenge's feedback), so setting them at run time (before the nodes start) takes effect for the
- * process and every worker thread it starts.
+ * scavenge's feedback), so setting them at run time (before the nodes start, and the growing percent
+ * again after each full collection) takes effect for the process and every worker thread it starts;
+ * test/unit/node/v8-heap.test.ts holds each to its effect.
  */
 import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
