@@ -90,6 +90,11 @@ async function startWeb3Cluster(chain: AnvilChain, controller: Address, rpcUrl: 
   return cluster;
 }
 
+/** How deep the cluster's nodes take a block as confirmed on the bench's chain (its config's `confirmations`). */
+function confirmationsOf(cluster: LocalCluster): number {
+  return cluster.members[0]!.config.chains.find((c) => c.chainId === CHAIN_ID)!.confirmations;
+}
+
 /** Sequential latencies of `count` requests built by `body(i)`; throws on any answer but 200. */
 async function timed(url: string, count: number, body: (i: number) => unknown): Promise<number[]> {
   const out: number[] = [];
@@ -151,7 +156,7 @@ export async function benchWeb3(): Promise<void> {
       // know the secret as synced too. Until it does (confirmations blocks after the sync, and a block
       // more for a node's cached head) every member reads the latest block for each request as well
       // (docs/web3.md, "Serving a secret"): right, and one RPC call each.
-      const confirmations = cluster.members[0]!.config.chains.find((c) => c.chainId === CHAIN_ID)!.confirmations;
+      const confirmations = confirmationsOf(cluster);
       await waitFor(async () => !(await readSecretState(chain, controller, web3Id, (await head()) - confirmations - 1)).isSyncing, {
         timeoutMs: 60_000,
         intervalMs: 200,
@@ -248,7 +253,7 @@ async function benchReadyAt(blockTimeMs: number): Promise<void> {
     const deployedAt = await headOf(chain);
     const cluster = await startWeb3Cluster(chain, controller, chain.rpcUrl, blockTimeMs);
     try {
-      const confirmations = cluster.members[0]!.config.chains.find((c) => c.chainId === CHAIN_ID)!.confirmations;
+      const confirmations = confirmationsOf(cluster);
       // The confirmed view finds no contract until its deployment is `confirmations` deep (docs/web3.md, Limits).
       await waitFor(async () => (await headOf(chain)) > deployedAt + confirmations, { timeoutMs: 60_000, description: 'the controller confirmations deep' });
       const wallet = chain.accounts[1] as DevAccount;
