@@ -116,7 +116,9 @@ describe('a member that lost its data directory', () => {
     const t0 = samples[0]!.at;
     const allClear = samples.filter((x) => !x.ready && x.at - t0 >= 2_000 && x.status === 'ok');
     expect(allClear).toEqual([]);
-    // Nobody marked it: its status is its own record (recovering, then active).
+    // Nobody marked it: its status is its own record (recovering, then active). Ready means that
+    // record is durable on a quorum, which member 0 need not be part of: it may apply it a moment later.
+    await waitFor(async () => ((await cluster.members[0]!.state.get('memberStatus', '3'))?.body as { status?: string } | undefined)?.status === 'active', { timeoutMs: 10_000, description: "member 3's active status on member 0" });
     const status = await cluster.members[0]!.state.get('memberStatus', '3');
     expect(status?.origin).toBe(cluster.members[3]!.nodeAddress);
     expect(status?.body).toMatchObject({ status: 'active' });
