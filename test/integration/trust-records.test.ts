@@ -141,6 +141,25 @@ describe('a member that is not a coordinator, and a coordinator, write no sequen
   });
 });
 
+describe('a vouch names the coordinator that made it', () => {
+  it('slot 0 writes no version vouched for in its own name by another coordinator (members take its vouch on its record signature)', async () => {
+    const principal = await current<PrincipalBody>('principal', mallory.principalId);
+    const reset = nextVersion('principal', mallory.principalId, principal, 'resetPassword', { ...principal.body, passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$forged$forged', updatedAt: Date.now() });
+    const inSlot0sName = { ...reset, v: { ...reset.v, vouch: { ...reset.v.vouch!, nodeAddress: cluster.descriptor.nodes[0]!.nodeAddress } } };
+    const refused = await proposalRefused([{ kind: 'principal', key: mallory.principalId, body: inSlot0sName }]);
+    expect(refused.reason).toBe('record_refused');
+    expect(refused.message).toMatch(/\bbad_vouch\b/);
+    // The same version in the rogue's own name is written: Web2 identity is the coordinators' word.
+    const written = (await coordinator.peer.requestCreate({ op: 'propose', params: { proposals: [{ kind: 'principal', key: mallory.principalId, body: reset }] } }, { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) })) as { records?: ReplicatedRecord[] };
+    expect(written.records?.length).toBe(1);
+    const hash = (reset as unknown as PrincipalBody).passwordHash;
+    await waitFor(async () => (await Promise.all(LIVING.map((s) => cluster.members[s]!.state.get('principal', mallory.principalId)))).every((r) => (r?.body as PrincipalBody | undefined)?.passwordHash === hash), {
+      timeoutMs: 10_000,
+      description: 'the rogue-vouched version on every living member',
+    });
+  });
+});
+
 describe('issue 27: the ten attacks of a rogue coordinator, refused', () => {
   it('#1 no create string moves an owner: a creation only creates, on its own claim', async () => {
     const secret = await current<SecretBody>('secret', key);

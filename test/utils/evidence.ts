@@ -143,13 +143,16 @@ export class Slot0Writer {
     for (const r of this.log.records.values()) if (r.kind === kind && r.key === key && (!best || rankOf(r) > rankOf(best))) best = r;
     return best;
   }
-  /** The next version's body of (kind, key) after `prev` (default: the latest), vouched for by coordinator `vouchBy`. */
-  version<B extends VersionedBody>(kind: string, key: string, change: string, body: Omit<B, 'v'>, options: { prev?: ReplicatedRecord | null; vouchBy?: number } = {}): B {
+  /**
+   * The next version's body of (kind, key) after `prev` (default: the latest), vouched for by
+   * coordinator `vouchBy` — in the name of node `vouchAs` (default `vouchBy`: a forged vouch otherwise).
+   */
+  version<B extends VersionedBody>(kind: string, key: string, change: string, body: Omit<B, 'v'>, options: { prev?: ReplicatedRecord | null; vouchBy?: number; vouchAs?: number } = {}): B {
     const prev = options.prev === undefined ? this.latest(kind, key) : (options.prev ?? undefined);
     const v: Version = { n: prev ? rankOf(prev) + 1 : 1, prev: prev ? { origin: prev.origin, seq: prev.seq } : null, change };
     const out = { ...body, v } as unknown as B;
     if (options.vouchBy !== undefined) {
-      const node = this.c.descriptor.nodes[options.vouchBy]!;
+      const node = this.c.descriptor.nodes[options.vouchAs ?? options.vouchBy]!;
       v.vouch = { nodeAddress: node.nodeAddress, signature: '0x' + toHex(signDigest(proposalDigest(this.c.descriptor.clusterId, kind, key, out), this.c.keys[options.vouchBy]!)) };
     }
     return out;

@@ -53,7 +53,10 @@ export interface RecordContext {
   origin: string;
   /** The record's seq in its origin's log ({@link UNNUMBERED} for this node's own write not numbered yet). */
   seq: number;
-  /** True for this node's own write, checked before it is numbered. */
+  /**
+   * True for this node's own write, checked before it is numbered. False: a record its origin signed,
+   * whose signature this node has verified before checking its body (ingest verifies first).
+   */
   own: boolean;
   /** The origin's member slot, or null for a gateway. */
   originSlot: number | null;

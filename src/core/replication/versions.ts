@@ -87,12 +87,21 @@ export function proposalDigest(clusterId: string, kind: string, key: string, bod
 /** Signing keys of the cluster file's nodes, parsed once (a fixed set: the cluster file's). */
 const signingKeys = new WeakMap<ClusterNodeEntry, Uint8Array>();
 
-/** The coordinator that vouched for `body`, or a refusal; undefined vouch → undefined. */
-export function vouchedBy(descriptor: ClusterDescriptor, kind: string, key: string, body: VersionedBody, atMs: number): string | RecordRefusal | undefined {
+/**
+ * The coordinator that vouched for `body`, or a refusal; undefined vouch → undefined.
+ * `signedBy`: the node whose verified record signature covers `body` (undefined for this node's own
+ * write, not signed yet). A vouch by that same node is taken without checking its signature again:
+ * the record signature is the same key over the same version and more (kind, key and body, bound to
+ * the cluster), so it says all the vouch says (docs/security.md, "Transitions"). A vouch naming any
+ * other node, and every vouch on this node's own writes (a proposal may carry a vouch naming slot 0
+ * that slot 0 never made), is checked.
+ */
+export function vouchedBy(descriptor: ClusterDescriptor, kind: string, key: string, body: VersionedBody, atMs: number, signedBy?: string): string | RecordRefusal | undefined {
   const vouch = body.v.vouch;
   if (!vouch) return undefined;
   const node = signerAt(descriptor, vouch.nodeAddress, atMs);
   if (!node || !isCoordinatorEntry(node)) return refusal('bad_vouch', 'not a coordinator');
+  if (signedBy === vouch.nodeAddress) return vouch.nodeAddress;
   let publicKey = signingKeys.get(node);
   if (!publicKey) signingKeys.set(node, (publicKey = fromHex(node.signingPublicKey)));
   // A check against the node's known key (no recovery, no address hashing): its signature or nothing.
@@ -160,7 +169,7 @@ export async function checkVersion<B extends VersionedBody>(
   const t = transitions[b.v.change];
   if (!t) return refusal('unknown_transition', b.v.change);
   if ((b.v.n === 1) !== (b.v.prev === null) || (b.v.n === 1) !== (t.creates === true)) return refusal('bad_version', `${b.v.change} as version ${b.v.n}`);
-  const vouched = vouchedBy(descriptor, context.kind, context.key, b, context.atMs);
+  const vouched = vouchedBy(descriptor, context.kind, context.key, b, context.atMs, context.own ? undefined : context.origin);
   if (vouched !== undefined && typeof vouched !== 'string') return vouched;
   let before: B | undefined;
   if (b.v.prev) {

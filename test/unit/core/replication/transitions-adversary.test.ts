@@ -17,7 +17,11 @@
  *    and a consumed permit or a deleted principal never changes again;
  * 2. written with slot 0's own key and offered to members: members refuse the same;
  * 3. any set of records, genuine and forged, offered to two replicas in two orders: the same records
- *    stored, the same refused, the same states, and nothing left waiting for a record it holds.
+ *    stored, the same refused, the same states, and nothing left waiting for a record it holds;
+ * 4. vouches: a vouch may also name slot 0 while the rogue signed it. Slot 0 writes no version whose
+ *    vouch the named coordinator did not make (1), so members take a vouch by the record's own origin
+ *    on the record's signature: the same verdict as its genuine vouch, and one in another
+ *    coordinator's name is checked (`bad_vouch`).
  *
  * Runs: `QK_PROPERTY_RUNS` (default 60 per property in `npm test`; e.g. `QK_PROPERTY_RUNS=2000 npx
  * vitest run test/unit/core/replication/transitions-adversary.test.ts` for a long run).
@@ -32,10 +36,10 @@ import { createKindRegistry, type KindRegistry } from '../../../../src/core/repl
 import type { ReplicatedRecord } from '../../../../src/core/replication/record.ts';
 import { createSequencer, type VersionWriter } from '../../../../src/core/replication/sequencer.ts';
 import { bodyProblem, UNNUMBERED } from '../../../../src/core/replication/validate.ts';
-import type { VersionedBody } from '../../../../src/core/replication/versions.ts';
+import { proposalDigest, type VersionedBody } from '../../../../src/core/replication/versions.ts';
 import { secretKey, secretKind, type SecretBody } from '../../../../src/core/secrets/records.ts';
 import { signedStringKey, type SignedEvidence } from '../../../../src/core/sessions/evidence.ts';
-import { sha256Hex, signDigest, toHex } from '../../../../src/crypto/index.ts';
+import { fromHex, sha256Hex, signDigest, toHex, verifyDigest } from '../../../../src/crypto/index.ts';
 import { AppError } from '../../../../src/errors/index.ts';
 import { createLogger } from '../../../../src/log/index.ts';
 import { contextFor, evidence, grantedSession, Slot0Writer, unitCluster, type UnitCluster } from '../../../utils/evidence.ts';
@@ -43,6 +47,10 @@ import { ModelReplica } from '../../../utils/model-replica.ts';
 import { newEd25519 } from '../../../utils/web2.ts';
 
 const RUNS = Number(process.env.QK_PROPERTY_RUNS ?? 60);
+/** A forgery's vouch naming slot 0 (coordinator 0) but signed by the rogue coordinator 1. */
+const FORGED_AS_SLOT0 = -1;
+/** Slot0Writer's vouch options for a forgery's `vouch`. */
+const vouchOptions = (vouch: number | undefined) => (vouch === undefined ? {} : vouch === FORGED_AS_SLOT0 ? { vouchBy: 1, vouchAs: 0 } : { vouchBy: vouch });
 const NOW = Date.now();
 const SECRET = 7;
 const SKEY = secretKey(SECRET);
@@ -294,7 +302,7 @@ const forgery = fc.record({
   base: fc.oneof(fc.constant(0), fc.nat()),
   change: fc.nat(),
   mutations: fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 3 }),
-  vouch: fc.constantFrom<number | undefined>(undefined, 0, 1, 1, 3),
+  vouch: fc.constantFrom<number | undefined>(undefined, 0, 1, 1, 3, FORGED_AS_SLOT0),
   clock: fc.integer({ min: -700_000, max: 50_000 }),
   /** Which version it names: the key's latest (0), or any record of the history. */
   prev: fc.oneof(fc.constant(0), fc.nat()),
@@ -319,7 +327,7 @@ const PLAUSIBLE: Array<[Kind, string, string]> = [
   ['secret', 'permit', 'ownerPrincipalId'],
 ];
 const nearGenuine = fc
-  .record({ pick: fc.nat(PLAUSIBLE.length - 1), target: fc.nat(), value: fc.nat(), vouch: fc.constantFrom<number | undefined>(0, 1), clock: fc.integer({ min: -5000, max: 5000 }) })
+  .record({ pick: fc.nat(PLAUSIBLE.length - 1), target: fc.nat(), value: fc.nat(), vouch: fc.constantFrom<number | undefined>(0, 1, FORGED_AS_SLOT0), clock: fc.integer({ min: -5000, max: 5000 }) })
   .map(({ pick, target, value, vouch, clock }): Forgery => {
     const [kind, change, field] = PLAUSIBLE[pick]!;
     return { kind, target, base: 0, change: CHANGES[kind].indexOf(change as never), mutations: [[FIELDS[kind].indexOf(field), value]], vouch, clock, prev: 0 };
@@ -331,7 +339,7 @@ const nearGenuine = fc
  * secret — on the current version or any other, under any principal version: the evidence is real,
  * only where it is used may be wrong.
  */
-const constructed = fc.record({ build: fc.nat(5), a: fc.nat(), b: fc.nat(), c: fc.nat(), consumeFirst: fc.boolean(), vouch: fc.constantFrom<number | undefined>(undefined, 0, 1, 3), clock: fc.oneof(fc.integer({ min: -5000, max: 5000 }), fc.integer({ min: -700_000, max: 5000 })) });
+const constructed = fc.record({ build: fc.nat(5), a: fc.nat(), b: fc.nat(), c: fc.nat(), consumeFirst: fc.boolean(), vouch: fc.constantFrom<number | undefined>(undefined, 0, 1, 3, FORGED_AS_SLOT0), clock: fc.oneof(fc.integer({ min: -5000, max: 5000 }), fc.integer({ min: -700_000, max: 5000 })) });
 type Constructed = typeof constructed extends fc.Arbitrary<infer T> ? T : never;
 const anyForgery = fc.oneof({ arbitrary: forgery, weight: 2 }, { arbitrary: nearGenuine, weight: 2 }, { arbitrary: constructed, weight: 3 });
 type AnyForgery = Forgery | Constructed;
@@ -340,7 +348,7 @@ type AnyForgery = Forgery | Constructed;
 function proposalsOf(world: World, f: AnyForgery, log: { latest(kind: string, key: string): ReplicatedRecord | undefined }, anyPrev: boolean): Array<{ kind: Kind; key: string; body: VersionedBody; atMs: number }> {
   if (!('build' in f)) return [compose(world, f, log, anyPrev)];
   const atMs = NOW + 1000 + f.clock;
-  const opts = f.vouch === undefined ? {} : { vouchBy: f.vouch };
+  const opts = vouchOptions(f.vouch);
   const at = <T>(list: readonly T[], i: number): T => list[i % list.length]!;
   const principalKey = at(Object.values(world.ids), f.a);
   const out: Array<{ kind: Kind; key: string; body: VersionedBody; atMs: number }> = [];
@@ -424,7 +432,7 @@ function compose(world: World, f: Forgery, log: { latest(kind: string, key: stri
   const latest = log.latest(f.kind, key);
   const prev = anyPrev && f.prev > 0 ? world.history[f.prev % world.history.length] : latest;
   const change = CHANGES[f.kind][f.change % CHANGES[f.kind].length]!;
-  const versioned = world.w.version<VersionedBody>(f.kind, key, change, body as never, { prev: prev ?? null, ...(f.vouch === undefined ? {} : { vouchBy: f.vouch }) });
+  const versioned = world.w.version<VersionedBody>(f.kind, key, change, body as never, { prev: prev ?? null, ...vouchOptions(f.vouch) });
   return { kind: f.kind, key, body: versioned, atMs: NOW + 1000 + f.clock };
 }
 
@@ -552,6 +560,10 @@ describe('a rogue coordinator proposing to slot 0', () => {
         await creator.handle({ op: 'propose', params: { proposals: proposals.map(({ kind, key, body }) => ({ kind, key, body })) } }, rogue).catch((e: unknown) => { if (process.env.DEBUG_ADV) console.log((e as Error).message); });
         writes += written.length;
         for (const r of written) {
+          // A vouch in a coordinator's name is one that coordinator made: members take slot 0's vouch
+          // on its record signature alone (src/core/replication/versions.ts, vouchedBy).
+          const vouch = (r.body as unknown as VersionedBody).v.vouch;
+          if (vouch) expect(vouchVerifies(fresh.c, r.kind, r.key, r.body as unknown as VersionedBody), `${r.kind} written with a vouch in ${vouch.nodeAddress}'s name it did not make`).toBe(true);
           const before = r.body as unknown as VersionedBody;
           const prev = before.v.prev ? fresh.w.log.get(before.v.prev.origin, before.v.prev.seq) : undefined;
           const preceding = fresh.w.log.get(r.origin, r.seq - 1);
@@ -591,6 +603,40 @@ describe('versions written with slot 0’s own key', () => {
   });
 });
 
+describe('a vouch in the name of the record’s own origin', () => {
+  it('is judged on the record’s signature: the verdict of its genuine vouch; one in another coordinator’s name is checked', async () => {
+    let renamed = 0;
+    await fc.assert(
+      fc.asyncProperty(anyForgery, async (f) => {
+        const local = await buildWorldCopy(world);
+        const verdicts = async (vouch: number | undefined, vouchAs?: number) => {
+          const out: Array<string | undefined> = [];
+          const proposals = proposalsOf(local, { ...f, vouch }, local.w, false);
+          for (const { kind, key, body, atMs } of proposals) {
+            const b = vouchAs === undefined ? body : { ...body, v: { ...body.v, vouch: { ...body.v.vouch!, nodeAddress: local.c.descriptor.nodes[vouchAs]!.nodeAddress } } };
+            const r = local.w.record(kind, key, b as never, atMs, true);
+            out.push((await bodyProblem(local.kinds.get(kind)!, r.body, local.w.contextOf(r)))?.code);
+          }
+          return out;
+        };
+        const genuineVouch = await verdicts(0);
+        expect(await verdicts(FORGED_AS_SLOT0)).toEqual(genuineVouch);
+        // Slot 0's signature in coordinator 1's name is not coordinator 1's vouch: refused, and for its
+        // vouch where the genuine one passes.
+        (await verdicts(0, 1)).forEach((code, i) => {
+          if (genuineVouch[i] === undefined) {
+            expect(code).toBe('bad_vouch');
+            renamed++;
+          } else expect(code).toBeDefined();
+        });
+      }),
+      { numRuns: RUNS * 2 },
+    );
+    // Not vacuous: some versions pass with their genuine vouch (and were tried in another's name).
+    expect(renamed).toBeGreaterThan(0);
+  });
+});
+
 describe('order never matters', () => {
   it('two replicas offered the same records in two orders store, refuse and hold the same, and agree on every state', async () => {
     await fc.assert(
@@ -620,6 +666,13 @@ describe('order never matters', () => {
     );
   });
 });
+
+/** Whether `body`'s vouch is a signature by the node it names over the version (the check members skip for the record's own origin). */
+function vouchVerifies(c: UnitCluster, kind: string, key: string, body: VersionedBody): boolean {
+  const vouch = body.v.vouch!;
+  const node = c.descriptor.nodes.find((n) => n.nodeAddress === vouch.nodeAddress);
+  return node !== undefined && verifyDigest(fromHex(vouch.signature.slice(2)), proposalDigest(c.descriptor.clusterId, kind, key, body), fromHex(node.signingPublicKey));
+}
 
 /** A deterministic shuffle. */
 function shuffle<T>(items: readonly T[], seed: number): T[] {
