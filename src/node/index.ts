@@ -58,7 +58,7 @@ import { accountKinds } from '../core/accounts/records.ts';
 import { createAccountsService, type AccountCrypto } from '../core/accounts/service.ts';
 import { sessionKind } from '../core/sessions/records.ts';
 import { createSignedDataVerifier } from '../core/sessions/signed-data.ts';
-import { createSignerMemo, type SignerMemo } from '../core/sessions/signer-memo.ts';
+import { createSignerMemo, signerPrefetch, type SignerMemo } from '../core/sessions/signer-memo.ts';
 import { createSessionsService } from '../core/sessions/service.ts';
 import { secretKind } from '../core/secrets/records.ts';
 import { createSecretsService, type SecretsCapability } from '../core/secrets/service.ts';
@@ -360,7 +360,8 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
         reachableCount: () => network.get().membership.reachableCount(),
         reachableSince: (slot: number) => network.get().membership.reachableSince?.(slot),
       };
-      // Signers this node recovered: a string its verifier checked is not recovered again as evidence.
+      // Signers this node recovered: a string its verifier checked is not recovered again as evidence,
+      // and the strings a batch of records carries are recovered together, off the event loop under load.
       const signers = createSignerMemo();
       const kinds = recordKinds(descriptor, chains, config.permits.acceptLegacy === true, signers);
       const engine = createReplicationEngine(
@@ -375,6 +376,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
           logger,
           metrics,
           verifier: verifyPool,
+          prefetchSigners: signerPrefetch(signers, requestCrypto.recoverSigner),
         },
       );
       parts.engine = engine;

@@ -27,7 +27,7 @@ import { createAppliedListeners, type AppliedEvents, type IngestResult, type Rec
 import { createBatchApplier } from './apply-batch.ts';
 import { createEquivocations } from './equivocation.ts';
 import { createCommitQueue } from './group-commit.ts';
-import { createIngest, type PreparedIngest } from './ingest.ts';
+import { createIngest, type IngestDeps, type PreparedIngest } from './ingest.ts';
 import type { KindRegistry } from './kinds.ts';
 import { createLogIndex } from './log-index.ts';
 import type { MembershipView, PeerTransport, RecordStore, Replicator, StateKeys, StateReader, SyncRequest, VersionVector } from './ports.ts';
@@ -85,6 +85,8 @@ export interface ReplicationEngineDeps {
    * @default inline, on the event loop
    */
   verifier?: { verify(items: readonly VerifyItem[]): Promise<boolean[]> };
+  /** See {@link IngestDeps.prefetchSigners}. @default none */
+  prefetchSigners?: IngestDeps['prefetchSigners'];
 }
 
 /** The engine's surface for the node and the cluster module. */
@@ -172,7 +174,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     { maxBatchRecords: options.maxBatchRecords ?? 2000, heldWriteWaitMs: options.applyTimeoutMs },
     { commit: applier.apply, logger: log, onHeldChange: (held) => metrics.ownWritesHeld.set(held ? 1 : 0) },
   );
-  const ingest = createIngest({ rules: { clusterId, signers, kinds, maxClockSkewMs }, clock, verifier, index, contextOf, queue, metrics, logger: log, refused, onSigned: (r) => applier.noteSigned(r) });
+  const ingest = createIngest({ rules: { clusterId, signers, kinds, maxClockSkewMs }, clock, verifier, index, contextOf, queue, metrics, logger: log, refused, onSigned: (r) => applier.noteSigned(r), ...(deps.prefetchSigners ? { prefetchSigners: deps.prefetchSigners } : {}) });
   const writer = createQuorumWriter(
     { applyTimeoutMs: options.applyTimeoutMs, quorumGraceMs: options.quorumGraceMs ?? 100 },
     { membership, kinds, signers, transport: deps.transport, hlc, clock, contextOf, queue, metrics, logger: log },

@@ -56,6 +56,12 @@ export interface IngestDeps {
   maxHeldBack?: number;
   /** Told of every record whose signature verified, before its evidence is checked (the applier's own seq, apply-batch.ts). */
   onSigned?(record: ReplicatedRecord): void;
+  /**
+   * Recover the signers of the strings records carry as evidence ({@link RecordKindDefinition.signedStrings}),
+   * while their signatures are verified: the evidence checks then find them (src/core/sessions/signer-memo.ts).
+   * @default none: each check recovers its own
+   */
+  prefetchSigners?(strings: ReadonlyArray<{ data: string; signature: string }>): Promise<void>;
 }
 
 /** The engine's ingest path. */
@@ -144,8 +150,13 @@ export function createIngest(deps: IngestDeps): Ingest {
       else refuse(at, v);
     });
     // Signatures in one batch, each once (a batch-signed group shares one): a sync page's are verified
-    // off the event loop (deps.verifier).
-    const signed = await verifyRecordSigs(unverified.map((u) => ({ sig: u.sig, signed: u.signed, publicKey: u.node.publicKey })), (items) => verifier.verify(items));
+    // off the event loop (deps.verifier). Meanwhile the signers of the client strings the records carry
+    // are recovered (records that passed the structural checks only).
+    const strings = deps.prefetchSigners ? unverified.flatMap((u) => u.kind.signedStrings?.(u.record.body) ?? []) : [];
+    const [signed] = await Promise.all([
+      verifyRecordSigs(unverified.map((u) => ({ sig: u.sig, signed: u.signed, publicKey: u.node.publicKey })), (items) => verifier.verify(items)),
+      strings.length > 0 ? deps.prefetchSigners!(strings) : undefined,
+    ]);
     unverified.forEach((u, i) => {
       if (!signed[i]) return refuse(u.at, refusalOf({ code: 'bad_signature' }, u.record.origin, u.record.seq));
       index.noteDigest(u.record, u.digest);

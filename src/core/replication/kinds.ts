@@ -35,6 +35,14 @@ export interface RecordKindDefinition<B extends Json = Json> {
    */
   writers: ReadonlyArray<'coordinator' | 'slot0' | 'member'>;
   /**
+   * The EIP-191 strings a body carries as evidence (a client's signed `data` and its `signature`),
+   * read before the body is checked — so maybe malformed: anything not two strings is left out.
+   * Their signers are recovered ahead of the checks, together and off the event loop under load
+   * (src/core/sessions/signer-memo.ts, `signerPrefetch`); a hint for that, never a verdict: the check
+   * recovers what was not. @default none
+   */
+  signedStrings?(body: Json): ReadonlyArray<{ data: string; signature: string }>;
+  /**
    * Semantic check every node runs itself before storing: the evidence inside the body (an Ed25519
    * or EIP-191 signature, a quorum proof, a consumed permit) checked against the records it names
    * and the records travelling with it. Returns a refusal (a closed code), or undefined when valid.

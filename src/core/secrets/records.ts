@@ -203,6 +203,10 @@ export function secretKind(descriptor: ClusterDescriptor, evidence: EvidenceChec
     sequenced: true,
     key: (k) => /^\d{12}$/.test(k),
     rank: (b) => b.v.n,
+    signedStrings: (b) => {
+      const e = (b as { auth?: { evidence?: { data?: unknown; signature?: unknown } } } | null)?.auth?.evidence;
+      return typeof e?.data === 'string' && typeof e.signature === 'string' ? [{ data: e.data, signature: e.signature }] : [];
+    },
     validate: async (b, context) => {
       if (context.key !== secretKey(b.secretId)) return refusal('key_mismatch');
       if (b.delegatePrincipalId !== null && b.delegatePrincipalId === b.ownerPrincipalId) return refusal('owner_as_delegate');

@@ -37,3 +37,27 @@ export function createSignerMemo(entries = SIGNER_MEMO_ENTRIES): SignerMemo {
     },
   };
 }
+
+/**
+ * Recover, all at once, the signers of those `strings` the memo does not hold, and remember them:
+ * what a node's evidence checks then find (src/core/replication/ingest.ts asks before it checks a
+ * batch's bodies). `recover` is the request crypto pool's (src/crypto/request-pool.ts): recoveries
+ * asked in one turn of the event loop go to its thread as one message under load, and run inline at
+ * light load, so a member taking many creates at once does not recover each client's string on its
+ * event loop. Strings the memo would not keep are left to the check.
+ */
+export function signerPrefetch(memo: SignerMemo, recover: (data: string, signature: string) => Promise<string | undefined>): (strings: ReadonlyArray<{ data: string; signature: string }>) => Promise<void> {
+  return async (strings) => {
+    await Promise.all(
+      strings.map(async ({ data, signature }) => {
+        if (data.length > SIGNER_MEMO_MAX_DATA_CHARS || memo.get(data, signature) !== null) return;
+        // A hint: a recovery that fails is the check's to make.
+        const signer = await recover(data, signature).then(
+          (a) => ({ a }),
+          () => undefined,
+        );
+        if (signer) memo.set(data, signature, signer.a);
+      }),
+    );
+  };
+}

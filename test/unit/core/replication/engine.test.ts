@@ -23,7 +23,7 @@ function engineOn(
   store: Pick<Awaited<ReturnType<typeof openStore>>, 'records'>,
   cluster: ReturnType<typeof makeCluster>,
   selfIndex: number,
-  opts: { reachable?: number; transport?: PeerTransport; kinds?: RecordKindDefinition<never>[] } = {},
+  opts: { reachable?: number; transport?: PeerTransport; kinds?: RecordKindDefinition<never>[]; prefetchSigners?: (strings: ReadonlyArray<{ data: string; signature: string }>) => Promise<void> } = {},
 ) {
   return createReplicationEngine(
     { applyTimeoutMs: 500 },
@@ -41,6 +41,7 @@ function engineOn(
       clock: Date.now,
       logger: createLogger({ level: 'silent' }),
       metrics: createMetrics({ processMetrics: false }),
+      ...(opts.prefetchSigners ? { prefetchSigners: opts.prefetchSigners } : {}),
     },
   );
 }
@@ -109,6 +110,52 @@ describe('replication engine: validation', () => {
     expect(res.rejected.map((r) => r.code)).toEqual(['bad_signature', 'unknown_kind', 'bad_body', 'bad_signature', 'not_an_object', 'not_an_object', 'malformed']);
     expect(res.applied).toBe(0);
     expect(engine.versionVector()).toEqual({});
+  });
+});
+
+describe('replication engine: signers of the strings records carry, recovered ahead of their checks', () => {
+  it('asks for the strings of every record that passed the structural checks, once, and checks bodies only after', async () => {
+    const cluster = makeCluster(5);
+    const events: string[] = [];
+    const signedKind: RecordKindDefinition<{ data: string; signature: string }> = {
+      name: 'signed',
+      writers: ['member'],
+      body: z.strictObject({ data: z.string(), signature: z.string() }),
+      signedStrings: (b) => {
+        const { data, signature } = (b ?? {}) as { data?: unknown; signature?: unknown };
+        return typeof data === 'string' && typeof signature === 'string' ? [{ data, signature }] : [];
+      },
+      validate: (b) => {
+        events.push(`check ${b.data}`);
+        return undefined;
+      },
+    };
+    const asked: string[][] = [];
+    const engine = engineOn(await openTempStore(), cluster, 0, {
+      kinds: [signedKind, noteKind] as RecordKindDefinition<never>[],
+      prefetchSigners: async (strings) => {
+        asked.push(strings.map((x) => x.data));
+        await new Promise((resolve) => setImmediate(resolve));
+        events.push('prefetched');
+      },
+    });
+    await engine.open();
+    const outsider = generatePrivateKey();
+    const res = await engine.ingest(
+      [
+        rec(cluster.descriptor, cluster.keys[1]!, 1, 1, { data: 'a', signature: '0xa' }, { kind: 'signed' }),
+        rec(cluster.descriptor, cluster.keys[2]!, 2, 1, { data: 'b', signature: 42 }, { kind: 'signed' }),
+        rec(cluster.descriptor, cluster.keys[3]!, 3, 1, { v: 1 }),
+        signRecord(cluster.descriptor.clusterId, { kind: 'signed', key: 'k', origin: addressOfPrivateKey(outsider), seq: 1, hlc: [1, 0], body: { data: 'outsider', signature: '0x' } }, outsider),
+      ],
+      'apply',
+    );
+    // The outsider's record is refused before its signature: its string is not recovered; the
+    // malformed body gives none; the note kind carries none.
+    expect(asked).toEqual([['a']]);
+    expect(events).toEqual(['prefetched', 'check a']);
+    expect(res.applied).toBe(2);
+    expect(res.rejected.map((r) => r.code).sort()).toEqual(['bad_body', 'unknown_origin']);
   });
 });
 

@@ -231,3 +231,16 @@ describe('secret: a permit, once', () => {
     expect(await codeOf(s.check(s.version('permit', { ...s.genesis, delegatePrincipalId: bob, auth: { by: 'permit', permitId } })))).toBe('result_mismatch');
   });
 });
+
+describe('secret: the string a version carries, for its signer to be recovered ahead of the check', () => {
+  it('is its evidence’s data and signature; a body without two strings there gives none', () => {
+    const s = scene();
+    const body = s.version('create', s.genesis, { vouchBy: 1 });
+    const e = (body.auth as { evidence: { data: string; signature: string } }).evidence;
+    expect(kind.signedStrings!(body as never)).toEqual([{ data: e.data, signature: e.signature }]);
+    expect(kind.signedStrings!({ ...body, auth: { by: 'permit', permitId: 'p' } } as never)).toEqual([]);
+    expect(kind.signedStrings!({ ...body, auth: { by: 'create', evidence: { data: e.data, signature: 7 } } } as never)).toEqual([]);
+    expect(kind.signedStrings!(null)).toEqual([]);
+    expect(kind.signedStrings!('junk')).toEqual([]);
+  });
+});

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEvidenceChecker } from '../../../../src/core/sessions/evidence.ts';
 import { createSignedDataVerifier, WEB2_CHAIN_ID } from '../../../../src/core/sessions/signed-data.ts';
-import { createSignerMemo, SIGNER_MEMO_MAX_DATA_CHARS, type SignerMemo } from '../../../../src/core/sessions/signer-memo.ts';
+import { createSignerMemo, SIGNER_MEMO_MAX_DATA_CHARS, signerPrefetch, type SignerMemo } from '../../../../src/core/sessions/signer-memo.ts';
 import type { StateReader } from '../../../../src/core/replication/ports.ts';
 import { recoverPersonalSigner, signPersonalMessage } from '../../../../src/crypto/index.ts';
 import { evidence, grantedSession, unitCluster } from '../../../utils/evidence.ts';
@@ -85,5 +85,38 @@ describe('signer memo', () => {
     const long = 'd'.repeat(SIGNER_MEMO_MAX_DATA_CHARS + 1);
     memo.set(long, '0x4', 'w');
     expect(memo.get(long, '0x4')).toBeNull();
+  });
+
+  it('a prefetch recovers, all at once, only what the memo lacks, and what it gets is what a check then finds', async () => {
+    const c = unitCluster();
+    const now = Date.now();
+    const s = grantedSession(c, '44444444-4444-4444-8444-444444444444', now);
+    const memo = createSignerMemo();
+    const strings = [0, 1, 2].map((i) => {
+      const data = `${WEB2_CHAIN_ID}_0_${s.wallet.address}_${now - i}`;
+      return { data, signature: evidence(s, data).signature };
+    });
+    memo.set(strings[0]!.data, strings[0]!.signature, s.wallet.address.toLowerCase());
+    const asked: string[] = [];
+    let inFlight = 0;
+    let most = 0;
+    const prefetch = signerPrefetch(memo, async (data, signature) => {
+      asked.push(data);
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight--;
+      return data === strings[2]!.data ? Promise.reject(new Error('thread lost')) : recoverPersonalSigner(data, signature);
+    });
+    await prefetch([...strings, { data: 'x'.repeat(SIGNER_MEMO_MAX_DATA_CHARS + 1), signature: strings[1]!.signature }]);
+    // The held one and the one too long to keep are not asked for; the others at once.
+    expect(asked).toEqual([strings[1]!.data, strings[2]!.data]);
+    expect(most).toBe(2);
+    expect(memo.get(strings[1]!.data, strings[1]!.signature)).toBe(recoverPersonalSigner(strings[1]!.data, strings[1]!.signature));
+    // A failed recovery is a hint lost, not a verdict: nothing is remembered, the check recovers it.
+    expect(memo.get(strings[2]!.data, strings[2]!.signature)).toBeNull();
+    const { memo: watched, counts } = counted(memo);
+    const check = createEvidenceChecker(c.descriptor, watched);
+    expect(check({ ...evidence(s, strings[1]!.data), signature: strings[1]!.signature }, { parts: 4, atMs: now })).toMatchObject({ principalId: s.session.principalId });
+    expect(counts).toMatchObject({ hits: 1, sets: 0 });
   });
 });
