@@ -6,7 +6,7 @@
 import { parentPort } from 'node:worker_threads';
 import { ChunkHashes, runChunkRequest, type ChunkRequest, type SharedView } from './chunk-ops.ts';
 import { youngGarbage } from './young-garbage.ts';
-import { announceReady } from './worker-life.ts';
+import { announceReady, runBelowEventLoop } from './worker-life.ts';
 
 const hashes = new ChunkHashes();
 const bytesOf = (view: SharedView): Uint8Array => new Uint8Array(view.buffer, view.offset, view.length);
@@ -33,4 +33,5 @@ parentPort?.on('message', (message: ChunkRequest<SharedView> & { id: number }) =
     parentPort!.postMessage({ id: message.id, error: err instanceof Error ? err.message : String(err) });
   }
 });
+runBelowEventLoop();
 announceReady();
