@@ -18,6 +18,7 @@
  * worker (scripts/bench-load.ts, another thread), each with one keep-alive connection and one request
  * in flight.
  */
+import { readFileSync } from 'node:fs';
 import { startLocalCluster } from '../src/testing/index.ts';
 import { signPersonalMessage } from '../src/crypto/index.ts';
 import { BENCH_PLAN, THREAD_GROUPS, benchSession, figure, load, loadAverages, median, ms, percentile, processCpuUs, table, threadGroupCpuUs, withCpuProfile, type LoadResult } from './bench-lib.ts';
@@ -58,25 +59,40 @@ interface Phase {
   /** CPU per create, µs: the main thread's, and the process's net of the load worker (in-process only). */
   mainUs: number;
   processUs: number;
+  /** Share of the phase the main thread spent runnable but waiting for a core, % (in-process only). */
+  waitingPct: number;
 }
 
 /** Run `bodies` through `url` with `clients` at once; throws on any answer but 201. */
-async function run(url: string, bodies: string[], clients: number, tag: string): Promise<{ result: LoadResult; mainUs: number; processUs: number }> {
+async function run(url: string, bodies: string[], clients: number, tag: string): Promise<{ result: LoadResult; mainUs: number; processUs: number; waitingPct: number }> {
   const t0 = process.threadCpuUsage();
   const p0 = process.cpuUsage();
+  const s0 = mainThreadSchedstat();
+  const w0 = performance.now();
   const result = await withCpuProfile(tag, () => load(`${url}/web2/secret`, bodies, clients));
+  const waitingPct = (mainThreadSchedstat().waitingNs - s0.waitingNs) / 1e4 / (performance.now() - w0);
   const t = process.threadCpuUsage(t0);
   const p = process.cpuUsage(p0);
   if (result.failures > 0) throw new Error(`creates: ${result.failures} failures of ${bodies.length} at ${clients} clients, first: ${result.firstFailure}`);
-  return { result, mainUs: (t.user + t.system) / bodies.length, processUs: (p.user + p.system - result.cpuMicros) / bodies.length };
+  return { result, mainUs: (t.user + t.system) / bodies.length, processUs: (p.user + p.system - result.cpuMicros) / bodies.length, waitingPct };
 }
 
-const phaseOf = ({ result, mainUs, processUs }: Awaited<ReturnType<typeof run>>, count: number): Phase => ({
+/**
+ * The main thread's scheduler statistics (`/proc/<pid>/task/<tid>/schedstat`, ns): how long it has
+ * waited runnable for a core so far — time its event loop had work and no core to do it on.
+ */
+function mainThreadSchedstat(): { waitingNs: number } {
+  const fields = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ');
+  return { waitingNs: Number(fields[1]) };
+}
+
+const phaseOf = ({ result, mainUs, processUs, waitingPct }: Awaited<ReturnType<typeof run>>, count: number): Phase => ({
   rate: (count / result.wallMs) * 1000,
   p50: median(result.latencies),
   p99: percentile(result.latencies, 99),
   mainUs,
   processUs,
+  waitingPct,
 });
 
 /** Both clusters' figures, one after the other (see the module comment). */
@@ -128,6 +144,7 @@ async function measureInProcess(url: string, cluster: Parameters<typeof benchSes
       [`${clients} clients (${CREATES} a round): creates/s`, `${median(rates).toFixed(0)}  (rounds: ${rates.map((r) => r.toFixed(0)).join(', ')}; target ≥ ${TARGET_RATE})`],
       [`${clients} clients: p50 / p99`, `${ms(median(phases.map((p) => p.p50)))} / ${ms(median(phases.map((p) => p.p99)))}`],
       [`${clients} clients: CPU per create, main thread / process`, `${median(phases.map((p) => p.mainUs)).toFixed(0)} µs / ${median(phases.map((p) => p.processUs)).toFixed(0)} µs  (all five nodes; the load worker's CPU taken out)`],
+      [`${clients} clients: main thread runnable, waiting for a core`, `${median(phases.map((p) => p.waitingPct)).toFixed(1)}% of the time  (its schedstat: the event loop had work and no core)`],
     );
   }
   table(`POST /web2/secret under concurrent clients (${where}; load at each round ${loads.join(' | ')})`, rows);

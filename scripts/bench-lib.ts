@@ -192,13 +192,14 @@ export function load(url: string, bodies: string[], concurrency: number, headers
 /**
  * Start the load worker (scripts/bench-load.ts, a worker thread): `started` resolves when its
  * connections are open and its first requests go out; with `untilStopped` it cycles through the
- * bodies until `stop()`; with `paths` it sends `GET <path>` to the url's host, one a path, instead.
+ * bodies until `stop()`; with `paths` it sends `GET <path>` to the url's host, one a path, instead;
+ * with `expect`, a 2xx answer whose body lacks that string is a failure.
  */
 export function startLoad(
   url: string,
   bodies: string[],
   concurrency: number,
-  options: { headers?: string[] | undefined; untilStopped?: boolean; paths?: string[] } = {},
+  options: { headers?: string[] | undefined; untilStopped?: boolean; paths?: string[]; expect?: string } = {},
 ): { started: Promise<void>; done: Promise<LoadResult>; stop(): void } {
   const w = new Worker(new URL('./bench-load.ts', import.meta.url), { workerData: { url, bodies, concurrency, ...options } });
   let onStarted!: () => void;

@@ -17,6 +17,8 @@ interface LoadJob {
   untilStopped?: boolean;
   /** `GET` these paths (of the url's host), one request each, instead of POSTing the bodies. */
   paths?: string[];
+  /** A 2xx answer whose body does not contain this string counts as a failure (e.g. `"status":"complete"`). */
+  expect?: string;
 }
 
 const job = workerData as LoadJob;
@@ -76,7 +78,7 @@ async function client(): Promise<void> {
     buffer = buffer.subarray(headerEnd + 4 + length);
     latencies.push(performance.now() - t0);
     statuses[status] = (statuses[status] ?? 0) + 1;
-    if (status < 200 || status > 299) {
+    if (status < 200 || status > 299 || (job.expect !== undefined && !body.includes(job.expect))) {
       failures++;
       // Decoded only to report it: a success's body is not read (the client's CPU shares the host's two cores).
       firstFailure ??= `${status} ${body.subarray(0, 200).toString()}`;
