@@ -212,7 +212,7 @@ export function createReplicationEngine(options: ReplicationEngineOptions, deps:
     missingFor: sync.missingFor,
     get: (kind, key) => stateCache.get(kind, key),
     list: (kind, o) => store.listState(kind, o),
-    keys: (kind) => store.listStateKeys(kind),
+    keyPages: (kind) => store.listStateKeys(kind),
     logRecord: (origin, seq) => store.getLog(origin, seq),
     onApplied: listeners.onApplied,
     stop: queue.stop,

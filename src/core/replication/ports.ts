@@ -165,11 +165,11 @@ export interface StateReader {
  */
 export interface StateKeys {
   /**
-   * Every current key of a kind, in key order. A key whose only version an equivocation displaced
-   * (its log place taken by the other record, equivocation.ts) may still be listed: `get` answers
-   * whether it has a winner.
+   * Every current key of a kind, a page at a time, in key order. A key whose only version an
+   * equivocation displaced (its log place taken by the other record, equivocation.ts) may still be
+   * listed: `get` answers whether it has a winner.
    */
-  keys(kind: string): AsyncIterable<string>;
+  keyPages(kind: string): AsyncIterable<readonly string[]>;
 }
 
 /** Slot 0's `create` service: cluster-wide unique ids from a durable counter. */
@@ -231,8 +231,8 @@ export interface RecordStore {
   getStates(pairs: Array<{ kind: string; key: string }>): Promise<Array<ReplicatedRecord | undefined>>;
   /** Iterate current states of a kind, in key order (`reverse`: last key first). */
   listState(kind: string, options?: { prefix?: string; limit?: number; reverse?: boolean }): AsyncIterable<ReplicatedRecord>;
-  /** Iterate the keys of a kind's state entries, in key order (`reverse`: last first), without reading their records (see {@link StateKeys.keys}). */
-  listStateKeys(kind: string, options?: { limit?: number; reverse?: boolean }): AsyncIterable<string>;
+  /** The keys of a kind's state entries, a page at a time, in key order (`reverse`: last first), without reading their records (see {@link StateKeys.keyPages}). */
+  listStateKeys(kind: string, options?: { limit?: number; reverse?: boolean }): AsyncIterable<readonly string[]>;
   /** Log records of an origin with seq ≥ fromSeq, ascending, at most `limit`. */
   scanLog(origin: string, fromSeq: number, limit: number): Promise<ReplicatedRecord[]>;
   /** One log record, or undefined. */

@@ -129,7 +129,7 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
       if (!store.listStateKeys) return;
       for (const kind of kinds) {
         let last: string | null = null;
-        for await (const key of store.listStateKeys(kind, { reverse: true, limit: 1 })) last = key;
+        for await (const page of store.listStateKeys(kind, { reverse: true, limit: 1 })) last = page.at(-1) ?? last;
         highest[kind] = last;
       }
     },

@@ -33,8 +33,13 @@ export const CONFIRM_MISSING_MS = 3_000;
 export const INVENTORY_MAX_LISTED = 20_000;
 /** How often the inventory looks, ms: a full scan at most this often (a large store waits longer, see {@link SCAN_SPACING}); else a recheck of the lacking shares. */
 const SCAN_INTERVAL_MS = 500;
-/** A scan waits this many times its own last duration before the next (a 100,000-secret store is not scanned back to back). */
-const SCAN_SPACING = 10;
+/**
+ * A full scan waits this many times its own last duration before the next: at most 1/41 of a core
+ * goes to it, whatever the store's size. A 100,000-secret store took about 150 ms a pass, so it is
+ * scanned about every 6 s — as often as the nodes ask for the report (src/core/secrets/data-safety.ts,
+ * every 5 s). At 10 it was a tenth of a core, all the time, on an idle member.
+ */
+const SCAN_SPACING = 40;
 
 /** One member's inventory, as it reports it (`shard` op `inventory`). */
 export interface InventoryReport {
@@ -101,12 +106,9 @@ export interface ShareInventory extends Startable {
  * key its kind refuses), and reading each winner from the log mapped most of LevelDB's tables of a
  * store grown by writes into memory at start-up.
  */
-async function* secretsOf(state: StateKeys): AsyncGenerator<SecretItem> {
-  for await (const key of state.keys('secret')) yield { chainId: WEB2_CHAIN_ID, secretId: Number(key) };
-  for await (const key of state.keys('web3Secret')) {
-    const item = parseWeb3SecretKey(key);
-    if (item) yield item;
-  }
+async function* secretPages(state: StateKeys): AsyncGenerator<SecretItem[]> {
+  for await (const page of state.keyPages('secret')) yield page.map((key) => ({ chainId: WEB2_CHAIN_ID, secretId: Number(key) }));
+  for await (const page of state.keyPages('web3Secret')) yield page.flatMap((key) => parseWeb3SecretKey(key) ?? []);
 }
 
 /** Create a member's share inventory. */
@@ -161,22 +163,24 @@ export function createShareInventory(deps: InventoryDeps): ShareInventory {
     // mapped most of LevelDB's tables at 100,000 secrets). A share stored after that pass counts as
     // lacking for now: lacking is pending until the recheck, which looks each one up again.
     const heldNow = await held.shares.heldLabels?.();
-    for await (const s of secretsOf(deps.state)) {
-      const label = shareLabel(s.chainId, s.secretId);
-      if (heldNow ? heldNow.has(label) : await held.shares.has(label)) {
+    for await (const page of secretPages(deps.state)) {
+      for (const s of page) {
+        const label = shareLabel(s.chainId, s.secretId);
+        if (heldNow ? heldNow.has(label) : await held.shares.has(label)) {
+          next.expected++;
+          next.held++;
+          continue;
+        }
+        if (lost.has(lostSecretKey(s.chainId, s.secretId))) {
+          next.acknowledgedLost++;
+          continue;
+        }
+        // A listed key whose winner an equivocation displaced (its log place now holds the other
+        // record) is no secret: looked up for the lacking ones only, which are few.
+        if (!(await secretRecordOf(deps.state, s.chainId, s.secretId))) continue;
         next.expected++;
-        next.held++;
-        continue;
+        nextLacking.set(label, { item: s, since: lacking.get(label)?.since ?? at });
       }
-      if (lost.has(lostSecretKey(s.chainId, s.secretId))) {
-        next.acknowledgedLost++;
-        continue;
-      }
-      // A listed key whose winner an equivocation displaced (its log place now holds the other
-      // record) is no secret: looked up for the lacking ones only, which are few.
-      if (!(await secretRecordOf(deps.state, s.chainId, s.secretId))) continue;
-      next.expected++;
-      nextLacking.set(label, { item: s, since: lacking.get(label)?.since ?? at });
     }
     lacking = nextLacking;
     counted = next;

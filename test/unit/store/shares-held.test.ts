@@ -64,4 +64,14 @@ describe('held share labels', () => {
     expect([before.has(7), before.has('31337:8')]).toEqual([true, false]);
     expect((await store.shares.heldLabels!()).has('31337:8')).toBe(true);
   });
+
+  it('cover every share past a page of keys (the pass reads a thousand at a time)', async () => {
+    const store = await openStore({ location: await tempDir(stack) });
+    stack.push(() => store.close());
+    const labels = Array.from({ length: 2_345 }, (_, i) => (i % 3 === 0 ? `31337:${i + 1}` : i + 1));
+    await Promise.all(labels.map((l) => store.shares.put(l, Uint8Array.of(1), { durable: false })));
+    const held = await store.shares.heldLabels!();
+    expect(labels.filter((l) => !held.has(l))).toEqual([]);
+    expect(held.has(2_346)).toBe(false);
+  });
 });

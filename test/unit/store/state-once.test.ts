@@ -43,6 +43,22 @@ async function keysOf(store: NodeStore, kind: string, o: { limit?: number; rever
   return out;
 }
 
+describe('the keys of a kind', () => {
+  it('come a page at a time, every key once, in order, forwards and backwards, with a limit', async () => {
+    const store = await openStore({ location: await tempDir(stack) });
+    stack.push(() => store.close());
+    const records = Array.from({ length: 2_100 }, (_, i) => record('secret', String(i).padStart(12, '0'), i + 1, ''));
+    await store.records.commit({ log: records, states: records, vv: { [ORIGIN]: records.length } });
+    const pages: Array<readonly string[]> = [];
+    for await (const page of store.records.listStateKeys('secret')) pages.push(page);
+    expect(pages.length).toBeGreaterThan(1);
+    expect(pages.flat()).toEqual(records.map((r) => r.key));
+    const last: string[] = [];
+    for await (const page of store.records.listStateKeys('secret', { reverse: true, limit: 1_500 })) last.push(...page);
+    expect(last).toEqual(records.slice(-1_500).map((r) => r.key).reverse());
+  });
+});
+
 describe('each record stored once', () => {
   it('a state entry is its winner’s log key, and reads give the whole record', async () => {
     const location = await tempDir(stack);
@@ -65,10 +81,10 @@ describe('each record stored once', () => {
     // The keys alone, without their records: the same keys, one each, and none of another kind.
     await store.records.commit({ log: [record('web3Secret', '1:000000000000001', 602)], states: [record('web3Secret', '1:000000000000001', 602)], vv: { [ORIGIN]: 602 } });
     const keys: string[] = [];
-    for await (const k of store.records.listStateKeys('secret')) keys.push(k);
+    for await (const page of store.records.listStateKeys('secret')) keys.push(...page);
     expect(keys).toEqual(all);
     const web3: string[] = [];
-    for await (const k of store.records.listStateKeys('web3Secret')) web3.push(k);
+    for await (const page of store.records.listStateKeys('web3Secret')) web3.push(...page);
     expect(web3).toEqual(['1:000000000000001']);
     await store.close();
 
@@ -128,7 +144,7 @@ describe('each record stored once', () => {
     expect(await keysOf(store, 'secret')).toEqual(['000000000002']);
     // The keys alone still name the displaced one: a reader that needs a winner looks it up.
     const keys: string[] = [];
-    for await (const k of store.records.listStateKeys('secret')) keys.push(k);
+    for await (const page of store.records.listStateKeys('secret')) keys.push(...page);
     expect(keys).toEqual(['000000000001', '000000000002']);
   });
 

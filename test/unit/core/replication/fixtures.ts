@@ -56,7 +56,7 @@ export function memoryStore(initial: { log?: ReplicatedRecord[]; states?: Replic
     async *listStateKeys(kind, o = {}) {
       const keys = [...states.values()].filter((s) => s.kind === kind).map((s) => s.key).sort();
       if (o.reverse) keys.reverse();
-      for (const k of keys.slice(0, o.limit ?? keys.length)) yield k;
+      yield keys.slice(0, o.limit ?? keys.length);
     },
     scanLog: async (origin, fromSeq, limit) => ofOrigin(origin).filter((r) => r.seq >= fromSeq).slice(0, limit),
     getLog: async (origin, seq) => log.get(`${origin}!${seq}`),

@@ -119,7 +119,7 @@ describe('state cache', () => {
       async *listStateKeys(_kind: string, o: { reverse?: boolean; limit?: number } = {}) {
         const keys = [...s.states.keys()].sort();
         if (o.reverse) keys.reverse();
-        yield* keys.slice(0, o.limit ?? keys.length);
+        yield keys.slice(0, o.limit ?? keys.length);
       },
     };
     const cache = createStateCache({ maxEntries: 10 }, { store });
@@ -159,7 +159,7 @@ describe('state cache', () => {
             async *listStateKeys(_kind: string, o: { reverse?: boolean; limit?: number } = {}) {
               const keys = [...held.keys()].sort();
               if (o.reverse) keys.reverse();
-              yield* keys.slice(0, o.limit ?? keys.length);
+              yield keys.slice(0, o.limit ?? keys.length);
             },
           };
           const cache = createStateCache({ maxEntries: 3 }, { store });

@@ -22,8 +22,11 @@ function replica(records: Array<{ kind: string; key: string; body: unknown }>, l
     async *list(kind: string) {
       for (const r of winners.values()) if (r.kind === kind) yield r;
     },
-    async *keys(kind: string) {
-      for (const k of keys.filter((k) => k.kind === kind).map((k) => k.key).sort()) yield k;
+    // Two pages: the pass goes on from one page to the next.
+    async *keyPages(kind: string) {
+      const all = keys.filter((k) => k.kind === kind).map((k) => k.key).sort();
+      yield all.slice(0, 2);
+      yield all.slice(2);
     },
   };
 }
