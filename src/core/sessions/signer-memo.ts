@@ -11,8 +11,10 @@
 
 /** Strings longer than this are not remembered (a memo entry holds its string). */
 export const SIGNER_MEMO_MAX_DATA_CHARS = 8192;
-/** Entries remembered; the oldest goes first. */
-export const SIGNER_MEMO_ENTRIES = 1024;
+/** Entries remembered; the oldest goes first. Room for two sync pages' strings being checked while HTTP goes on. */
+export const SIGNER_MEMO_ENTRIES = 4096;
+/** Most strings one {@link signerPrefetch} recovers (the first ones): a larger batch would push its own first strings out before they are checked. */
+export const SIGNER_PREFETCH_MAX = SIGNER_MEMO_ENTRIES / 4;
 
 /** A memo of recovered signers. */
 export interface SignerMemo {
@@ -44,12 +46,12 @@ export function createSignerMemo(entries = SIGNER_MEMO_ENTRIES): SignerMemo {
  * batch's bodies). `recover` is the request crypto pool's (src/crypto/request-pool.ts): recoveries
  * asked in one turn of the event loop go to its thread as one message under load, and run inline at
  * light load, so a member taking many creates at once does not recover each client's string on its
- * event loop. Strings the memo would not keep are left to the check.
+ * event loop. Strings the memo would not keep, and those past the first {@link SIGNER_PREFETCH_MAX}, are left to the check.
  */
 export function signerPrefetch(memo: SignerMemo, recover: (data: string, signature: string) => Promise<string | undefined>): (strings: ReadonlyArray<{ data: string; signature: string }>) => Promise<void> {
   return async (strings) => {
     await Promise.all(
-      strings.map(async ({ data, signature }) => {
+      strings.slice(0, SIGNER_PREFETCH_MAX).map(async ({ data, signature }) => {
         if (data.length > SIGNER_MEMO_MAX_DATA_CHARS || memo.get(data, signature) !== null) return;
         // A hint: a recovery that fails is the check's to make.
         const signer = await recover(data, signature).then(

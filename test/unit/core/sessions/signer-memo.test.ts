@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEvidenceChecker } from '../../../../src/core/sessions/evidence.ts';
 import { createSignedDataVerifier, WEB2_CHAIN_ID } from '../../../../src/core/sessions/signed-data.ts';
-import { createSignerMemo, SIGNER_MEMO_MAX_DATA_CHARS, signerPrefetch, type SignerMemo } from '../../../../src/core/sessions/signer-memo.ts';
+import { createSignerMemo, SIGNER_MEMO_MAX_DATA_CHARS, SIGNER_PREFETCH_MAX, signerPrefetch, type SignerMemo } from '../../../../src/core/sessions/signer-memo.ts';
 import type { StateReader } from '../../../../src/core/replication/ports.ts';
 import { recoverPersonalSigner, signPersonalMessage } from '../../../../src/crypto/index.ts';
 import { evidence, grantedSession, unitCluster } from '../../../utils/evidence.ts';
@@ -118,5 +118,16 @@ describe('signer memo', () => {
     const check = createEvidenceChecker(c.descriptor, watched);
     expect(check({ ...evidence(s, strings[1]!.data), signature: strings[1]!.signature }, { parts: 4, atMs: now })).toMatchObject({ principalId: s.session.principalId });
     expect(counts).toMatchObject({ hits: 1, sets: 0 });
+  });
+
+  it('a prefetch of a batch larger than the memo holds well recovers its first strings only (the rest are left to the check)', async () => {
+    const memo = createSignerMemo();
+    const asked: string[] = [];
+    const prefetch = signerPrefetch(memo, async (data) => (asked.push(data), undefined));
+    const strings = Array.from({ length: SIGNER_PREFETCH_MAX + 10 }, (_, i) => ({ data: `string ${i}`, signature: `0x${i}` }));
+    await prefetch(strings);
+    expect(asked).toEqual(strings.slice(0, SIGNER_PREFETCH_MAX).map((s) => s.data));
+    // Every one recovered is still remembered when its check comes.
+    for (const s of strings.slice(0, SIGNER_PREFETCH_MAX)) expect(memo.get(s.data, s.signature)).toBeUndefined();
   });
 });
