@@ -170,6 +170,10 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     const proposals = parsed.data.proposals;
     for (const p of proposals) if (!deps.sequenced.has(p.kind) || !deps.kinds.get(p.kind)) throw new AppError('BAD_REQUEST', `${p.kind} is not a sequenced kind`);
     if (new Set(proposals.map((p) => `${p.kind}!${p.key}`)).size !== proposals.length) throw new AppError('BAD_REQUEST', 'one version per key');
+    // Slot 0's vouch is made here, for its own proposals only: a proposal from another node that
+    // names slot 0 in its vouch is a forgery. So a vouch in slot 0's name on the versions it writes
+    // is its own, taken on its record signature (versions.ts, vouchedBy).
+    if (from) for (const p of proposals) if ((p.body as { v?: { vouch?: { nodeAddress?: unknown } } }).v?.vouch?.nodeAddress === self.nodeAddress) throw new AppError('FORBIDDEN', `invalid ${p.kind} record: bad_vouch (a vouch in slot 0's name is slot 0's own)`, undefined, { reason: 'record_refused' });
     for (const p of proposals) {
       const change = (p.body as { v?: { change?: unknown } }).v?.change;
       await guards.get(`${p.kind}/${typeof change === 'string' ? change : ''}`)?.(p as unknown as Proposal, from);

@@ -89,12 +89,13 @@ const signingKeys = new WeakMap<ClusterNodeEntry, Uint8Array>();
 
 /**
  * The coordinator that vouched for `body`, or a refusal; undefined vouch → undefined.
- * `signedBy`: the node whose verified record signature covers `body` (undefined for this node's own
- * write, not signed yet). A vouch by that same node is taken without checking its signature again:
- * the record signature is the same key over the same version and more (kind, key and body, bound to
- * the cluster), so it says all the vouch says (docs/security.md, "Transitions"). A vouch naming any
- * other node, and every vouch on this node's own writes (a proposal may carry a vouch naming slot 0
- * that slot 0 never made), is checked.
+ * `signedBy`: the record's origin, whose signature covers `body` — verified before any body is
+ * checked, or, for this node's own write, this node, about to sign it. A vouch by that same node is
+ * taken without checking its signature again: the record signature is the same key over the same
+ * version and more (kind, key and body, bound to the cluster), so it says all the vouch says
+ * (docs/security.md, "Transitions"). On its own writes that node is slot 0, and slot 0 takes no
+ * proposal vouched for in its name from another node (sequencer.ts): such a vouch is its own. A vouch
+ * naming any other node is checked.
  */
 export function vouchedBy(descriptor: ClusterDescriptor, kind: string, key: string, body: VersionedBody, atMs: number, signedBy?: string): string | RecordRefusal | undefined {
   const vouch = body.v.vouch;
@@ -169,7 +170,7 @@ export async function checkVersion<B extends VersionedBody>(
   const t = transitions[b.v.change];
   if (!t) return refusal('unknown_transition', b.v.change);
   if ((b.v.n === 1) !== (b.v.prev === null) || (b.v.n === 1) !== (t.creates === true)) return refusal('bad_version', `${b.v.change} as version ${b.v.n}`);
-  const vouched = vouchedBy(descriptor, context.kind, context.key, b, context.atMs, context.own ? undefined : context.origin);
+  const vouched = vouchedBy(descriptor, context.kind, context.key, b, context.atMs, context.origin);
   if (vouched !== undefined && typeof vouched !== 'string') return vouched;
   let before: B | undefined;
   if (b.v.prev) {
