@@ -27,7 +27,7 @@ export function canonicalJson(value: unknown): string {
       const proto = Object.getPrototypeOf(value) as unknown;
       if (proto !== Object.prototype && proto !== null) throw new TypeError('non-plain object in record');
       const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj).sort();
+      const keys = sortedKeys(obj);
       let out = '{';
       for (const k of keys) {
         const v = obj[k];
@@ -39,4 +39,28 @@ export function canonicalJson(value: unknown): string {
     default:
       throw new TypeError(`cannot encode ${typeof value} in record`);
   }
+}
+
+/** Objects with more keys than this are sorted by `Array.prototype.sort`; fewer, in place. */
+const INSERTION_SORT_MAX_KEYS = 24;
+
+/**
+ * `Object.keys(obj)` in `Array.prototype.sort`'s default order (UTF-16 code units, as `<` compares
+ * strings). A record's objects have a handful of keys each: sorted in place, the array `Object.keys`
+ * made is all that is allocated (the built-in sort takes a work copy — over a record per member per
+ * write, a tenth of what the nodes allocated while creating secrets).
+ */
+function sortedKeys(obj: Record<string, unknown>): string[] {
+  const keys = Object.keys(obj);
+  if (keys.length > INSERTION_SORT_MAX_KEYS) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+  return keys;
 }
