@@ -6,7 +6,7 @@
 import { parentPort } from 'node:worker_threads';
 import { ChunkHashes, runChunkRequest, type ChunkRequest, type SharedView } from './chunk-ops.ts';
 import { youngGarbage } from './young-garbage.ts';
-import { announceReady, runBelowEventLoop } from './worker-life.ts';
+import { announceReady } from './worker-life.ts';
 
 const hashes = new ChunkHashes();
 const bytesOf = (view: SharedView): Uint8Array => new Uint8Array(view.buffer, view.offset, view.length);
@@ -33,5 +33,6 @@ parentPort?.on('message', (message: ChunkRequest<SharedView> & { id: number }) =
     parentPort!.postMessage({ id: message.id, error: err instanceof Error ? err.message : String(err) });
   }
 });
-runBelowEventLoop();
+// Not below the event loop (./worker-life.ts, runBelowEventLoop): a file job's work is this thread's,
+// and the loop mostly waits for it.
 announceReady();

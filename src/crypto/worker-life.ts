@@ -74,13 +74,14 @@ export function announceReady(): void {
 }
 
 /**
- * How far below its event loop a node's crypto threads run, in nice steps (Linux: the nice value is
- * a thread's own). docs/deployment.md, "Sizing a host", says why.
+ * How far below its event loop a node's request and verify crypto threads run, in nice steps (Linux:
+ * the nice value is a thread's own). docs/deployment.md, "Sizing a host", says why. Not the file
+ * jobs' chunk threads: there the thread's work is the job, and the loop mostly waits for it.
  */
 export const CRYPTO_THREAD_NICE_STEPS = 10;
 
 /**
- * In a crypto worker, at its start: run {@link CRYPTO_THREAD_NICE_STEPS} nice steps below the thread
+ * In a request or verify crypto worker, at its start: run {@link CRYPTO_THREAD_NICE_STEPS} nice steps below the thread
  * that started it (at most 19). The event loop is the node's one serial resource — every request,
  * record and reply passes through it — while a crypto thread's work is handed back to it
  * asynchronously. On a loaded host the scheduler otherwise lets each crypto thread woken by a batch
