@@ -33,6 +33,4 @@ parentPort?.on('message', (message: ChunkRequest<SharedView> & { id: number }) =
     parentPort!.postMessage({ id: message.id, error: err instanceof Error ? err.message : String(err) });
   }
 });
-// Not below the event loop (./worker-life.ts, runBelowEventLoop): a file job's work is this thread's,
-// and the loop mostly waits for it.
 announceReady();

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ANSWER_EVERY, runOwnedRequestOp, type OpeningKey, type RequestBatch, type RequestOpResult } from './request-ops.ts';
-import { announceReady, runBelowEventLoop } from './worker-life.ts';
+import { announceReady } from './worker-life.ts';
 
 /** The node's signing key pair, when the pool opens boxes (./request-pool.ts, `openingKey`). */
 const key = (workerData as { openingKey?: OpeningKey } | undefined)?.openingKey;
@@ -32,5 +32,4 @@ parentPort?.on('message', (b: RequestBatch) => {
   // An opened share or payload is moved to the event loop's thread (transferred), so no copy of it stays here.
   for (let from = 0; from < b.ops.length; from += ANSWER_EVERY) answer(b.id, from, b.ops.slice(from, from + ANSWER_EVERY).map((op) => runOwnedRequestOp(op, key)));
 });
-runBelowEventLoop();
 announceReady();

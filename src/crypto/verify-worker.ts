@@ -4,7 +4,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { verifyDigest } from './secp256k1.ts';
-import { announceReady, runBelowEventLoop } from './worker-life.ts';
+import { announceReady } from './worker-life.ts';
 
 /** A batch: `count` items, packed — signatures of 65 bytes, digests of 32, public keys of `keyBytes`. */
 export interface VerifyBatch {
@@ -24,5 +24,4 @@ parentPort?.on('message', (b: VerifyBatch) => {
   }
   parentPort!.postMessage({ id: b.id, out }, [out.buffer]);
 });
-runBelowEventLoop();
 announceReady();

@@ -6,7 +6,6 @@
  * thread to work did exactly that. So each worker says when its modules are evaluated
  * ({@link announceReady}), and {@link stopWorker} terminates it only after that.
  */
-import { getPriority, setPriority } from 'node:os';
 import { parentPort, Worker, type WorkerOptions } from 'node:worker_threads';
 
 /** What a worker posts once its modules are evaluated. */
@@ -71,30 +70,4 @@ export async function stopWorker(w: CryptoWorker, graceMs = 10_000): Promise<voi
  */
 export function announceReady(): void {
   setImmediate(() => parentPort?.postMessage(WORKER_READY));
-}
-
-/**
- * How far below its event loop a node's request and verify crypto threads run, in nice steps (Linux:
- * the nice value is a thread's own). docs/deployment.md, "Sizing a host", says why. Not the file
- * jobs' chunk threads: there the thread's work is the job, and the loop mostly waits for it.
- */
-export const CRYPTO_THREAD_NICE_STEPS = 10;
-
-/**
- * In a request or verify crypto worker, at its start: run {@link CRYPTO_THREAD_NICE_STEPS} nice steps below the thread
- * that started it (at most 19). The event loop is the node's one serial resource — every request,
- * record and reply passes through it — while a crypto thread's work is handed back to it
- * asynchronously. On a loaded host the scheduler otherwise lets each crypto thread woken by a batch
- * preempt the event loop, which then waits runnable (about a fifth of its time with the bench's
- * five nodes creating secrets on two cores) while work for it piles up. Linux only: elsewhere a
- * nice value is the whole process's, and it is left alone. Lowering a priority needs no privilege;
- * should it fail anyway, the thread runs as it was.
- */
-export function runBelowEventLoop(): void {
-  if (process.platform !== 'linux') return;
-  try {
-    setPriority(0, Math.min(19, getPriority(0) + CRYPTO_THREAD_NICE_STEPS));
-  } catch {
-    // Left at the event loop's priority.
-  }
 }
