@@ -20,8 +20,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { startLocalCluster } from '../src/testing/index.ts';
-import { signPersonalMessage } from '../src/crypto/index.ts';
-import { BENCH_PLAN, THREAD_GROUPS, benchSession, figure, load, loadAverages, median, ms, percentile, processCpuUs, table, threadGroupCpuUs, withCpuProfile, type LoadResult } from './bench-lib.ts';
+import { BENCH_PLAN, THREAD_GROUPS, benchSession, createBodies, figure, load, loadAverages, median, ms, percentile, processCpuUs, table, threadGroupCpuUs, withCpuProfile, type LoadResult } from './bench-lib.ts';
 import { withProcessCluster } from './bench-procs.ts';
 import { metricOf } from './bench-scale-store.ts';
 
@@ -41,15 +40,6 @@ const IN_PROCESS = process.env.BENCH_CREATES_INPROC !== '0';
 const VIA = Number(process.env.BENCH_CREATES_VIA ?? 0);
 /** Issue 31's target for 16-64 clients, creates/s. */
 const TARGET_RATE = 500;
-
-/** A session's `signed(0)`-style create bodies, each string with its own timestamp (all within the freshness window). */
-function createBodies(session: { address: string; wallet: Uint8Array }, count: number): string[] {
-  const signedAt = Date.now();
-  return Array.from({ length: count }, (_, i) => {
-    const data = `-1_0_${session.address}_${signedAt - i}`;
-    return JSON.stringify({ data, signature: signPersonalMessage(data, session.wallet) });
-  });
-}
 
 /** What one phase measured. */
 interface Phase {

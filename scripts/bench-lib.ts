@@ -184,6 +184,18 @@ export interface LoadResult {
   cpuMicros: number;
 }
 
+/**
+ * A session's `signed(0)`-style create bodies (`POST /web2/secret`), each string with its own
+ * timestamp — `signedAt`, then one millisecond earlier each (all within the freshness window): every
+ * create needs its own string, which is its idempotency key.
+ */
+export function createBodies(session: { address: string; wallet: Uint8Array }, count: number, signedAt = Date.now()): string[] {
+  return Array.from({ length: count }, (_, i) => {
+    const data = `-1_0_${session.address}_${signedAt - i}`;
+    return JSON.stringify({ data, signature: signPersonalMessage(data, session.wallet) });
+  });
+}
+
 /** Run the load worker against one route (`headers`: an extra header line per body). */
 export function load(url: string, bodies: string[], concurrency: number, headers?: string[]): Promise<LoadResult> {
   return startLoad(url, bodies, concurrency, { headers }).done;

@@ -50,7 +50,7 @@ import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
 import { fromHex, signDigest, signPersonalMessage, toHex, zeroize } from '../src/crypto/index.ts';
 import { proposalDigest } from '../src/core/replication/versions.ts';
-import { BENCH_PLAN, benchPrincipal, benchPrincipalOf, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, benchPrincipalOf, createBodies, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
 
@@ -259,10 +259,7 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
       const count = Math.min(HTTP_CHUNK, HTTP_SECRETS - done);
       const signedAt = Date.now();
       if (signedAt - count < lastAt) throw new Error(`scale-store: ${count} create strings a chunk would reuse a timestamp (more than one a millisecond): lower HTTP_CHUNK`);
-      const bodies = Array.from({ length: count }, (_, i) => {
-        const data = `-1_0_${session.address}_${signedAt - i}`;
-        return JSON.stringify({ data, signature: signPersonalMessage(data, session.wallet) });
-      });
+      const bodies = createBodies(session, count, signedAt);
       lastAt = signedAt;
       const result = await startLoad(`${url}/web2/secret`, bodies, HTTP_CONCURRENCY, { expect: '"status":"complete"' }).done;
       if (result.failures > 0) throw new Error(`scale-store: ${result.failures} of ${count} creates failed, first: ${result.firstFailure}`);
