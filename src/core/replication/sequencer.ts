@@ -173,7 +173,8 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     // Slot 0's vouch is made here, for its own proposals only: a proposal from another node that
     // names slot 0 in its vouch is a forgery. So a vouch in slot 0's name on the versions it writes
     // is its own, taken on its record signature (versions.ts, vouchedBy).
-    if (from) for (const p of proposals) if ((p.body as { v?: { vouch?: { nodeAddress?: unknown } } }).v?.vouch?.nodeAddress === self.nodeAddress) throw new AppError('FORBIDDEN', `invalid ${p.kind} record: bad_vouch (a vouch in slot 0's name is slot 0's own)`, undefined, { reason: 'record_refused' });
+    const inSlot0sName = proposals.find((p) => (p.body as { v?: { vouch?: { nodeAddress?: unknown } } }).v?.vouch?.nodeAddress === self.nodeAddress);
+    if (from && inSlot0sName) throw new AppError('FORBIDDEN', `invalid ${inSlot0sName.kind} record: bad_vouch (a vouch in slot 0's name is slot 0's own)`, undefined, { reason: 'record_refused' });
     for (const p of proposals) {
       const change = (p.body as { v?: { change?: unknown } }).v?.change;
       await guards.get(`${p.kind}/${typeof change === 'string' ? change : ''}`)?.(p as unknown as Proposal, from);

@@ -53,12 +53,11 @@ export function signerPrefetch(memo: SignerMemo, recover: (data: string, signatu
     await Promise.all(
       strings.slice(0, SIGNER_PREFETCH_MAX).map(async ({ data, signature }) => {
         if (data.length > SIGNER_MEMO_MAX_DATA_CHARS || memo.get(data, signature) !== null) return;
-        // A hint: a recovery that fails is the check's to make.
-        const signer = await recover(data, signature).then(
-          (a) => ({ a }),
-          () => undefined,
-        );
-        if (signer) memo.set(data, signature, signer.a);
+        try {
+          memo.set(data, signature, await recover(data, signature));
+        } catch {
+          // A hint: a recovery that fails is the check's to make.
+        }
       }),
     );
   };
