@@ -1,7 +1,7 @@
 /**
  * Group commit (docs/architecture.md, "Records"): applies queue up while a batch is being written, and
- * the next batch takes them all (up to `maxBatchRecords`), so durability costs one fsync per batch,
- * not per record. What committing a batch means is the `commit` dependency's
+ * the next batch takes them all (up to `maxBatchRecords`) at the end of the event-loop turn, so
+ * durability costs one fsync per batch, not per record. What committing a batch means is the `commit` dependency's
  * (src/core/replication/apply-batch.ts); this module only groups and orders.
  */
 import { AppError } from '../../errors/index.ts';
@@ -67,6 +67,9 @@ export interface CommitQueue extends Startable {
   stop(): Promise<void>;
 }
 
+/** Resolves in this event-loop turn's check phase, after the I/O callbacks and microtasks queued before it. */
+const endOfTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** Create the commit queue. */
 export function createCommitQueue(options: CommitQueueOptions, deps: CommitQueueDeps): CommitQueue {
   const maxBatch = options.maxBatchRecords;
@@ -94,6 +97,11 @@ export function createCommitQueue(options: CommitQueueOptions, deps: CommitQueue
     if (working) return;
     working = (async () => {
       while (queue.length > 0) {
+        // A batch is taken at the end of the event-loop turn, so that everything queued in the turn
+        // goes in it: what one message, one answer or one burst of finished writes sets off arrives
+        // over several microtasks, and a batch taken at the first of them would commit it alone,
+        // the rest behind it (docs/architecture.md, "Records").
+        await endOfTurn();
         const batch: PendingApply[] = [];
         let n = 0;
         while (queue.length > 0 && (batch.length === 0 || n + queue[0]!.records.length <= maxBatch)) {

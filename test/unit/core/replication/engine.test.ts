@@ -287,10 +287,11 @@ describe('replication engine: the same records from several peers at once (catch
     const store = await openTempStore();
     let open: () => void = () => undefined;
     let gate = new Promise<void>((r) => (open = r));
-    const control = { failing: false, commits: 0, release: () => open(), rearm: () => (gate = new Promise<void>((r) => (open = r))) };
+    const control = { failing: false, entered: 0, commits: 0, release: () => open(), rearm: () => (gate = new Promise<void>((r) => (open = r))) };
     const records = {
       ...store.records,
       commit: async (change: Parameters<typeof store.records.commit>[0]) => {
+        control.entered++;
         await gate;
         control.commits++;
         if (control.failing) throw new Error('disk full');
@@ -324,6 +325,8 @@ describe('replication engine: the same records from several peers at once (catch
     const { engine, store, control, batch, origin } = await gatedEngine();
     control.failing = true;
     const first = engine.ingest(batch, 'sync');
+    // The second copy arrives once the first is being stored (in the same turn, both would go in one batch).
+    while (control.entered === 0) await new Promise((r) => setImmediate(r));
     const second = engine.ingest(batch.map((r) => ({ ...r })), 'sync');
     control.release();
     await expect(first).rejects.toThrow('disk full');

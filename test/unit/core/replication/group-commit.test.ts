@@ -33,7 +33,12 @@ function gatedQueue(maxBatchRecords = 100, heldWriteWaitMs?: number) {
       },
     },
   );
-  const release = () => {
+  /** Let the commit being written finish: waits (a few event-loop turns at most) until one is. */
+  const release = async () => {
+    for (let turn = 0; gates.length === 0; turn++) {
+      if (turn === 20) throw new Error('no commit is being written');
+      await tick();
+    }
     const open = gates;
     gates = [];
     for (const g of open) g();
@@ -42,6 +47,14 @@ function gatedQueue(maxBatchRecords = 100, heldWriteWaitMs?: number) {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/** Wait (a few event-loop turns at most) until `done()` holds. */
+async function turnsUntil(done: () => boolean): Promise<void> {
+  for (let turn = 0; !done(); turn++) {
+    if (turn === 20) throw new Error('condition not reached');
+    await tick();
+  }
+}
 
 describe('group commit', () => {
   it('puts everything queued while a batch is being committed into the next single batch', async () => {
@@ -53,12 +66,11 @@ describe('group commit', () => {
     const waiting = [queue.enqueue(records(3, 'b'), 'gossip'), queue.enqueue(records(1, 'c'), 'sync'), queue.enqueueOwn([{ kind: 'note', key: 'x', body: { v: 1 } }])];
     await tick();
     expect(batches).toHaveLength(1);
-    release();
+    await release();
     expect(await first).toEqual({ applied: 2, duplicates: 0, rejected: [] });
-    await tick();
-    expect(batches).toHaveLength(2);
+    await turnsUntil(() => batches.length === 2);
     expect(batches[1]!.map((p) => p.source)).toEqual(['gossip', 'sync', 'local']);
-    release();
+    await release();
     const [b, c, own] = await Promise.all(waiting);
     expect(b).toMatchObject({ applied: 3 });
     expect(c).toMatchObject({ applied: 1 });
@@ -66,15 +78,27 @@ describe('group commit', () => {
     expect(batches).toHaveLength(2);
   });
 
+  it('takes everything queued in one event-loop turn into one batch, whatever microtasks it came over', async () => {
+    const { queue, batches, release } = gatedQueue();
+    // An answer, a message and a write arrive over several microtasks of one turn: the first does not
+    // go alone with the others behind it.
+    const first = queue.enqueue(records(1, 'a'), 'apply');
+    await Promise.resolve();
+    const second = queue.enqueue(records(2, 'b'), 'apply');
+    await Promise.resolve();
+    await Promise.resolve();
+    const own = queue.enqueueOwn([{ kind: 'note', key: 'x', body: { v: 1 } }]);
+    await release();
+    await Promise.all([first, second, own]);
+    expect(batches.map((b) => b.map((p) => p.source))).toEqual([['apply', 'apply', 'local']]);
+  });
+
   it('takes at most maxBatchRecords into one batch, but never splits one apply', async () => {
     const { queue, batches, release } = gatedQueue(5);
     const first = queue.enqueue(records(1, 'a'), 'apply');
     await tick();
     const rest = [queue.enqueue(records(3, 'b'), 'sync'), queue.enqueue(records(2, 'c'), 'sync'), queue.enqueue(records(9, 'd'), 'sync')];
-    for (let i = 0; i < 4; i++) {
-      release();
-      await tick();
-    }
+    for (let i = 0; i < 3; i++) await release();
     await Promise.all([first, ...rest]);
     expect(batches.map((b) => b.map((p) => p.records.length))).toEqual([[1], [3, 2], [9]]);
   });
@@ -86,11 +110,11 @@ describe('group commit', () => {
     const second = queue.enqueue(records(1, 'b'), 'apply');
     const third = queue.enqueue(records(1, 'c'), 'apply');
     fail(new Error('disk full'));
-    release();
+    await release();
     await expect(first).rejects.toThrow('disk full');
     fail(undefined);
     await tick();
-    release();
+    await release();
     expect(await second).toMatchObject({ applied: 1 });
     expect(await third).toMatchObject({ applied: 1 });
   });
@@ -103,12 +127,12 @@ describe('group commit', () => {
     // Peers' records are not held.
     const peer = queue.enqueue(records(1, 'p'), 'apply');
     await tick();
-    release();
+    await release();
     await peer;
     expect(batches.flat().some((p) => p.own)).toBe(false);
     lift();
     await tick();
-    release();
+    await release();
     expect(await own).toHaveLength(1);
 
     queue.holdOwnWrites(Promise.reject(new Error('restore failed')));
@@ -128,7 +152,7 @@ describe('group commit', () => {
     const own = queue.enqueueOwn([{ kind: 'note', key: 'y', body: { v: 2 } }]);
     lift();
     await tick();
-    release();
+    await release();
     expect(await own).toHaveLength(1);
     expect(queue.ownWritesHeld()).toBe(false);
     expect(await queue.ownWritesReleased(5)).toBe(true);
@@ -145,10 +169,10 @@ describe('group commit', () => {
     const stopping = queue.stop().then(() => (stopped = true));
     await tick();
     expect(stopped).toBe(false);
-    release();
+    await release();
     await tick();
     expect(stopped).toBe(false);
-    release();
+    await release();
     await stopping;
     expect(settled).toEqual(['a', 'b']);
     await queue.stop();
