@@ -276,45 +276,45 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   };
 
   /**
-   * Durable single puts, group-committed: one goes to LevelDB at once; those made while it is being
-   * written wait and go together in the next batch, one fsync for all of them (each member stores a
-   * share per create this way, many at once under load). Each resolves once its batch is durable and
-   * rejects if its batch fails. Puts keep their order: a batch holds them in the order they were made.
+   * Durable single puts, group-committed: the puts made in one event-loop turn go to LevelDB together
+   * at its end, and those made while a batch is being written go together in the next, one fsync for
+   * all of them (each member stores a share per create this way, many at once under load; a
+   * `storeMany` stores its shares in one). Each resolves once its batch is durable and rejects if its
+   * batch fails. Puts keep their order: a batch holds them in the order they were made.
    */
-  let putsWriting = false;
   let nextPuts: { batch: Batch; done: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
+  /** A batch of puts is scheduled or being written. */
+  let putsWriting = false;
   /** Resolves when no durable put is queued or being written (close waits for it). */
   let putsIdle: Promise<void> = Promise.resolve();
   let putsIdleResolve: (() => void) | undefined;
-  function writePuts(batch: Batch): Promise<void> {
-    putsWriting = true;
-    if (!putsIdleResolve) putsIdle = new Promise((resolve) => (putsIdleResolve = resolve));
-    const written = batch.write({ sync });
-    void written.catch(() => undefined).then(() => {
-      const queued = nextPuts;
-      nextPuts = undefined;
-      if (queued) {
-        writePuts(queued.batch).then(queued.resolve, queued.reject);
-        return;
-      }
+  /** Write the puts queued so far, then (at the end of a turn) the ones queued meanwhile; idle when none are. */
+  function writeQueuedPuts(): void {
+    const queued = nextPuts;
+    nextPuts = undefined;
+    if (!queued) {
       putsWriting = false;
       putsIdleResolve?.();
       putsIdleResolve = undefined;
-    });
-    return written;
+      return;
+    }
+    void queued.batch
+      .write({ sync })
+      .then(queued.resolve, queued.reject)
+      .finally(() => setImmediate(writeQueuedPuts));
   }
   /** A single durable put (sublevel put options do not carry `sync`; a batch write does). */
   async function durablePut<V>(sub: typeof meta | typeof counters | typeof claims | typeof shares | typeof pendingShares | typeof usedStrings | typeof jobs, key: string, value: V): Promise<void> {
-    if (!putsWriting) {
-      const batch = db.batch();
-      batch.put(key, value, { sublevel: sub as typeof meta });
-      return writePuts(batch);
-    }
     if (!nextPuts) {
       let resolve!: () => void;
       let reject!: (err: unknown) => void;
       const done = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
       nextPuts = { batch: db.batch(), done, resolve, reject };
+      if (!putsWriting) {
+        putsWriting = true;
+        if (!putsIdleResolve) putsIdle = new Promise((res) => (putsIdleResolve = res));
+        setImmediate(writeQueuedPuts);
+      }
     }
     nextPuts.batch.put(key, value, { sublevel: sub as typeof meta });
     return nextPuts.done;
