@@ -182,15 +182,19 @@ export function signRecordDigests(clusterId: string, digests: readonly Uint8Arra
  */
 export async function verifyRecordSigs(items: ReadonlyArray<SignedDigest & { publicKey: Uint8Array }>, verify: (items: readonly VerifyItem[]) => Promise<boolean[]>): Promise<boolean[]> {
   const unique: VerifyItem[] = [];
-  const slotOf = new Map<string, number>();
+  // A batch's records share (signature, root, key): the key is one array per signer and the root one
+  // array per batch ({@link treeOf}), so they are matched by identity and the signatures by their
+  // bytes. Equal bytes in other arrays are only verified once more.
+  const slotsOf = new Map<Uint8Array, Map<Uint8Array, number[]>>();
   const slots = items.map((it) => {
-    // A batch's records share (signature, root, key); a single record's key is its own.
-    const id = toHex(it.sig) + toHex(it.signed) + toHex(it.publicKey);
-    let slot = slotOf.get(id);
-    if (slot === undefined) {
-      slot = unique.push({ sig: it.sig, digest: it.signed, publicKey: it.publicKey }) - 1;
-      slotOf.set(id, slot);
-    }
+    let byRoot = slotsOf.get(it.publicKey);
+    if (!byRoot) slotsOf.set(it.publicKey, (byRoot = new Map()));
+    let candidates = byRoot.get(it.signed);
+    if (!candidates) byRoot.set(it.signed, (candidates = []));
+    const seen = candidates.find((slot) => sameBytes(unique[slot]!.sig, 0, it.sig) && unique[slot]!.sig.length === it.sig.length);
+    if (seen !== undefined) return seen;
+    const slot = unique.push({ sig: it.sig, digest: it.signed, publicKey: it.publicKey }) - 1;
+    candidates.push(slot);
     return slot;
   });
   const valid = await verify(unique);

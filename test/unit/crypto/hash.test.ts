@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { keccak_256 } from '@noble/hashes/sha3.js';
-import { keccak256 } from '../../../src/crypto/hash.ts';
+import { createHash } from 'node:crypto';
+import { keccak256, taggedHash } from '../../../src/crypto/hash.ts';
 import { toHex } from '../../../src/crypto/bytes.ts';
 
 describe('keccak256', () => {
@@ -24,5 +25,31 @@ describe('keccak256', () => {
     const copy = toHex(a);
     keccak256(Uint8Array.of(2));
     expect(toHex(a)).toBe(copy);
+  });
+});
+
+describe('taggedHash', () => {
+  /** The definition: SHA-256 over one byte of the label's length, the label and the message, as UTF-8. */
+  const reference = (label: string, message: Uint8Array | string) => {
+    const l = new TextEncoder().encode(label);
+    return createHash('sha256').update(Uint8Array.of(l.length)).update(l).update(message).digest('hex');
+  };
+
+  it('is sha256(len(label) ‖ label ‖ message) for any label, byte or string message (multi-byte UTF-8 too)', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 80, unit: 'grapheme' }), fc.oneof(fc.uint8Array({ maxLength: 700 }), fc.string({ maxLength: 300, unit: 'binary' })), (label, message) => {
+        expect(toHex(taggedHash(label, message))).toBe(reference(label, message));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('keeps labels apart however many there have been, and returns a fresh array each call', () => {
+    const first = taggedHash('quorumkeep/test/a', 'm');
+    for (let i = 0; i < 200; i++) expect(toHex(taggedHash(`quorumkeep/test/${i}`, 'm'))).toBe(reference(`quorumkeep/test/${i}`, 'm'));
+    expect(toHex(taggedHash('quorumkeep/test/a', 'm'))).toBe(toHex(first));
+    const copy = toHex(first);
+    taggedHash('quorumkeep/test/a', 'other');
+    expect(toHex(first)).toBe(copy);
   });
 });
