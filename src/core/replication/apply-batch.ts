@@ -6,6 +6,7 @@
  */
 import type { NodeMetrics } from '../../metrics/index.ts';
 import type { AppliedEvent, AppliedListeners, IngestResult } from './applied-events.ts';
+import { inCanonicalKeyOrder } from './canonical-json.ts';
 import type { Equivocations } from './equivocation.ts';
 import type { PendingApply } from './group-commit.ts';
 import { supersedes, type KindRegistry } from './kinds.ts';
@@ -95,7 +96,8 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
     if (ownSeqSeen > ownSeq) ownSeq = ownSeqSeen;
     // This batch's own records, numbered in order, signed together: one signature for up to
     // MAX_BATCH_LEAVES of them once every node can check the batch form (./record-sig.ts).
-    const unsigned = batch.flatMap((p) => (p.own ?? []).map((intent) => ({ kind: intent.kind, key: intent.key, origin: selfAddress, seq: ++ownSeq, hlc: hlc.now(), body: intent.body })));
+    // Bodies with their keys in canonical order: every member that checks the record serialises it natively.
+    const unsigned = batch.flatMap((p) => (p.own ?? []).map((intent) => ({ kind: intent.kind, key: intent.key, origin: selfAddress, seq: ++ownSeq, hlc: hlc.now(), body: inCanonicalKeyOrder(intent.body) })));
     if (unsigned.length > 0) {
       const digests = unsigned.map((u) => recordDigest(clusterId, u));
       const sigs = signRecordDigests(clusterId, digests, deps.signingKey, deps.batchSignatures?.() ?? false);
@@ -114,18 +116,17 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
     const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
     const touched = new Set<string>();
     // Existence is known in memory for everything except seqs at or below the highest stored one
-    // that arrived out of order, which are rare: only those cost a LevelDB read.
-    const has = async (origin: string, seq: number) =>
-      seq <= (index.vv[origin] ?? 0) ||
-      logged.has(`${origin}!${seq}`) ||
-      (seq <= (index.maxStored.get(origin) ?? 0) && (await store.hasRecord(origin, seq)));
+    // that arrived out of order, which are rare: only those cost a LevelDB read (and a promise).
+    const has = (origin: string, seq: number): boolean | Promise<boolean> =>
+      seq <= (index.vv[origin] ?? 0) || logged.has(`${origin}!${seq}`) || (seq <= (index.maxStored.get(origin) ?? 0) && store.hasRecord(origin, seq));
 
     const fresh: ReplicatedRecord[] = [];
     const conflicts: Array<{ stored: ReplicatedRecord; incoming: ReplicatedRecord }> = [];
     for (let i = 0; i < batch.length; i++) {
       const res = results[i]!;
       for (const r of batch[i]!.records) {
-        if (await has(r.origin, r.seq)) {
+        const held = has(r.origin, r.seq);
+        if (held === true || (held !== false && (await held))) {
           res.duplicates++;
           // A duplicate must be the same record: another one under the same (origin, seq) is an
           // equivocation (our own seqs are ours alone, and nobody else can sign for us).
@@ -165,7 +166,11 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
     const vvChange: VersionVector = {};
     for (const origin of touched) {
       let s = index.vv[origin] ?? 0;
-      while (await has(origin, s + 1)) s++;
+      for (;;) {
+        const held = has(origin, s + 1);
+        if (held === true || (held !== false && (await held))) s++;
+        else break;
+      }
       if (s !== (index.vv[origin] ?? 0)) vvChange[origin] = s;
     }
     await store.commit({ log: fresh, states: [...changed.values()], vv: vvChange, fp: index.fingerprintsWith(fresh) });

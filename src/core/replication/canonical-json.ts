@@ -6,8 +6,64 @@
 /** A JSON value as records carry it. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** Serialise `value` canonically. Throws on values JSON cannot represent (undefined, NaN, bigint…). */
+/**
+ * Serialise `value` canonically. Throws on values JSON cannot represent (undefined, NaN, bigint…).
+ * A value already in canonical order (every object's keys sorted, nothing JSON.stringify would
+ * change or drop) is serialised by JSON.stringify itself, in native code: records are written with
+ * their keys in order (`orderedRecord` in ./record.ts), so a member checking one takes this path.
+ */
 export function canonicalJson(value: unknown): string {
+  return inCanonicalOrder(value) ? JSON.stringify(value) : assembled(value);
+}
+
+/**
+ * `value` with every object's keys in canonical order: `value` itself when they already are, else a
+ * copy (undefined members left out). A record written with its body in order is serialised by
+ * {@link canonicalJson}'s native path by every member that checks it, and stored and sent in that
+ * order. Throws as {@link canonicalJson} does.
+ */
+export function inCanonicalKeyOrder<T>(value: T): T {
+  return inCanonicalOrder(value) ? value : (JSON.parse(assembled(value)) as T);
+}
+
+/**
+ * Whether `JSON.stringify(value)` is `value`'s canonical form: finite numbers, strings, booleans and
+ * null, in plain arrays without holes and plain objects whose keys `Object.keys` lists strictly ascending
+ * (in the order {@link sortedKeys} sorts by) and none of whose members is undefined. Anything else —
+ * a key out of order, an undefined member, a function, a `toJSON`, NaN — is left to {@link assembled},
+ * which sorts, skips or throws.
+ */
+function inCanonicalOrder(value: unknown): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object': {
+      if (value === null) return true;
+      if (Array.isArray(value)) {
+        if (Object.getPrototypeOf(value) !== Array.prototype) return false;
+        for (let i = 0; i < value.length; i++) if (!(i in value) || !inCanonicalOrder(value[i])) return false;
+        return true;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return false;
+      const obj = value as Record<string, unknown>;
+      const keys = Object.keys(obj);
+      for (let i = 0; i < keys.length; i++) {
+        if (i > 0 && !(keys[i - 1]! < keys[i]!)) return false;
+        if (!inCanonicalOrder(obj[keys[i]!])) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/** The canonical form built piece by piece: keys sorted, undefined members left out. */
+function assembled(value: unknown): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':

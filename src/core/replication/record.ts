@@ -37,7 +37,8 @@ export type UnsignedRecord = Omit<ReplicatedRecord, 'sig'>;
 
 /** The 32-byte digest a record's signature is over: its content, bound to the cluster. */
 export function recordDigest(clusterId: string, r: UnsignedRecord): Uint8Array {
-  const payload = canonicalJson({ kind: r.kind, key: r.key, origin: r.origin, seq: r.seq, hlc: [r.hlc[0], r.hlc[1]], body: r.body });
+  // Keys in canonical order, so a body in order takes canonicalJson's native path.
+  const payload = canonicalJson({ body: r.body, hlc: [r.hlc[0], r.hlc[1]], key: r.key, kind: r.kind, origin: r.origin, seq: r.seq });
   return taggedHash(`quorumkeep/record/v1/${clusterId}`, payload);
 }
 

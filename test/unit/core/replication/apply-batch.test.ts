@@ -113,6 +113,23 @@ describe('applying one batch', () => {
     expect(index.vv[self.nodeAddress]).toBe(2);
   });
 
+  it('writes an own record with its body in canonical key order, so that it is sent, stored and checked in that order', async () => {
+    const { descriptor, mem, applier } = await applierOn();
+    const inOrder = { a: 1, v: 2 };
+    const write = pending([], 'local', [
+      { kind: 'note', key: 'x', body: { v: 1, a: { z: 1, b: [{ d: 1, c: 2 }] } } },
+      { kind: 'note', key: 'y', body: inOrder },
+    ]);
+    await applier.apply([write.p]);
+    const [x, y] = write.p.records;
+    expect(JSON.stringify(x!.body)).toBe('{"a":{"b":[{"c":2,"d":1}],"z":1},"v":1}');
+    // A body already in order is taken as it is.
+    expect(y!.body).toBe(inOrder);
+    const publicKey = signersOf(descriptor).get(descriptor.nodes[0]!.nodeAddress)!.publicKey;
+    expect(verifyRecordSignature(descriptor.clusterId, x!, publicKey)).toBe(true);
+    expect(JSON.stringify(mem.commits[0]!.log[0]!.body)).toBe('{"a":{"b":[{"c":2,"d":1}],"z":1},"v":1}');
+  });
+
   it('signs the own writes of one batch together once every node checks the batch form, one by one before', async () => {
     const cluster = { batchForm: false };
     const { descriptor, applier } = await applierOn(undefined, () => cluster.batchForm);

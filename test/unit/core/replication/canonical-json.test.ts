@@ -50,4 +50,34 @@ describe('canonical JSON', () => {
     expect(canonicalJson({ b: 1, a: undefined, c: [1, 'x'] })).toBe('{"b":1,"c":[1,"x"]}');
     for (const bad of [Number.NaN, Infinity, 1n, () => 1, new Date(0), { a: new Map() }]) expect(() => canonicalJson(bad)).toThrow(TypeError);
   });
+
+  it('with every key already in order, is what JSON.stringify writes — and refuses or fixes alike what it would not', () => {
+    // Keys in order, as records are written: the native path.
+    expect(canonicalJson({ a: 1, b: [true, null, 'x'], c: { d: -0, e: 1e21 } })).toBe('{"a":1,"b":[true,null,"x"],"c":{"d":0,"e":1e+21}}');
+    // In order but not what JSON.stringify may write as it is: the same answers as out of order.
+    expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
+    for (const bad of [{ a: 1, b: Number.NaN }, { a: [1, Infinity] }, { a: 1, toJSON: () => ({}) }, Object.assign(new Array<number>(3), { 0: 1, 2: 3 }), { a: new Date(0) }]) expect(() => canonicalJson(bad)).toThrow(TypeError);
+    class Listed extends Array<number> {
+      toJSON() {
+        return 'not the array';
+      }
+    }
+    // An array's own toJSON is never asked: its elements are written, as always.
+    expect(canonicalJson({ a: Listed.from([1, 2]) })).toBe('{"a":[1,2]}');
+  });
+
+  it('property: a value rebuilt in canonical key order serialises as JSON.stringify does, to the same bytes as in any order', () => {
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof({ depthSize: 'small' }, fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(), fc.array(tie('value'), { maxLength: 4 }), tie('object')),
+      object: fc.dictionary(fc.oneof(fc.string(), fc.constantFrom('a', 'B', '10', '9', 'é')), tie('value'), { maxKeys: 30 }),
+    })).value;
+    fc.assert(
+      fc.property(json, (v) => {
+        const ordered = JSON.parse(reference(v)) as unknown;
+        expect(canonicalJson(ordered)).toBe(reference(v));
+        expect(canonicalJson(ordered)).toBe(canonicalJson(reversed(v)));
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
