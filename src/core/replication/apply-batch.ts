@@ -112,13 +112,13 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
         });
       }
     }
-    const logged = new Map<string, ReplicatedRecord>();
+    /** This batch's new records by origin, then seq (its keys are the origins it touches). */
+    const logged = new Map<string, Map<number, ReplicatedRecord>>();
     const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
-    const touched = new Set<string>();
     // Existence is known in memory for everything except seqs at or below the highest stored one
     // that arrived out of order, which are rare: only those cost a LevelDB read (and a promise).
     const has = (origin: string, seq: number): boolean | Promise<boolean> =>
-      seq <= (index.vv[origin] ?? 0) || logged.has(`${origin}!${seq}`) || (seq <= (index.maxStored.get(origin) ?? 0) && store.hasRecord(origin, seq));
+      seq <= (index.vv[origin] ?? 0) || logged.get(origin)?.has(seq) === true || (seq <= (index.maxStored.get(origin) ?? 0) && store.hasRecord(origin, seq));
 
     const fresh: ReplicatedRecord[] = [];
     const conflicts: Array<{ stored: ReplicatedRecord; incoming: ReplicatedRecord }> = [];
@@ -131,13 +131,14 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
           // A duplicate must be the same record: another one under the same (origin, seq) is an
           // equivocation (our own seqs are ours alone, and nobody else can sign for us).
           if (r.origin !== selfAddress && index.recentSig(`${r.origin}!${r.seq}`) !== r.sig) {
-            const stored = logged.get(`${r.origin}!${r.seq}`) ?? (await store.getLog(r.origin, r.seq));
+            const stored = logged.get(r.origin)?.get(r.seq) ?? (await store.getLog(r.origin, r.seq));
             if (stored && stored.sig !== r.sig && index.contentId(stored) !== index.contentId(r)) conflicts.push({ stored, incoming: r });
           }
           continue;
         }
-        logged.set(`${r.origin}!${r.seq}`, r);
-        touched.add(r.origin);
+        let ofOrigin = logged.get(r.origin);
+        if (!ofOrigin) logged.set(r.origin, (ofOrigin = new Map()));
+        ofOrigin.set(r.seq, r);
         fresh.push(r);
         res.applied++;
         hlc.observe(r.hlc);
@@ -152,19 +153,21 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
     // Current winners of every key touched: from the state cache where it holds them (it is updated
     // after every commit, and commits run one at a time, so what it holds is what the store holds),
     // the rest in one read.
-    const keys = [...new Map(fresh.map((r) => [`${r.kind}!${r.key}`, { kind: r.kind, key: r.key }])).entries()];
+    const stateKeys = fresh.map((r) => `${r.kind}!${r.key}`);
+    const keys = [...new Map(fresh.map((r, i) => [stateKeys[i]!, { kind: r.kind, key: r.key }])).entries()];
     const currents = await currentStates(keys.map(([, v]) => v));
     const winners = new Map<string, ReplicatedRecord | undefined>(keys.map(([k], i) => [k, currents[i]]));
     const changed = new Map<string, ReplicatedRecord>();
-    for (const r of fresh) {
-      const sk = `${r.kind}!${r.key}`;
+    for (let i = 0; i < fresh.length; i++) {
+      const r = fresh[i]!;
+      const sk = stateKeys[i]!;
       if (supersedes(kinds.get(r.kind)!, winners.get(sk), r)) {
         winners.set(sk, r);
         changed.set(sk, r);
       }
     }
     const vvChange: VersionVector = {};
-    for (const origin of touched) {
+    for (const origin of logged.keys()) {
       let s = index.vv[origin] ?? 0;
       for (;;) {
         const held = has(origin, s + 1);
