@@ -9,8 +9,9 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 /**
  * Serialise `value` canonically. Throws on values JSON cannot represent (undefined, NaN, bigint…).
  * A value already in canonical order (every object's keys sorted, nothing JSON.stringify would
- * change or drop) is serialised by JSON.stringify itself, in native code: records are written with
- * their keys in order (`orderedRecord` in ./record.ts), so a member checking one takes this path.
+ * change or drop) is serialised by JSON.stringify itself, in native code: a record's digest lists its
+ * envelope's keys in order (`recordDigest` in ./record.ts) and a node writes its own bodies in order
+ * ({@link inCanonicalKeyOrder}, ./apply-batch.ts), so a member checking a record takes this path.
  */
 export function canonicalJson(value: unknown): string {
   return inCanonicalOrder(value) ? JSON.stringify(value) : assembled(value);

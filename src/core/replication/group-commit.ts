@@ -1,8 +1,8 @@
 /**
  * Group commit (docs/architecture.md, "Records"): applies queue up while a batch is being written, and
  * the next batch takes them all (up to `maxBatchRecords`) at the end of the event-loop turn, so
- * durability costs one fsync per batch, not per record. What committing a batch means is the `commit` dependency's
- * (src/core/replication/apply-batch.ts); this module only groups and orders.
+ * durability costs one fsync per batch, not per record. What committing a batch means is the
+ * `commit` dependency's (src/core/replication/apply-batch.ts); this module only groups and orders.
  */
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
