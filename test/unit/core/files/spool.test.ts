@@ -190,8 +190,11 @@ describe('sealed spool', () => {
 
   // RSS, loosely: node frees the per-chunk buffers only when V8 next collects (about every 64 MiB
   // of released buffers), so the bound that matters is that memory is flat in the input size and
-  // well under it: 256 MiB streams through with about what 64 MiB needs.
-  it('keeps memory bounded whatever the size (64 MiB and 256 MiB streamed through, each under 96 MiB)', async () => {
+  // well under it: 256 MiB streams through with about what 64 MiB needs. Alone the peaks are 28–50
+  // MiB; in the full suite, with every test worker busy, the collection comes later and a peak
+  // reached 101 MiB (one fresh-clone run in each of the last two sessions failed on it), so the
+  // bound is half the larger stream: a spool that held what it was given would pass 256.
+  it('keeps memory bounded whatever the size (64 MiB and 256 MiB streamed through, each under 128 MiB)', async () => {
     const dir = await tempDir(stack);
     const piece = pattern(64 * 1024);
     async function peakDelta(total: number): Promise<number> {
@@ -223,8 +226,8 @@ describe('sealed spool', () => {
     await peakDelta(16 * 1024 * 1024);
     const small = await peakDelta(64 * 1024 * 1024);
     const large = await peakDelta(256 * 1024 * 1024);
-    expect(small).toBeLessThan(96 * 1024 * 1024);
-    expect(large).toBeLessThan(96 * 1024 * 1024);
+    expect(small).toBeLessThan(128 * 1024 * 1024);
+    expect(large).toBeLessThan(128 * 1024 * 1024);
   });
 });
 
