@@ -1,7 +1,7 @@
 /** Hash functions with domain separation. */
 import { hash } from 'node:crypto';
 import { createKeccak } from 'hash-wasm';
-import { utf8 } from './bytes.ts';
+import { copyBytes, utf8, zeroize } from './bytes.ts';
 
 /**
  * One Keccak-256 hasher for the thread, reused: init → update → digest runs synchronously, so no two
@@ -49,10 +49,12 @@ export function taggedHash(label: string, message: Uint8Array | string): Uint8Ar
   const input = Buffer.allocUnsafe(prefix.length + (typeof message === 'string' ? Buffer.byteLength(message) : message.length));
   prefix.copy(input, 0);
   if (typeof message === 'string') input.write(message, prefix.length);
-  else input.set(message, prefix.length);
-  const digest = new Uint8Array(hash('sha256', input, 'buffer'));
-  input.fill(0);
-  return digest;
+  else copyBytes(message, input, prefix.length);
+  try {
+    return new Uint8Array(hash('sha256', input, 'buffer'));
+  } finally {
+    zeroize(input);
+  }
 }
 
 /** Keccak-256 (Ethereum). */

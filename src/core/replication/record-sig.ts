@@ -191,7 +191,7 @@ export async function verifyRecordSigs(items: ReadonlyArray<SignedDigest & { pub
     if (!byRoot) slotsOf.set(it.publicKey, (byRoot = new Map()));
     let candidates = byRoot.get(it.signed);
     if (!candidates) byRoot.set(it.signed, (candidates = []));
-    const seen = candidates.find((slot) => sameBytes(unique[slot]!.sig, 0, it.sig) && unique[slot]!.sig.length === it.sig.length);
+    const seen = candidates.find((slot) => unique[slot]!.sig.length === it.sig.length && sameBytes(unique[slot]!.sig, 0, it.sig));
     if (seen !== undefined) return seen;
     const slot = unique.push({ sig: it.sig, digest: it.signed, publicKey: it.publicKey }) - 1;
     candidates.push(slot);
