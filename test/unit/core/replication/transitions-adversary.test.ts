@@ -571,7 +571,10 @@ describe('a rogue coordinator proposing to slot 0', () => {
           expect(problem, `${r.kind} ${(r.body as unknown as VersionedBody).v.change}: ${problem}`).toBeUndefined();
         }
       }),
-      { numRuns: RUNS * 4 },
+      // A password reset in the rogue's own name (a coordinator is trusted for Web2 identity) is
+      // written: tried first, so the count below never depends on the random draws (about 1 in 80
+      // of which is written).
+      { numRuns: RUNS * 4, examples: [[[{ kind: 'principal', target: 28, base: 0, change: CHANGES.principal.indexOf('resetPassword' as never), mutations: [[FIELDS.principal.indexOf('passwordHash'), 132671730]], vouch: 1, clock: 431, prev: 0 }]]] },
     );
     expect(writes).toBeGreaterThan(0);
   });
