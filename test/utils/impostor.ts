@@ -10,7 +10,8 @@ import { createLogger } from '../../src/log/index.ts';
 import { createMetrics } from '../../src/metrics/index.ts';
 
 /**
- * Stop member `slot` and take its identity; resolves once connected to slot 0 (or `connectTo`). `versionVector` is
+ * Stop member `slot` and take its identity; resolves once connected to every running member (or to
+ * `connectTo` only), so a first request to any of them is not a dial racing theirs. `versionVector` is
  * what it claims to hold (it serves nothing when a member tries to catch up from it);
  * `memberHandlers` what it answers to `grant`/`shard` calls (a lying member).
  */
@@ -20,7 +21,8 @@ export async function startImpostor(
   options: ImpostorOptions = {},
 ): Promise<{ peer: Cluster; signingKey: Uint8Array }> {
   await cluster.stopMember(slot);
-  return startPeerImpostor(cluster.descriptor, slot, cluster.members[slot]!.config.keysDir, options);
+  const running = cluster.descriptor.nodes.map((n) => n.slot).filter((s): s is number => s !== null && s !== slot && cluster.isRunning(s));
+  return startPeerImpostor(cluster.descriptor, slot, cluster.members[slot]!.config.keysDir, { connectTo: running, ...options });
 }
 
 /** What an impostor claims and answers, and whom it waits to reach. */
@@ -29,8 +31,8 @@ export interface ImpostorOptions {
   versionVector?: () => Record<string, number>;
   /** What it answers to `grant`/`shard` calls (a lying member). */
   memberHandlers?: Partial<Record<MemberService, MemberHandler>>;
-  /** The slot it waits to reach before it resolves. @default 0 */
-  connectTo?: number;
+  /** The slots it waits to reach before it resolves. @default 0 (`startImpostor`: every running member) */
+  connectTo?: number | readonly number[];
   /** What its ping answers say it can do (an older build says less). @default this build's */
   features?: readonly string[];
 }
@@ -66,6 +68,7 @@ export async function startPeerImpostor(descriptor: ClusterDescriptor, slot: num
     },
   );
   await peer.start();
-  await waitFor(() => peer.membership.isReachable(options.connectTo ?? 0), { timeoutMs: 10_000, description: 'impostor to connect' });
+  const slots = [options.connectTo ?? 0].flat();
+  await waitFor(() => slots.every((s) => peer.membership.isReachable(s)), { timeoutMs: 10_000, description: `impostor to connect to slots ${slots.join(', ')}` });
   return { peer, signingKey: keys.signing };
 }
