@@ -1,14 +1,15 @@
 /**
  * The crypto of dealing a secret's key (src/core/secrets/dealing.ts; docs/architecture.md, Keys and
  * crypto), as one operation the request crypto thread can run (./request-ops.ts, `deal`): the seed's
- * ML-KEM-768 public key, its Shamir shares at x = slot + 1, each sealed to its member and digested.
+ * ML-KEM-768 public key, its Shamir shares at x = slot + 1, each sealed to its member (one ephemeral
+ * key for the deal's boxes: ./sealed-box.ts, `sealToMany`) and digested.
  * What the boxes and digests are bound to (cluster, secret, slot) comes in as bytes from the caller,
  * so this layer knows nothing of secrets.
  */
 import { concatBytes, zeroize } from './bytes.ts';
 import { taggedHash } from './hash.ts';
 import { mlkemPublicKeyFromSeed } from './mlkem.ts';
-import { sealTo } from './sealed-box.ts';
+import { sealToMany } from './sealed-box.ts';
 import { splitSecretForSlots } from './shamir.ts';
 
 /** One member's share of a deal: where it goes and what it is bound to. */
@@ -39,7 +40,7 @@ export function dealShares(seed: Uint8Array, threshold: number, recipients: read
   try {
     return {
       publicKey,
-      boxes: recipients.map((r, i) => sealTo(r.publicKey, shares[i]!, r.aad)),
+      boxes: sealToMany(recipients.map((r, i) => ({ publicKey: r.publicKey, plaintext: shares[i]!, aad: r.aad }))),
       digests: recipients.map((r, i) => taggedHash(digestTag, concatBytes(r.digestPrefix, shares[i]!))),
     };
   } finally {

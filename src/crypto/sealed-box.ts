@@ -104,31 +104,62 @@ function boxKey(privateKey: Uint8Array, peerPublicKey: Uint8Array, salt: Uint8Ar
 /** Recipient public keys, checked and compressed (public data). */
 const compressedKeys = createLruCache<Uint8Array>(64);
 
-/**
- * Encrypt `plaintext` to a node's secp256k1 public key (33 bytes compressed or 65 uncompressed) with
- * associated data `aad` that the opener must present again. Throws a TypeError when the key is not a
- * point of the curve.
- */
-export function sealTo(recipientPublicKey: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, random: RandomSource = systemRandom): Uint8Array {
+/** `recipientPublicKey` checked and compressed; throws a TypeError when it is not a point of the curve. */
+function compressedRecipient(recipientPublicKey: Uint8Array): Uint8Array {
   if (!hasPublicKeyShape(recipientPublicKey)) throw new TypeError('recipient public key must be a 33- or 65-byte SEC1 secp256k1 key');
-  // Recipients are the cluster's few coordinators: each one's key is checked and compressed once.
-  const recipient = compressedKeys.getOrCreate(Buffer.from(recipientPublicKey).toString('hex'), () => {
+  // Recipients are the cluster's few nodes: each one's key is checked and compressed once.
+  return compressedKeys.getOrCreate(Buffer.from(recipientPublicKey).toString('hex'), () => {
     try {
       return ECDH.convertKey(recipientPublicKey, CURVE, undefined, undefined, 'compressed') as Buffer;
     } catch {
       throw new TypeError('recipient public key is not a point of secp256k1');
     }
   });
+}
+
+/** One box of {@link sealToMany}: its recipient's public key (33 or 65 bytes), plaintext and associated data. */
+export interface SealRecipient {
+  publicKey: Uint8Array;
+  plaintext: Uint8Array;
+  aad: Uint8Array;
+}
+
+/**
+ * Encrypt `plaintext` to a node's secp256k1 public key (33 bytes compressed or 65 uncompressed) with
+ * associated data `aad` that the opener must present again. Throws a TypeError when the key is not a
+ * point of the curve.
+ */
+export function sealTo(recipientPublicKey: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, random: RandomSource = systemRandom): Uint8Array {
+  return sealToMany([{ publicKey: recipientPublicKey, plaintext, aad }], random)[0]!;
+}
+
+/**
+ * Boxes to several recipients at once, each exactly as {@link sealTo} makes it and opened the same
+ * way, with one ephemeral key for them all (docs/security.md, "Sealed boxes"): each box's key is
+ * still the ECDH of that key with its own recipient, salted with both public keys, under its own
+ * nonce. Reusing the ephemeral key across recipients is safe for this construction (Bellare,
+ * Boldyreva and Staddon, "Randomness re-use in multi-recipient encryption schemes", PKC 2003: DHIES
+ * is reproducible) and saves a key generation per box — a deal seals a share to every member.
+ * Throws a TypeError when a recipient key is not a point of the curve (before anything is sealed).
+ */
+export function sealToMany(recipients: readonly SealRecipient[], random: RandomSource = systemRandom): Uint8Array[] {
+  const keys = recipients.map((r) => compressedRecipient(r.publicKey));
   const ephemeralPrivateKey = generatePrivateKey(random);
-  let key: Uint8Array | undefined;
   try {
     const ephemeralPublicKey = publicKeyOf(ephemeralPrivateKey, true);
-    key = boxKey(ephemeralPrivateKey, recipient, concatBytes(ephemeralPublicKey, recipient));
-    const nonce = random(AES_GCM_NONCE_BYTES);
-    const { ciphertext, tag } = aes256GcmEncrypt(key, nonce, plaintext, aad);
-    return concatBytes(ephemeralPublicKey, nonce, ciphertext, tag);
+    return recipients.map((r, i) => {
+      const recipient = keys[i]!;
+      const key = boxKey(ephemeralPrivateKey, recipient, concatBytes(ephemeralPublicKey, recipient));
+      try {
+        const nonce = random(AES_GCM_NONCE_BYTES);
+        const { ciphertext, tag } = aes256GcmEncrypt(key, nonce, r.plaintext, r.aad);
+        return concatBytes(ephemeralPublicKey, nonce, ciphertext, tag);
+      } finally {
+        zeroize(key);
+      }
+    });
   } finally {
-    zeroize(ephemeralPrivateKey, key);
+    zeroize(ephemeralPrivateKey);
   }
 }
 

@@ -11,6 +11,7 @@ import {
   openSealed,
   publicKeyOf,
   sealTo,
+  sealToMany,
   sealedBoxEcdhBackend,
   secp256k1EcdhX,
   secp256k1EcdhXOpenSsl,
@@ -175,5 +176,38 @@ describe('sealed boxes', () => {
     for (const key of [new Uint8Array(0), recipientPublicKey.subarray(1), offCurve, hybrid, badPrefix, noX]) {
       expect(() => sealTo(key, plaintext, aad)).toThrow(TypeError);
     }
+  });
+
+  it('sealToMany: one ephemeral key for every box, each box opening for its own recipient and associated data only (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.uint8Array({ maxLength: 96 }), fc.uint8Array({ minLength: 1, maxLength: 32 }), fc.boolean()), { minLength: 1, maxLength: 6 }), (boxes) => {
+        const keys = boxes.map(() => generatePrivateKey());
+        const sealed = sealToMany(boxes.map(([message, associated, compressed], i) => ({ publicKey: publicKeyOf(keys[i]!, compressed), plaintext: message, aad: associated })));
+        expect(sealed).toHaveLength(boxes.length);
+        // One ephemeral key, a nonce of its own per box.
+        expect(new Set(sealed.map((b) => toHex(b.subarray(0, 33)))).size).toBe(1);
+        expect(new Set(sealed.map((b) => toHex(b.subarray(33, 45)))).size).toBe(boxes.length);
+        sealed.forEach((box, i) => {
+          const [message, associated] = boxes[i]!;
+          expect(toHex(openSealed(keys[i]!, box, associated)!)).toBe(toHex(message));
+          expect(openWithNoble(keys[i]!, box, associated)).toBe(toHex(message));
+          // Another recipient of the same deal cannot open it, nor can its own recipient under other data.
+          if (boxes.length > 1) expect(openSealed(keys[(i + 1) % boxes.length]!, box, associated)).toBeUndefined();
+          expect(openSealed(keys[i]!, box, Uint8Array.of(...associated, 0))).toBeUndefined();
+        });
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('sealToMany throws a TypeError for any recipient key that is not a point, before drawing any randomness', () => {
+    let drawn = 0;
+    const random: RandomSource = (length) => {
+      drawn++;
+      return counterRandom('many')(length);
+    };
+    const good = { publicKey: recipientPublicKey, plaintext, aad };
+    expect(() => sealToMany([good, { ...good, publicKey: new Uint8Array(33).fill(0xff) }], random)).toThrow(TypeError);
+    expect(drawn).toBe(0);
   });
 });
