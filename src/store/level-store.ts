@@ -5,6 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
+import { createAgeOrderedMap, type AgeOrderedMap } from '../crypto/index.ts';
 import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
 import type { PendingShares, PendingShareStore, ShareStore, UsedStringExpiry, UsedStringStore } from '../core/secrets/ports.ts';
@@ -254,7 +255,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   // Web2 secrets by their 12-digit id; Web3 secrets as `w<chainId>:<id>` (a separate namespace).
   const labelKey = (label: number | string) => (typeof label === 'number' ? idKey(label) : `w${label}`);
   const pendingKey = (secretId: number, chainId: number | undefined) => (chainId === undefined ? idKey(secretId) : `w${chainId}:${secretId}`);
-  const shareCache = new Map<number | string, Uint8Array>();
+  const shareCache = createAgeOrderedMap<number | string, Uint8Array>();
   /**
    * The highest Web2 secret id a share is stored for: a share past it is absent without a read. A new
    * secret's id is past every other, and a member looked its share up (absent) as it stored it — a
@@ -271,7 +272,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const ordered = (label: number | string): label is number => typeof label === 'number' && label <= MAX_ORDERED_SHARE_ID;
   const pastHighestShare = (label: number | string) => ordered(label) && label > highestShare;
   const cacheShare = (label: number | string, box: Uint8Array) => {
-    if (shareCache.size >= SHARE_CACHE_ENTRIES) shareCache.delete(shareCache.keys().next().value!);
+    if (shareCache.size >= SHARE_CACHE_ENTRIES) shareCache.delete(shareCache.oldest()!);
     shareCache.set(label, box);
   };
 
@@ -459,7 +460,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
    * (an old entry holds only that): each one's rewrite and index key in one batch.
    */
   interface UsedIndex {
-    holders: Map<string, string>;
+    holders: AgeOrderedMap<string, string>;
     complete: boolean;
   }
   // One string per holder, whatever the entries read: the holders are the cluster's few coordinators.
@@ -473,7 +474,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   let usedLoad: Promise<UsedIndex> | undefined;
   const usedIndex = () =>
     (usedLoad ??= (async () => {
-      const index: UsedIndex = { holders: new Map(), complete: true };
+      const index: UsedIndex = { holders: createAgeOrderedMap(), complete: true };
       const legacy = batches();
       for await (const [k, v] of usedStrings.iterator()) {
         remember(index, k, interned(holderOf(v)));
@@ -485,7 +486,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const remember = (index: UsedIndex, key: string, holder: string) => {
     index.holders.set(key, holder);
     if (index.holders.size > (options.usedStringsInMemory ?? USED_STRINGS_IN_MEMORY)) {
-      index.holders.delete(index.holders.keys().next().value!);
+      index.holders.delete(index.holders.oldest()!);
       index.complete = false;
     }
   };

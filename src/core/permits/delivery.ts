@@ -4,6 +4,7 @@
  * every `redeliverIntervalMs` to the members that have not acknowledged them, and the answer for a
  * consumed permit is `consumed` only when ≥ threshold members are known to hold it.
  */
+import { createAgeOrderedMap } from '../../crypto/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import type { BatchWriteReport, MembershipView, Replicator } from '../replication/ports.ts';
@@ -66,10 +67,10 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
   let stopped: Promise<void> | undefined;
 
   /** Permits whose consumption this coordinator saw acknowledged by ≥ threshold members. */
-  const durable = new Set<string>();
+  const durable = createAgeOrderedMap<string, true>();
   const markDurable = (permitId: string) => {
-    durable.add(permitId);
-    if (durable.size > DURABLE_PERMITS_REMEMBERED) durable.delete(durable.values().next().value!);
+    durable.set(permitId, true);
+    if (durable.size > DURABLE_PERMITS_REMEMBERED) durable.delete(durable.oldest()!);
   };
 
   /** Deliver a consumption again to the reachable members that have not acked it; count their acks. */

@@ -5,7 +5,7 @@
  * durable batch; then the in-memory summaries are updated and the batch's listeners told.
  */
 import type { NodeMetrics } from '../../metrics/index.ts';
-import type { AppliedEvent, AppliedListeners, IngestResult } from './applied-events.ts';
+import type { AppliedEvent, AppliedListeners, IngestResult, RecordSource } from './applied-events.ts';
 import { inCanonicalKeyOrder } from './canonical-json.ts';
 import type { Equivocations } from './equivocation.ts';
 import type { PendingApply } from './group-commit.ts';
@@ -130,7 +130,7 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
           res.duplicates++;
           // A duplicate must be the same record: another one under the same (origin, seq) is an
           // equivocation (our own seqs are ours alone, and nobody else can sign for us).
-          if (r.origin !== selfAddress && index.recentSig(`${r.origin}!${r.seq}`) !== r.sig) {
+          if (r.origin !== selfAddress && index.recentSig(r.origin, r.seq) !== r.sig) {
             const stored = logged.get(r.origin)?.get(r.seq) ?? (await store.getLog(r.origin, r.seq));
             if (stored && stored.sig !== r.sig && index.contentId(stored) !== index.contentId(r)) conflicts.push({ stored, incoming: r });
           }
@@ -188,11 +188,14 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
     // Our own records can come back from peers (a node restored from a backup): a seq any of them
     // holds is used, whatever this node's log said at open.
     for (const r of fresh) if (r.origin === selfAddress && r.seq > ownSeq) ownSeq = r.seq;
+    // One count per source (a writer's batch is one apply per write, all of them `local`).
+    const appliedBySource = new Map<RecordSource, number>();
     for (let i = 0; i < batch.length; i++) {
-      const res = results[i]!;
-      if (res.applied) deps.metrics.recordsApplied.inc({ source: batch[i]!.source }, res.applied);
-      batch[i]!.resolve(res);
+      const { applied } = results[i]!;
+      if (applied) appliedBySource.set(batch[i]!.source, (appliedBySource.get(batch[i]!.source) ?? 0) + applied);
     }
+    for (const [source, applied] of appliedBySource) deps.metrics.recordsApplied.inc({ source }, applied);
+    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
     if (deps.listeners.listening()) {
       const before = new Map(keys.map(([k], i) => [k, currents[i]]));
       const event: AppliedEvent = { records: fresh, source: batch[0]!.source, changes: [...changed].map(([k, after]) => ({ before: before.get(k), after })) };

@@ -13,6 +13,7 @@ import type { CommitQueue } from './group-commit.ts';
 import { createHeldBack } from './held-back.ts';
 import type { RecordKindDefinition, Sibling } from './kinds.ts';
 import type { LogIndex } from './log-index.ts';
+import { createOriginSeqMap } from './origin-seq-map.ts';
 import type { ClusterNodeEntry } from './ports.ts';
 import type { ReplicatedRecord } from './record.ts';
 import { verifyRecordSigs } from './record-sig.ts';
@@ -80,8 +81,8 @@ type Positioned<T> = T & { at: number; authentic?: boolean };
 /** Create the ingest path. */
 export function createIngest(deps: IngestDeps): Ingest {
   const { rules, verifier, index, contextOf, logger: log } = deps;
-  /** Records verified and queued by {@link ingest}, not durable yet, by `<origin>!<seq>`. */
-  const inFlight = new Map<string, { sig: string; stored: Promise<boolean> }>();
+  /** Records verified and queued by {@link ingest}, not durable yet, by (origin, seq). */
+  const inFlight = createOriginSeqMap<{ sig: string; stored: Promise<boolean> }>();
 
   /** Records waiting for one they name (held-back.ts). */
   const held = createHeldBack({ maxRecords: deps.maxHeldBack ?? 10_000 });
@@ -133,13 +134,12 @@ export function createIngest(deps: IngestDeps): Ingest {
     const nowMs = deps.clock();
     raw.forEach((item, at) => {
       const r = item as Partial<ReplicatedRecord> | null;
-      if (r !== null && typeof r === 'object' && typeof r.sig === 'string') {
-        const id = `${r.origin}!${r.seq}`;
-        if (index.recentSig(id) === r.sig) {
+      if (r !== null && typeof r === 'object' && typeof r.sig === 'string' && typeof r.origin === 'string' && typeof r.seq === 'number') {
+        if (index.recentSig(r.origin, r.seq) === r.sig) {
           known++;
           return;
         }
-        const pending = inFlight.get(id);
+        const pending = inFlight.get(r.origin, r.seq);
         if (pending?.sig === r.sig) {
           awaiting.push({ item, stored: pending.stored });
           return;
@@ -228,8 +228,8 @@ export function createIngest(deps: IngestDeps): Ingest {
     if (valid.length > 0) {
       let settle!: (stored: boolean) => void;
       const stored = new Promise<boolean>((resolve) => (settle = resolve));
-      const mine = valid.filter((r) => !inFlight.has(`${r.origin}!${r.seq}`));
-      for (const r of mine) inFlight.set(`${r.origin}!${r.seq}`, { sig: r.sig, stored });
+      const mine = valid.filter((r) => !inFlight.has(r.origin, r.seq));
+      for (const r of mine) inFlight.set(r.origin, r.seq, { sig: r.sig, stored });
       try {
         res = await deps.queue.enqueue(valid, source);
         settle(true);
@@ -237,7 +237,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         settle(false);
         throw err;
       } finally {
-        for (const r of mine) inFlight.delete(`${r.origin}!${r.seq}`);
+        for (const r of mine) inFlight.delete(r.origin, r.seq);
       }
       // Records held back for one of these are tried again now.
       retryHeld(valid);

@@ -9,6 +9,7 @@
 import { toHex } from '../../crypto/index.ts';
 import type { RecordStore, VersionVector } from './ports.ts';
 import { recordDigest, type ReplicatedRecord } from './record.ts';
+import { createRecentOriginSeqMap } from './origin-seq-map.ts';
 
 /** Recently stored records whose signature is remembered (cheap duplicate checks). */
 const RECENT_SIGS = 20_000;
@@ -38,8 +39,8 @@ export interface LogIndex {
   fingerprintHex(origin: string, xor?: bigint): string;
   /** Remember the signature of a record just stored (the newest {@link RECENT_SIGS} are kept). */
   rememberSig(r: ReplicatedRecord): void;
-  /** The signature of the record stored lately under `<origin>!<seq>`, if remembered. */
-  recentSig(id: string): string | undefined;
+  /** The signature of the record stored lately under (`origin`, `seq`), if remembered. */
+  recentSig(origin: string, seq: number): string | undefined;
   /**
    * Load the version vector, highest seqs and fingerprints from the store (at open). An origin whose
    * fingerprint the store lacks (written before they were kept) is computed from its records and
@@ -62,10 +63,10 @@ export function createLogIndex(options: { clusterId: string }): LogIndex {
   // signed, and remembered for the fingerprints and equivocation checks.
   const contentIds = new WeakMap<ReplicatedRecord, bigint>();
   /**
-   * Signatures of recently stored records by `<origin>!<seq>`: the duplicate that gossip and resends
+   * Signatures of recently stored records by (origin, seq): the duplicate that gossip and resends
    * bring right after the direct apply is matched here, without reading the log.
    */
-  const recentSigs = new Map<string, string>();
+  const recentSigs = createRecentOriginSeqMap<string>(RECENT_SIGS);
   const contentId = (r: ReplicatedRecord) => {
     let id = contentIds.get(r);
     if (id === undefined) contentIds.set(r, (id = contentIdOf(recordDigest(clusterId, r))));
@@ -89,11 +90,8 @@ export function createLogIndex(options: { clusterId: string }): LogIndex {
     },
     xorFingerprint,
     fingerprintHex: (origin, xor = 0n) => ((fingerprints.get(origin) ?? 0n) ^ xor).toString(16),
-    rememberSig(r) {
-      recentSigs.set(`${r.origin}!${r.seq}`, r.sig);
-      if (recentSigs.size > RECENT_SIGS) recentSigs.delete(recentSigs.keys().next().value!);
-    },
-    recentSig: (id) => recentSigs.get(id),
+    rememberSig: (r) => recentSigs.set(r.origin, r.seq, r.sig),
+    recentSig: (origin, seq) => recentSigs.get(origin, seq),
     async load(store) {
       index.vv = await store.loadVersionVector();
       const stored = await store.loadFingerprints();

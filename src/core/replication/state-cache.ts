@@ -14,7 +14,7 @@
  * member that served many distinct secrets keep a large share of its memory in them.
  */
 import type { RecordStore } from './ports.ts';
-import { evictWithSecondChance } from '../../crypto/index.ts';
+import { createAgeOrderedMap, evictWithSecondChance } from '../../crypto/index.ts';
 import type { ReplicatedRecord } from './record.ts';
 
 /** Options of {@link createStateCache}. */
@@ -81,11 +81,11 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
   const { maxEntries } = options;
   const maxBytes = options.maxBytes ?? Infinity;
   const { store } = deps;
-  // Oldest first. A hit only marks its entry `used`; eviction gives a used entry a second chance
-  // (moved to the back, unmarked) and drops the first unused one — least recently used first, near
-  // enough. A hit that moved its entry to the back instead (delete, then set) made the Map's table
-  // churn with every read, which keeps short-lived garbage alive (src/http/in-flight.ts says how).
-  const entries = new Map<string, { value: ReplicatedRecord | null; bytes: number; used: boolean }>();
+  // A hit only marks its entry `used`; eviction gives a used entry a second chance (made the
+  // youngest, unmarked) and drops the oldest unused one — least recently used first, near enough. A
+  // hit that moved its entry to the back instead (delete, then set) made the Map's table churn with
+  // every read, which keeps short-lived garbage alive (src/http/in-flight.ts says how).
+  const entries = createAgeOrderedMap<string, { value: ReplicatedRecord | null; bytes: number; used: boolean }>();
   let bytes = 0;
   // The last RECENT_CHANGES keys changed, in a ring; `changes` counts every change ever made.
   const recent: string[] = [];

@@ -8,6 +8,7 @@
  * the two strings, which are its key: freshness, the session and single use are checked every time.
  * Filled only with this node's own recoveries; public data.
  */
+import { createAgeOrderedMap } from '../../crypto/index.ts';
 
 /** Strings longer than this are not remembered (a memo entry holds its string). */
 export const SIGNER_MEMO_MAX_DATA_CHARS = 8192;
@@ -26,7 +27,7 @@ export interface SignerMemo {
 
 /** Create a memo of at most `entries` signers. */
 export function createSignerMemo(entries = SIGNER_MEMO_ENTRIES): SignerMemo {
-  const signers = new Map<string, { data: string; signer: string | undefined }>();
+  const signers = createAgeOrderedMap<string, { data: string; signer: string | undefined }>();
   return {
     get(data, signature) {
       const hit = signers.get(signature);
@@ -34,7 +35,7 @@ export function createSignerMemo(entries = SIGNER_MEMO_ENTRIES): SignerMemo {
     },
     set(data, signature, signer) {
       if (data.length > SIGNER_MEMO_MAX_DATA_CHARS || entries === 0) return;
-      if (!signers.has(signature) && signers.size >= entries) signers.delete(signers.keys().next().value!);
+      if (!signers.has(signature) && signers.size >= entries) signers.delete(signers.oldest()!);
       signers.set(signature, { data, signer });
     },
   };

@@ -19,6 +19,7 @@
  *   record is checked first, and members refuse a second key).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createAgeOrderedMap, type AgeOrderedMap } from '../../crypto/index.ts';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { Startable } from '../lifecycle.ts';
@@ -87,7 +88,7 @@ interface CachedState {
 
 interface ChainView {
   chain: Web3Chain;
-  states: Map<string, CachedState>;
+  states: AgeOrderedMap<string, CachedState>;
   /** Events delivered per secret (only for secrets with one): a read that overlapped one is not kept. */
   epochs: Map<string, number>;
   /** Last block the follower delivered (inclusive), or undefined before the first range. */
@@ -105,7 +106,7 @@ export function assertWeb3SecretId(secretId: number): void {
 /** Create the Web3 service. */
 export function createWeb3Service(deps: Web3Deps): Web3Service {
   const log = deps.logger.child({ module: 'web3' });
-  const views = new Map<number, ChainView>(deps.chains.list().map((chain) => [chain.chainId, { chain, states: new Map(), epochs: new Map(), followedTo: undefined }]));
+  const views = new Map<number, ChainView>(deps.chains.list().map((chain) => [chain.chainId, { chain, states: createAgeOrderedMap(), epochs: new Map(), followedTo: undefined }]));
 
   function viewOf(chainId: number): ChainView {
     const view = views.get(chainId);
@@ -128,7 +129,7 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
     // Kept only when the follower can still invalidate it: it reads every block after this one, and
     // delivered no event of this secret while the read was in flight (that state may predate it).
     if (view.follower && view.followFrom !== undefined && target >= view.followFrom - 1 && (view.epochs.get(key) ?? 0) === epoch && target >= (view.followedTo ?? 0)) {
-      if (view.states.size >= STATE_CACHE_ENTRIES) view.states.delete(view.states.keys().next().value!);
+      if (view.states.size >= STATE_CACHE_ENTRIES) view.states.delete(view.states.oldest()!);
       view.states.set(key, { state, block: target });
     }
     return state;
