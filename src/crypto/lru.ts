@@ -2,7 +2,8 @@
  * A small least-recently-used map for public data only, never secrets: imported public keys, which
  * coordinator holds a file job (src/http/job-forward.ts), the plans' rate-limit buckets
  * (src/core/usage/token-bucket.ts). And the map in age order every bounded cache of the node evicts
- * from ({@link createAgeOrderedMap}).
+ * from ({@link createAgeOrderedMap}): a container that copies and zeroes nothing, so it holds only
+ * what may stay in memory as it is (a share only in its at-rest box, src/store/level-store.ts).
  */
 
 /** An LRU of values by string key. */
