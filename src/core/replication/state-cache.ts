@@ -85,19 +85,27 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
   // youngest, unmarked) and drops the oldest unused one — least recently used first, near enough. A
   // hit that moved its entry to the back instead (delete, then set) made the Map's table churn with
   // every read, which keeps short-lived garbage alive (src/http/in-flight.ts says how).
-  const entries = createAgeOrderedMap<string, { value: ReplicatedRecord | null; bytes: number; used: boolean }>();
+  // Entries by kind, then key: a lookup hashes the record's own key string (once: V8 keeps a string's
+  // hash), where a `<kind>!<key>` string would be built, flattened and hashed for every lookup. Their
+  // ages are kept by the entries themselves (object keys hash by identity).
+  type Entry = { kind: string; key: string; value: ReplicatedRecord | null; bytes: number; used: boolean };
+  const byKind = new Map<string, Map<string, Entry>>();
+  const ages = createAgeOrderedMap<Entry, Entry>();
+  const entryOf = (kind: string, key: string) => byKind.get(kind)?.get(key);
   let bytes = 0;
-  // The last RECENT_CHANGES keys changed, in a ring; `changes` counts every change ever made.
-  const recent: string[] = [];
+  // The last RECENT_CHANGES (kind, key) changed, in a ring; `changes` counts every change ever made.
+  const recentKinds: string[] = [];
+  const recentKeys: string[] = [];
   let changes = 0;
-  const changed = (k: string) => {
-    recent[changes % RECENT_CHANGES] = k;
+  const changed = (kind: string, key: string) => {
+    recentKinds[changes % RECENT_CHANGES] = kind;
+    recentKeys[changes % RECENT_CHANGES] = key;
     changes++;
   };
-  /** Whether `k` is known unchanged since `before` (false once the ring no longer covers it). */
-  const unchangedSince = (k: string, before: number) => {
+  /** Whether (kind, key) is known unchanged since `before` (false once the ring no longer covers it). */
+  const unchangedSince = (kind: string, key: string, before: number) => {
     if (changes - before > RECENT_CHANGES) return false;
-    for (let c = before; c < changes; c++) if (recent[c % RECENT_CHANGES] === k) return false;
+    for (let c = before; c < changes; c++) if (recentKeys[c % RECENT_CHANGES] === key && recentKinds[c % RECENT_CHANGES] === kind) return false;
     return true;
   };
   // Per kind, the highest key of a state (undefined: not known, so nothing is answered from it).
@@ -108,20 +116,28 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
     const h = highest[kind];
     return h !== undefined && (h === null || key > h) && ASCII.test(key);
   };
-  const drop = (k: string) => {
-    const old = entries.get(k);
-    if (!old) return;
-    entries.delete(k);
+  const dropEntry = (old: Entry) => {
+    byKind.get(old.kind)!.delete(old.key);
+    ages.delete(old);
     bytes -= old.bytes;
   };
-  const put = (k: string, value: ReplicatedRecord | null) => {
-    drop(k);
-    const size = ENTRY_OVERHEAD + k.length + (value ? approximateBytes(value) : 0);
+  const drop = (kind: string, key: string) => {
+    const old = entryOf(kind, key);
+    if (old) dropEntry(old);
+  };
+  const put = (kind: string, key: string, value: ReplicatedRecord | null) => {
+    drop(kind, key);
+    // As `<kind>!<key>` and the value would take.
+    const size = ENTRY_OVERHEAD + kind.length + 1 + key.length + (value ? approximateBytes(value) : 0);
     // A state larger than the whole budget is not cached at all.
     if (size > maxBytes || maxEntries < 1) return;
     // Room for `size` more bytes and one more entry.
-    evictWithSecondChance(entries, () => entries.size >= maxEntries || bytes + size > maxBytes, drop);
-    entries.set(k, { value, bytes: size, used: false });
+    evictWithSecondChance(ages, () => ages.size >= maxEntries || bytes + size > maxBytes, dropEntry);
+    const entry: Entry = { kind, key, value, bytes: size, used: false };
+    let ofKind = byKind.get(kind);
+    if (!ofKind) byKind.set(kind, (ofKind = new Map()));
+    ofKind.set(key, entry);
+    ages.set(entry, entry);
     bytes += size;
   };
   return {
@@ -134,8 +150,7 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
       }
     },
     async get(kind, key) {
-      const k = `${kind}!${key}`;
-      const hit = entries.get(k);
+      const hit = entryOf(kind, key);
       if (hit !== undefined) {
         hit.used = true;
         return hit.value ?? undefined;
@@ -143,29 +158,27 @@ export function createStateCache(options: StateCacheOptions, deps: StateCacheDep
       if (pastHighest(kind, key)) return undefined;
       const before = changes;
       const v = await store.getState(kind, key);
-      if (unchangedSince(k, before)) put(k, v ?? null);
+      if (unchangedSince(kind, key, before)) put(kind, key, v ?? null);
       return v;
     },
     peek(kind, key) {
-      const hit = entries.get(`${kind}!${key}`);
+      const hit = entryOf(kind, key);
       if (hit !== undefined) return hit.value;
       return pastHighest(kind, key) ? null : undefined;
     },
     update(records) {
       for (const r of records) {
-        const k = `${r.kind}!${r.key}`;
-        changed(k);
-        put(k, r);
+        changed(r.kind, r.key);
+        put(r.kind, r.key, r);
         // A higher key only raises it (a non-ASCII one may sort otherwise in LevelDB: then not known).
         const h = highest[r.kind];
         if (h !== undefined && (h === null || r.key > h)) highest[r.kind] = ASCII.test(r.key) ? r.key : undefined;
       }
     },
     forget(kind, key) {
-      const k = `${kind}!${key}`;
-      changed(k);
-      drop(k);
+      changed(kind, key);
+      drop(kind, key);
     },
-    size: () => ({ entries: entries.size, bytes }),
+    size: () => ({ entries: ages.size, bytes }),
   };
 }

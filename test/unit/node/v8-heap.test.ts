@@ -57,7 +57,9 @@ describe('the governed heap growth', () => {
   }, 90_000);
 
   it('keeps a large heap within 20% of what is alive, as a member holding many secrets needs', async () => {
-    const large = await churn(120, 1);
+    // Well past the 80 MiB alive where the slack (16 MiB) is 20%: at 120 MiB asked, what the governor read
+    // after a collection on a busy machine was at times just under it (21%).
+    const large = await churn(200, 1);
     expect(large.percent).toBe(HEAP_GROWING_PERCENT.min);
   }, 90_000);
 
