@@ -24,7 +24,47 @@ export function canonicalJson(value: unknown): string {
  * order. Throws as {@link canonicalJson} does.
  */
 export function inCanonicalKeyOrder<T>(value: T): T {
-  return inCanonicalOrder(value) ? value : (JSON.parse(assembled(value)) as T);
+  return inCanonicalOrder(value) ? value : (canonicalCopy(value) as T);
+}
+
+/**
+ * What `JSON.parse(canonicalJson(value))` gives, built directly: every object rebuilt with its keys
+ * in canonical order, arrays copied, strings and numbers kept (-0 as 0, as JSON writes it), without
+ * writing the value out and reading it back (a secret's body is a few KB). Throws as
+ * {@link assembled} does.
+ */
+function canonicalCopy(value: unknown): unknown {
+  if (value === null) return null;
+  switch (typeof value) {
+    case 'boolean':
+    case 'string':
+      return value;
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError('non-finite number in record');
+      return value === 0 ? 0 : value;
+    case 'object': {
+      if (Array.isArray(value)) {
+        const out: unknown[] = new Array<unknown>(value.length);
+        for (let i = 0; i < value.length; i++) out[i] = canonicalCopy(value[i]);
+        return out;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) throw new TypeError('non-plain object in record');
+      const obj = value as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
+      for (const k of sortedKeys(obj)) {
+        const v = obj[k];
+        if (v === undefined) continue;
+        const copy = canonicalCopy(v);
+        // As JSON.parse makes it: an own member, never the prototype.
+        if (k === '__proto__') Object.defineProperty(out, k, { value: copy, enumerable: true, writable: true, configurable: true });
+        else out[k] = copy;
+      }
+      return out;
+    }
+    default:
+      throw new TypeError(`cannot encode ${typeof value} in record`);
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { AppError, QuorumError } from '../../errors/index.ts';
 import { createKeyedLock } from '../keyed-lock.ts';
 import type { Logger } from '../../log/index.ts';
-import type { Json } from './canonical-json.ts';
+import { inCanonicalKeyOrder, type Json } from './canonical-json.ts';
 import type { CreatorService } from './creator.ts';
 import type { KindRegistry } from './kinds.ts';
 import { membersOf, type BatchWriteReport, type ClusterNodeEntry, type MembershipView, type Replicator, type StateReader } from './ports.ts';
@@ -224,9 +224,11 @@ export function createSequencer(deps: SequencerDeps): VersionWriter {
     },
 
     versionAfter(kind, key, current, proposed) {
-      const v: Version = { ...nextVersion(current), change: proposed.change };
-      const body = { ...proposed.body, v } as unknown as VersionedBody;
-      if (proposed.vouch !== false) v.vouch = { nodeAddress: self.nodeAddress, signature: deps.signDigest(proposalDigest(descriptor.clusterId, kind, key, body)) };
+      // Every key in canonical order (the version's too, its vouch last): the vouch's digest here and
+      // the record slot 0 writes serialise it natively, not piece by piece (./canonical-json.ts).
+      const v: Version = { change: proposed.change, ...nextVersion(current) };
+      const body = inCanonicalKeyOrder({ ...proposed.body, v }) as unknown as VersionedBody;
+      if (proposed.vouch !== false) body.v.vouch = { nodeAddress: self.nodeAddress, signature: deps.signDigest(proposalDigest(descriptor.clusterId, kind, key, body)) };
       return body as never;
     },
 

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../../../src/core/replication/canonical-json.ts';
+import { canonicalJson, inCanonicalKeyOrder } from '../../../../src/core/replication/canonical-json.ts';
 
 /** The reference: every object's members in the built-in sort's order of their keys, joined (integer-like keys included: no object is rebuilt, whose own order would put them first). */
 function reference(value: unknown): string {
@@ -79,5 +79,35 @@ describe('canonical JSON', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('property: inCanonicalKeyOrder gives what JSON.parse of the canonical form gives, keys in the same order at every depth, and the value itself when already in order', () => {
+    const key = fc.oneof(fc.string(), fc.constantFrom('a', 'B', '10', '9', 'é', '__proto__', 'toString'));
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof({ depthSize: 'small' }, fc.constant(null), fc.boolean(), fc.integer(), fc.constant(-0), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(), fc.array(tie('value'), { maxLength: 4 }), tie('object')),
+      object: fc.dictionary(key, tie('value'), { maxKeys: 30 }),
+    })).value;
+    /** Every object's keys, depth first: the order as well as the content (-0 is 0 in JSON, and a value already in order keeps its own). */
+    const shape = (v: unknown): unknown => (Array.isArray(v) ? v.map(shape) : v !== null && typeof v === 'object' ? Object.keys(v).map((k) => [k, shape((v as Record<string, unknown>)[k])]) : v === 0 ? 0 : v);
+    fc.assert(
+      fc.property(json, (v) => {
+        const parsed = JSON.parse(canonicalJson(v)) as unknown;
+        for (const input of [v, reversed(v)]) {
+          const ordered = inCanonicalKeyOrder(input);
+          expect(shape(ordered)).toEqual(shape(parsed));
+          expect(canonicalJson(ordered)).toBe(canonicalJson(v));
+        }
+        // Already in order (as JSON.parse made it, unless an object has integer-like keys, which
+        // JavaScript lists first, in numeric order): nothing is copied.
+        if (JSON.stringify(parsed) === canonicalJson(v)) expect(inCanonicalKeyOrder(parsed)).toBe(parsed);
+      }),
+      { numRuns: 300 },
+    );
+    // What the canonical form refuses, the copy refuses.
+    for (const bad of [{ b: 1, a: Number.NaN }, { b: [1, Infinity], a: 1 }, { b: 1, a: () => 1 }, { b: 1, a: new Date(0) }, { b: 1, a: [undefined] }, { b: 1, a: 1n }]) {
+      expect(() => canonicalJson(bad)).toThrow(TypeError);
+      expect(() => inCanonicalKeyOrder(bad)).toThrow(TypeError);
+    }
+    expect(inCanonicalKeyOrder({ b: 1, a: undefined, c: -0 })).toEqual({ b: 1, c: 0 });
   });
 });
