@@ -11,6 +11,7 @@ import type { Equivocations } from './equivocation.ts';
 import type { PendingApply } from './group-commit.ts';
 import { supersedes, type KindRegistry } from './kinds.ts';
 import type { LogIndex } from './log-index.ts';
+import { createOriginSeqMap } from './origin-seq-map.ts';
 import type { RecordStore, VersionVector } from './ports.ts';
 import { recordDigest, type HlcClock, type ReplicatedRecord } from './record.ts';
 import { signRecordDigests } from './record-sig.ts';
@@ -112,13 +113,13 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
         });
       }
     }
-    /** This batch's new records by origin, then seq (its keys are the origins it touches). */
-    const logged = new Map<string, Map<number, ReplicatedRecord>>();
+    /** This batch's new records by (origin, seq); its origins are those the batch touches. */
+    const logged = createOriginSeqMap<ReplicatedRecord>();
     const results = batch.map<IngestResult>(() => ({ applied: 0, duplicates: 0, rejected: [] }));
     // Existence is known in memory for everything except seqs at or below the highest stored one
     // that arrived out of order, which are rare: only those cost a LevelDB read (and a promise).
     const has = (origin: string, seq: number): boolean | Promise<boolean> =>
-      seq <= (index.vv[origin] ?? 0) || logged.get(origin)?.has(seq) === true || (seq <= (index.maxStored.get(origin) ?? 0) && store.hasRecord(origin, seq));
+      seq <= (index.vv[origin] ?? 0) || logged.has(origin, seq) || (seq <= (index.maxStored.get(origin) ?? 0) && store.hasRecord(origin, seq));
 
     const fresh: ReplicatedRecord[] = [];
     const conflicts: Array<{ stored: ReplicatedRecord; incoming: ReplicatedRecord }> = [];
@@ -131,14 +132,12 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
           // A duplicate must be the same record: another one under the same (origin, seq) is an
           // equivocation (our own seqs are ours alone, and nobody else can sign for us).
           if (r.origin !== selfAddress && index.recentSig(r.origin, r.seq) !== r.sig) {
-            const stored = logged.get(r.origin)?.get(r.seq) ?? (await store.getLog(r.origin, r.seq));
+            const stored = logged.get(r.origin, r.seq) ?? (await store.getLog(r.origin, r.seq));
             if (stored && stored.sig !== r.sig && index.contentId(stored) !== index.contentId(r)) conflicts.push({ stored, incoming: r });
           }
           continue;
         }
-        let ofOrigin = logged.get(r.origin);
-        if (!ofOrigin) logged.set(r.origin, (ofOrigin = new Map()));
-        ofOrigin.set(r.seq, r);
+        logged.set(r.origin, r.seq, r);
         fresh.push(r);
         res.applied++;
         hlc.observe(r.hlc);
@@ -167,7 +166,7 @@ export function createBatchApplier(options: BatchApplierOptions, deps: BatchAppl
       }
     }
     const vvChange: VersionVector = {};
-    for (const origin of logged.keys()) {
+    for (const origin of logged.origins()) {
       let s = index.vv[origin] ?? 0;
       for (;;) {
         const held = has(origin, s + 1);

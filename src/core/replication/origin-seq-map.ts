@@ -12,6 +12,8 @@ export interface OriginSeqMap<V> {
   has(origin: string, seq: number): boolean;
   set(origin: string, seq: number, value: V): void;
   delete(origin: string, seq: number): void;
+  /** The origins ever set (one left without entries is still listed). */
+  origins(): IterableIterator<string>;
   /** Entries held. */
   readonly size: number;
 }
@@ -34,6 +36,7 @@ export function createOriginSeqMap<V>(): OriginSeqMap<V> {
       const ofOrigin = byOrigin.get(origin);
       if (ofOrigin?.delete(seq)) size--;
     },
+    origins: () => byOrigin.keys(),
     get size() {
       return size;
     },
@@ -41,7 +44,7 @@ export function createOriginSeqMap<V>(): OriginSeqMap<V> {
 }
 
 /** An {@link OriginSeqMap} that only forgets by age ({@link createRecentOriginSeqMap}). */
-export type RecentOriginSeqMap<V> = Omit<OriginSeqMap<V>, 'delete'>;
+export type RecentOriginSeqMap<V> = Omit<OriginSeqMap<V>, 'delete' | 'origins'>;
 
 /**
  * A map holding the newest `capacity` places set: a new place beyond it drops the oldest (setting a
