@@ -10,7 +10,7 @@ import { hasFeature, NODE_FEATURES, PROTOCOLS } from './protocols.ts';
 import { createDialFailureLog, type DialFailureLog } from './dial-log.ts';
 import type { Peer, Peers } from './peers.ts';
 import type { Track } from './background.ts';
-import { runPeriodic, stopAll, type Periodic, type Startable } from '../core/lifecycle.ts';
+import { runPeriodic, stopAll, withDeadline, type Periodic, type Startable } from '../core/lifecycle.ts';
 
 /** Options of {@link createConnections}. */
 export interface ConnectionsOptions {
@@ -105,8 +105,9 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
   function ping(p: Peer): void {
     if (p.pingsInFlight >= maxPingsInFlight) return;
     p.pingsInFlight++;
-    peers
-      .request(p, PROTOCOLS.ping, { t: performance.now() }, AbortSignal.timeout(livenessTimeoutMs))
+    // A deadline whose timer ends with the ping: `AbortSignal.timeout`'s fires at the deadline of
+    // every ping, answered or not, and aborts its signal if still alive (a DOMException, stack and all).
+    withDeadline(livenessTimeoutMs, undefined, (signal) => peers.request(p, PROTOCOLS.ping, { t: performance.now() }, signal))
       .then((answer) => {
         p.lastHeard = Math.max(p.lastHeard, performance.now());
         knowFeatures(p, answer);

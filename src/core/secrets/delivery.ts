@@ -6,7 +6,7 @@
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { fromBase64, toBase64 } from '../../crypto/index.ts';
-import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
+import { runPeriodic, withDeadline, type Periodic, type Startable } from '../lifecycle.ts';
 import type { MemberRpc, MembershipView } from '../replication/ports.ts';
 import { WEB2_CHAIN_ID } from '../sessions/signed-data.ts';
 import type { PendingShares, PendingShareStore } from './ports.ts';
@@ -117,7 +117,10 @@ export function createShareDelivery(options: ShareDeliveryOptions, deps: ShareDe
           return;
         }
         try {
-          await deps.members.call(slot, 'shard', shareStoreRequest(chainId, secretId, box), { signal: AbortSignal.timeout(options.shardTimeoutMs) });
+          // A deadline whose timer ends with the call: `AbortSignal.timeout`'s fires at the deadline
+          // of every store, answered or not, and aborts its signal if still alive (a DOMException,
+          // stack and all: 1% of a loop creating secrets).
+          await withDeadline(options.shardTimeoutMs, undefined, (signal) => deps.members.call(slot, 'shard', shareStoreRequest(chainId, secretId, box), { signal }));
           stored.push(slot);
         } catch (err) {
           errors.set(slot, errorText(err));

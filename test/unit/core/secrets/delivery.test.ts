@@ -120,3 +120,26 @@ describe('share delivery with stub members', () => {
     await expect(delivery.retryFailure('7', 'main')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 });
+
+describe('share delivery deadlines', () => {
+  it('a member that never answers fails with a timeout; an answered store’s signal is never aborted after its answer', async () => {
+    const membership: MembershipView = { descriptor, self: descriptor.nodes[0]!, isReachable: () => true, reachableCount: () => 5 };
+    const signals = new Map<number, AbortSignal>();
+    const members: MemberRpc = {
+      call: (slot, _service, _body, opts) => {
+        signals.set(slot, opts!.signal!);
+        // Slot 4 never answers: only its deadline ends the call.
+        if (slot !== 4) return Promise.resolve({ stored: true });
+        return new Promise((_, reject) => opts!.signal!.addEventListener('abort', () => reject(opts!.signal!.reason as Error), { once: true }));
+      },
+    };
+    const delivery = createShareDelivery({ shardTimeoutMs: 50, retryIntervalMs: 60_000 }, { membership, members, pending: memoryPending(), clock: () => T0, logger: captureLogger().logger });
+    const { stored, errors } = await delivery.deliver(-1, 7, boxes);
+    expect(stored.sort()).toEqual([0, 1, 2, 3]);
+    expect([...errors.keys()]).toEqual([4]);
+    expect((signals.get(4)!.reason as DOMException).name).toBe('TimeoutError');
+    // Slots 0-3's deadlines were set before slot 4's and ran as long: had their timers outlived their
+    // answers (as `AbortSignal.timeout`'s do), they would have fired by now.
+    expect([0, 1, 2, 3].map((s) => signals.get(s)!.aborted)).toEqual([false, false, false, false]);
+  });
+});
