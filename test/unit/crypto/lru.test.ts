@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createAgeOrderedMap, createLruCache } from '../../../src/crypto/index.ts';
+import { collectAllNow } from '../../../src/crypto/young-garbage.ts';
 
 describe('createLruCache', () => {
   it('evicts the least recently used entry; get and set count as uses', () => {
@@ -82,6 +83,34 @@ describe('createAgeOrderedMap', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('keeps nothing of a deleted key alive: its place in the queue is emptied, renewed or not', async () => {
+    // Object keys, as the state cache's (its entries, each holding a record): a deleted key's place
+    // behind the oldest must not hold it until the queue is rebuilt.
+    const map = createAgeOrderedMap<object, number>();
+    const refs: Array<WeakRef<object>> = [];
+    (() => {
+      for (let i = 0; i < 200; i++) {
+        const key = { i };
+        refs.push(new WeakRef(key));
+        map.set(key, i);
+      }
+    })();
+    (() => {
+      for (let i = 0; i < 200; i++) {
+        const key = refs[i]!.deref()!;
+        if (i % 2 === 1) map.delete(key);
+        else if (i % 4 === 0) map.renew(key);
+      }
+    })();
+    expect(map.size).toBe(100);
+    // WeakRefs let go of their targets only once the current job is over.
+    await new Promise((resolve) => setImmediate(resolve));
+    collectAllNow();
+    const alive = refs.map((r, i) => [i, r.deref() !== undefined] as const);
+    expect(alive.filter(([i, a]) => a !== (i % 2 === 0)).map(([i]) => i)).toEqual([]);
+    expect(map.oldest()).toBe(refs[2]!.deref());
   });
 
   it('evicts in constant time however many entries it holds, where a Map used as a queue walks its holes', () => {
