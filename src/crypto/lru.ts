@@ -109,8 +109,7 @@ export function createAgeOrderedMap<K, V>(): AgeOrderedMap<K, V> {
   // Keys in the order they were set or renewed; each entry knows its place (`at`, counted from the
   // first place ever), so deleting or renewing it marks that place dead at once. A dead place holds
   // nothing: a key deleted from the map is not kept alive by the queue (the state cache's keys are
-  // its entries, each holding a record of a few KB — dead places that kept them held 20 MB more at
-  // 100,000 secrets).
+  // its entries, each holding a record of a few KB: CHANGELOG, Fixed).
   const entries = new Map<K, { value: V; at: number }>();
   let places: Array<K | typeof DEAD> = [];
   /** The place number of `places[0]`. */
