@@ -101,6 +101,22 @@ export interface AgeOrderedMap<K, V> {
   readonly size: number;
 }
 
+/**
+ * Set `key` in `map`, a map of at most `capacity` keys: a new key first drops the oldest ones it
+ * would take the map past `capacity`. Returns whether any was dropped.
+ */
+export function setWithin<K, V>(map: AgeOrderedMap<K, V>, key: K, value: V, capacity: number): boolean {
+  let dropped = false;
+  if (!map.has(key)) {
+    while (map.size > 0 && map.size >= capacity) {
+      map.delete(map.oldest()!);
+      dropped = true;
+    }
+  }
+  map.set(key, value);
+  return dropped;
+}
+
 /** A place in an {@link AgeOrderedMap}'s queue whose key was deleted or renewed to a later place. */
 const DEAD = Symbol('dead place');
 

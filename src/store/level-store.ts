@@ -5,7 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { Level } from 'level';
-import { createAgeOrderedMap, type AgeOrderedMap } from '../crypto/index.ts';
+import { createAgeOrderedMap, setWithin, type AgeOrderedMap } from '../crypto/index.ts';
 import type { RecordStore, VersionVector } from '../core/replication/ports.ts';
 import type { ReplicatedRecord } from '../core/replication/record.ts';
 import type { PendingShares, PendingShareStore, ShareStore, UsedStringExpiry, UsedStringStore } from '../core/secrets/ports.ts';
@@ -272,8 +272,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
   const ordered = (label: number | string): label is number => typeof label === 'number' && label <= MAX_ORDERED_SHARE_ID;
   const pastHighestShare = (label: number | string) => ordered(label) && label > highestShare;
   const cacheShare = (label: number | string, box: Uint8Array) => {
-    if (shareCache.size >= SHARE_CACHE_ENTRIES) shareCache.delete(shareCache.oldest()!);
-    shareCache.set(label, box);
+    setWithin(shareCache, label, box, SHARE_CACHE_ENTRIES);
   };
 
   /**
@@ -484,11 +483,7 @@ export async function openStore(options: StoreOptions): Promise<NodeStore> {
       return index;
     })());
   const remember = (index: UsedIndex, key: string, holder: string) => {
-    index.holders.set(key, holder);
-    if (index.holders.size > (options.usedStringsInMemory ?? USED_STRINGS_IN_MEMORY)) {
-      index.holders.delete(index.holders.oldest()!);
-      index.complete = false;
-    }
+    if (setWithin(index.holders, key, holder, options.usedStringsInMemory ?? USED_STRINGS_IN_MEMORY)) index.complete = false;
   };
   type Batch = ReturnType<typeof db.batch>;
   /** An entry and its expiry index key, put in `batch`. */

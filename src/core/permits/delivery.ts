@@ -4,7 +4,7 @@
  * every `redeliverIntervalMs` to the members that have not acknowledged them, and the answer for a
  * consumed permit is `consumed` only when ≥ threshold members are known to hold it.
  */
-import { createAgeOrderedMap } from '../../crypto/index.ts';
+import { createAgeOrderedMap, setWithin } from '../../crypto/index.ts';
 import type { Logger } from '../../log/index.ts';
 import { runPeriodic, type Periodic, type Startable } from '../lifecycle.ts';
 import type { BatchWriteReport, MembershipView, Replicator } from '../replication/ports.ts';
@@ -68,10 +68,7 @@ export function createPermitDelivery(options: PermitDeliveryOptions, deps: Permi
 
   /** Permits whose consumption this coordinator saw acknowledged by ≥ threshold members. */
   const durable = createAgeOrderedMap<string, true>();
-  const markDurable = (permitId: string) => {
-    durable.set(permitId, true);
-    if (durable.size > DURABLE_PERMITS_REMEMBERED) durable.delete(durable.oldest()!);
-  };
+  const markDurable = (permitId: string) => void setWithin(durable, permitId, true, DURABLE_PERMITS_REMEMBERED);
 
   /** Deliver a consumption again to the reachable members that have not acked it; count their acks. */
   async function deliverAgain(d: { records: ReplicatedRecord[]; acked: Set<string> }): Promise<void> {

@@ -8,7 +8,7 @@
  * the two strings, which are its key: freshness, the session and single use are checked every time.
  * Filled only with this node's own recoveries; public data.
  */
-import { createAgeOrderedMap } from '../../crypto/index.ts';
+import { createAgeOrderedMap, setWithin } from '../../crypto/index.ts';
 
 /** Strings longer than this are not remembered (a memo entry holds its string). */
 export const SIGNER_MEMO_MAX_DATA_CHARS = 8192;
@@ -35,8 +35,7 @@ export function createSignerMemo(entries = SIGNER_MEMO_ENTRIES): SignerMemo {
     },
     set(data, signature, signer) {
       if (data.length > SIGNER_MEMO_MAX_DATA_CHARS || entries === 0) return;
-      if (!signers.has(signature) && signers.size >= entries) signers.delete(signers.oldest()!);
-      signers.set(signature, { data, signer });
+      setWithin(signers, signature, { data, signer }, entries);
     },
   };
 }

@@ -19,7 +19,7 @@
  *   record is checked first, and members refuse a second key).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createAgeOrderedMap, type AgeOrderedMap } from '../../crypto/index.ts';
+import { createAgeOrderedMap, setWithin, type AgeOrderedMap } from '../../crypto/index.ts';
 import { AppError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
 import type { Startable } from '../lifecycle.ts';
@@ -129,8 +129,7 @@ export function createWeb3Service(deps: Web3Deps): Web3Service {
     // Kept only when the follower can still invalidate it: it reads every block after this one, and
     // delivered no event of this secret while the read was in flight (that state may predate it).
     if (view.follower && view.followFrom !== undefined && target >= view.followFrom - 1 && (view.epochs.get(key) ?? 0) === epoch && target >= (view.followedTo ?? 0)) {
-      if (view.states.size >= STATE_CACHE_ENTRIES) view.states.delete(view.states.oldest()!);
-      view.states.set(key, { state, block: target });
+      setWithin(view.states, key, { state, block: target }, STATE_CACHE_ENTRIES);
     }
     return state;
   }

@@ -1,7 +1,7 @@
 /** The small LRU of src/crypto/lru.ts: capacity, recency, and the get/set/delete the job locator uses; the age-ordered map every bounded cache evicts from. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createAgeOrderedMap, createLruCache } from '../../../src/crypto/index.ts';
+import { createAgeOrderedMap, createLruCache, setWithin } from '../../../src/crypto/index.ts';
 import { collectAllNow } from '../../../src/crypto/young-garbage.ts';
 
 describe('createLruCache', () => {
@@ -83,6 +83,15 @@ describe('createAgeOrderedMap', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('setWithin drops the oldest for a new key at capacity, and nothing for a key it holds', () => {
+    const map = createAgeOrderedMap<string, number>();
+    expect(['a', 'b', 'c'].map((k, i) => setWithin(map, k, i, 3))).toEqual([false, false, false]);
+    expect(setWithin(map, 'b', 9, 3)).toBe(false);
+    expect([map.size, map.get('a'), map.get('b')]).toEqual([3, 0, 9]);
+    expect(setWithin(map, 'd', 3, 3)).toBe(true);
+    expect([map.size, map.has('a'), map.oldest()]).toEqual([3, false, 'b']);
   });
 
   it('keeps nothing of a deleted key alive: its place in the queue is emptied, renewed or not', async () => {
