@@ -105,8 +105,6 @@ export function createConnections(options: ConnectionsOptions, deps: Connections
   function ping(p: Peer): void {
     if (p.pingsInFlight >= maxPingsInFlight) return;
     p.pingsInFlight++;
-    // A deadline whose timer ends with the ping: `AbortSignal.timeout`'s fires at the deadline of
-    // every ping, answered or not, and aborts its signal if still alive (a DOMException, stack and all).
     withDeadline(livenessTimeoutMs, undefined, (signal) => peers.request(p, PROTOCOLS.ping, { t: performance.now() }, signal))
       .then((answer) => {
         p.lastHeard = Math.max(p.lastHeard, performance.now());

@@ -103,10 +103,11 @@ export async function stopAll(parts: ReadonlyArray<Startable | undefined>): Prom
 /**
  * Run `call` with a signal that aborts after `timeoutMs` (a `TimeoutError`, as `AbortSignal.timeout`'s)
  * or when `parent` does, whichever comes first; the timer and the link to `parent` end with the call.
- * On a request's hot path instead of `AbortSignal.any([parent, AbortSignal.timeout(ms)])`: that
- * timer keeps its signal until it fires or a full collection finds it unreferenced, so every call's
- * signals, listeners and registry entries outlived the call and reached the old generation — a part
- * of what filled it under load (src/node/v8-heap.ts).
+ * On a request's hot path instead of `AbortSignal.timeout(ms)` (alone or in `AbortSignal.any`): that
+ * timer fires at the deadline of every call, answered or not, aborting a signal still alive (a
+ * DOMException, stack and all), and keeps its signal until then or until a full collection finds it
+ * unreferenced, so every call's signals, listeners and registry entries outlived the call and
+ * reached the old generation — a part of what filled it under load (src/node/v8-heap.ts).
  */
 export async function withDeadline<T>(timeoutMs: number, parent: AbortSignal | undefined, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const own = new AbortController();

@@ -117,9 +117,6 @@ export function createShareDelivery(options: ShareDeliveryOptions, deps: ShareDe
           return;
         }
         try {
-          // A deadline whose timer ends with the call: `AbortSignal.timeout`'s fires at the deadline
-          // of every store, answered or not, and aborts its signal if still alive (a DOMException,
-          // stack and all).
           await withDeadline(options.shardTimeoutMs, undefined, (signal) => deps.members.call(slot, 'shard', shareStoreRequest(chainId, secretId, box), { signal }));
           stored.push(slot);
         } catch (err) {
