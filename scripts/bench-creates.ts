@@ -8,7 +8,7 @@
  *   process): sequential creates, then {@link CLIENTS} clients at once, in {@link ROUNDS} rounds;
  *   CPU per create of the main thread (every node runs on it) and of the whole process net of the
  *   load worker (the nodes' crypto threads, LevelDB's and libuv's included);
- * - one process per node (`cluster init`'s files, `node src/main.ts start`, as `-- latency-procs`):
+ * - one process per node (`cluster init`'s files, `quorumkeep start` from the build of src/, as `-- latency-procs`):
  *   the same phases once, with each node's CPU per create from /proc — where the cost falls:
  *   coordinator 0 deals the key, slot 0 (also coordinator 0 here) claims the id and writes the record,
  *   every member stores its share and the record.

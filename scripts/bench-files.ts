@@ -4,7 +4,7 @@
  * for that work — disk (spool write + read + result write, fsync) and AES-256-GCM on one core.
  *
  * One process per node, as deployed: `quorumkeep cluster init`'s 5 members (threshold 3, 2
- * coordinators), each `node src/main.ts start` (./bench-scale-store.ts's `spawnNode`); the
+ * coordinators), each `quorumkeep start` from the build of src/ (./bench-scale-store.ts's `spawnNode`); the
  * coordinator measured has the probe preloaded (./bench-scale-probe.ts) for its GC pauses, event
  * loop, a full GC before each RSS baseline, and CPU profiles (`BENCH_FILES_PROFILE=<dir>`). Its RSS
  * is sampled from /proc every {@link RSS_SAMPLE_MS}, its CPU read by thread from /proc. The client

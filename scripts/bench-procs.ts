@@ -5,7 +5,7 @@
  * members work in parallel, up to the machine's cores (2 on the reference machine, for 5 processes).
  *
  * The cluster is `quorumkeep cluster init`'s (5 members, threshold 3, 2 coordinators), each node
- * started as `node src/main.ts start --config node-<i>.json` (scripts/bench-scale-store.ts's
+ * started as `quorumkeep start --config node-<i>.json` from the build of src/ (scripts/bench-scale-store.ts's
  * `spawnNode`); requests come one at a time from the load worker thread (scripts/bench-load.ts).
  */
 import { readFileSync } from 'node:fs';
@@ -25,7 +25,7 @@ const ROUNDS = Number(process.env.BENCH_PROCS_ROUNDS ?? 3);
 
 /**
  * Run `fn` on a bench cluster of one process per node (`cluster init`'s files, each node spawned as
- * `node src/main.ts start`), every node ready; stops them and removes their files after.
+ * `quorumkeep start` from the build of src/), every node ready; stops them and removes their files after.
  */
 export async function withProcessCluster(fn: (cluster: { summary: ClusterInitSummary; nodes: NodeProcess[]; mailbox: Mailbox }) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'quorumkeep-bench-procs-'));

@@ -1,6 +1,6 @@
 /**
- * Preloaded into the member process of `npm run bench -- scale-store` (`node --import` this file, then
- * `src/main.ts start` unchanged): it answers the bench over the IPC channel with what only the process
+ * Preloaded into the member process of `npm run bench -- scale-store` (`node --import` this file, its types
+ * stripped, then the node's built `main.js start` unchanged: ./bench-build.ts): it answers the bench over the IPC channel with what only the process
  * itself can see — `process.memoryUsage()`, V8's heap spaces, a full GC, a CPU profile of its start-up
  * (`BENCH_CPU_PROFILE=<prefix>`) and a heap snapshot. It adds nothing to the member's heap but this
  * module and, while profiling, the profiler's samples.

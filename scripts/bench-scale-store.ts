@@ -24,14 +24,15 @@
  *    catch-up would leave, without validating it all three times more.
  * Skipped, as it leaves nothing on the measured member's disk: the transport seal of each share (ECDH
  * to the member and back) and slot 0's create claims (slot 0's registry; the measured member is slot 1).
- * The nodes then stop; member 1 is started alone as `node src/main.ts start --config node-1.json` (with
- * scripts/bench-scale-probe.ts preloaded to report its memory), the other four in this process.
+ * The nodes then stop; member 1 is started alone as `quorumkeep start --config node-1.json` from the
+ * build of src/ (./bench-build.ts; with scripts/bench-scale-probe.ts preloaded to report its memory),
+ * the other four in this process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Level } from 'level';
 import { loadNodeSetup } from '../src/config/index.ts';
@@ -53,6 +54,7 @@ import { proposalDigest } from '../src/core/replication/versions.ts';
 import { BENCH_PLAN, benchPrincipal, benchPrincipalOf, createBodies, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
+import { benchBuild } from './bench-build.ts';
 
 /** Secrets the measured member holds. */
 const SECRETS = Number(process.env.BENCH_SCALE_SECRETS ?? 100_000);
@@ -101,7 +103,6 @@ const MEASURED_SLOT = 1;
 const WRITER_SLOT = 0;
 const MiB = 1024 * 1024;
 const REPO = resolve(fileURLToPath(import.meta.url), '../..');
-const PROBE = new URL('./bench-scale-probe.ts', import.meta.url).href;
 
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MB`;
 const secs = (msTaken: number) => `${(msTaken / 1000).toFixed(1)} s`;
@@ -496,7 +497,7 @@ async function timeEngineOpen(summary: ClusterInitSummary): Promise<{ storeOpenM
   }
 }
 
-/** A node run as its own process: `node src/main.ts start --config node-<slot>.json`. */
+/** A node run as its own process: `quorumkeep start --config node-<slot>.json`, from the build of src/ (./bench-build.ts). */
 export interface NodeProcess {
   child: ChildProcess;
   /** When it was spawned, and when its "node started" log line says it had started (0 until then), Unix ms. */
@@ -508,15 +509,16 @@ export interface NodeProcess {
   stop(): Promise<{ code: number | null; stopMs: number }>;
 }
 
-/** Spawn node `slot` from its config file; `preload`: a module for `node --import` (the probe), with an IPC channel. */
-export function spawnNode(summary: ClusterInitSummary, slot: number, options: { preload?: string; logLevel?: string; env?: Record<string, string> } = {}): NodeProcess {
+/** Spawn node `slot` from its config file, running the build of src/ (./bench-build.ts); `probe`: the probe preloaded (`node --import`), with an IPC channel. */
+export function spawnNode(summary: ClusterInitSummary, slot: number, options: { probe?: boolean; logLevel?: string; env?: Record<string, string> } = {}): NodeProcess {
   const node = summary.nodes[slot]!;
+  const build = benchBuild();
   const spawnedAt = Date.now();
-  // As the shipped systemd unit starts a node: its node flags and environment (docs/deployment.md).
+  // As the shipped systemd unit starts a node: the built JavaScript, its node flags and environment (docs/deployment.md).
   // `BENCH_NODE_CPU_PROFILE=<dir>`: every node process writes a V8 CPU profile there when it exits.
   const profile = process.env.BENCH_NODE_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_NODE_CPU_PROFILE}`, `--cpu-prof-name=node-${slot}-${spawnedAt}.cpuprofile`] : [];
-  const args = [...NODE_PROCESS_SETTINGS.nodeFlags, ...profile, ...(options.preload ? ['--import', options.preload] : []), 'src/main.ts', 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];
-  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...NODE_PROCESS_SETTINGS.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe', ...(options.preload ? (['ipc'] as const) : [])] });
+  const args = [...NODE_PROCESS_SETTINGS.nodeFlags, ...profile, ...(options.probe ? ['--import', pathToFileURL(build.probe).href] : []), build.main, 'start', '--config', node.configFile, ...(options.logLevel ? ['--log-level', options.logLevel] : [])];
+  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...NODE_PROCESS_SETTINGS.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe', ...(options.probe ? (['ipc'] as const) : [])] });
   let output = '';
   let startedAt = 0;
   let pending = '';
@@ -590,7 +592,7 @@ export interface ProbedProcess extends NodeProcess {
 
 /** Spawn node `slot` with the probe preloaded (see {@link spawnNode}); not waited for. */
 export function spawnProbed(summary: ClusterInitSummary, slot: number, options: { logLevel?: string; env?: Record<string, string> } = {}): ProbedProcess {
-  const node = spawnNode(summary, slot, { ...options, preload: PROBE });
+  const node = spawnNode(summary, slot, { ...options, probe: true });
   const waiting = new Map<number, (message: { result?: unknown; error?: string }) => void>();
   let loadedAt = 0;
   node.child.on('message', (message: ProbeLoaded | { id: number; result?: unknown; error?: string }) => {
@@ -789,7 +791,7 @@ export async function benchScaleStore(): Promise<void> {
       ['uncompressed: everything else', `${(otherBytes / 1024).toFixed(0)} KiB`],
     ]);
     const pick = (f: (r: StartRound) => number) => `${ms(median(rounds.map(f)))}  (${rounds.map((r) => ms(f(r))).join(', ')})`;
-    table(`Start-up of member ${MEASURED_SLOT} holding ${SECRETS.toLocaleString('en')} secrets: node src/main.ts start --config, ${STARTS} starts, median (each); page cache warm`, [
+    table(`Start-up of member ${MEASURED_SLOT} holding ${SECRETS.toLocaleString('en')} secrets: quorumkeep start --config, ${STARTS} starts, median (each); page cache warm`, [
       ['spawn → ready (GET /readyz 200: quorum reachable, caught up)', pick((r) => r.totalMs)],
       ['  spawn → first module loaded (runtime boot)', pick((r) => r.bootMs)],
       ['  → "node started" (modules, config, keys, store + engine open, libp2p, HTTP)', pick((r) => r.startMs)],
