@@ -11,7 +11,8 @@
  * `pub` is refused by node:crypto, and DER works on every Node ≥ 24.7.
  */
 import { createPrivateKey, createPublicKey, decapsulate, encapsulate, type KeyObject } from 'node:crypto';
-import { ml_kem768 } from '@noble/post-quantum/ml-kem.js';
+import { createRequire } from 'node:module';
+import type * as NobleMlKem from '@noble/post-quantum/ml-kem.js';
 import { concatBytes, fromHex, toBase64, zeroize } from './bytes.ts';
 import { createLruCache } from './lru.ts';
 
@@ -173,6 +174,13 @@ export function mlkemDecapsulateWithSeed(seed: Uint8Array, ciphertext: Uint8Arra
   return takeBytes(decapsulate(privateKeyFromSeed(seed), asBuffer(ciphertext)));
 }
 
+let nobleMlKem: typeof NobleMlKem.ml_kem768 | undefined;
+
+/** @noble/post-quantum's ML-KEM-768, loaded on first use: no node path needs it, and every isolate importing this module would carry it. */
+function nobleMlKem768(): typeof NobleMlKem.ml_kem768 {
+  return (nobleMlKem ??= (createRequire(import.meta.url)('@noble/post-quantum/ml-kem.js') as typeof NobleMlKem).ml_kem768);
+}
+
 /**
  * The same operations through @noble/post-quantum: the audited reference the native path is tested
  * against, and the only path that accepts caller-chosen encapsulation randomness (test vectors).
@@ -181,7 +189,7 @@ export const mlkemNoble = {
   /** {@link mlkemPublicKeyFromSeed} in JavaScript. */
   publicKeyFromSeed(seed: Uint8Array): Uint8Array {
     checkLength(seed, MLKEM768_SEED_BYTES, 'ML-KEM-768 seed');
-    const { publicKey, secretKey } = ml_kem768.keygen(seed);
+    const { publicKey, secretKey } = nobleMlKem768().keygen(seed);
     zeroize(secretKey);
     return publicKey;
   },
@@ -195,7 +203,7 @@ export const mlkemNoble = {
     if (randomness32 !== undefined) checkLength(randomness32, MLKEM_ENCAPSULATION_RANDOMNESS_BYTES, 'encapsulation randomness');
     let result: { cipherText: Uint8Array; sharedSecret: Uint8Array };
     try {
-      result = ml_kem768.encapsulate(publicKey, randomness32);
+      result = nobleMlKem768().encapsulate(publicKey, randomness32);
     } catch {
       throw new TypeError('invalid ML-KEM-768 public key');
     }
@@ -206,9 +214,9 @@ export const mlkemNoble = {
   decapsulateWithSeed(seed: Uint8Array, ciphertext: Uint8Array): Uint8Array {
     checkLength(seed, MLKEM768_SEED_BYTES, 'ML-KEM-768 seed');
     checkLength(ciphertext, MLKEM768_CIPHERTEXT_BYTES, 'ML-KEM-768 ciphertext');
-    const { secretKey } = ml_kem768.keygen(seed);
+    const { secretKey } = nobleMlKem768().keygen(seed);
     try {
-      return ml_kem768.decapsulate(ciphertext, secretKey);
+      return nobleMlKem768().decapsulate(ciphertext, secretKey);
     } finally {
       zeroize(secretKey);
     }

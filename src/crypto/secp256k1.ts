@@ -6,7 +6,7 @@
  * audited reference (docs/architecture.md, Keys and crypto).
  */
 import { createRequire } from 'node:module';
-import { secp256k1 as nobleSecp } from '@noble/curves/secp256k1.js';
+import type * as NobleCurvesSecp256k1 from '@noble/curves/secp256k1.js';
 import { keccak256 } from './hash.ts';
 import { toHex, zeroize, type RandomSource, systemRandom } from './bytes.ts';
 
@@ -30,6 +30,17 @@ function loadNative(): NativeSecp256k1 | undefined {
 
 const native = loadNative();
 
+let noble: typeof NobleCurvesSecp256k1.secp256k1 | undefined;
+
+/**
+ * @noble/curves' secp256k1, loaded on first use: only a process without the native binding (and the
+ * tests that cross-check it) needs it, and every isolate that imports this module — the event loop's
+ * and each crypto thread's — would otherwise carry its code and tables (a few MiB each).
+ */
+function nobleSecp(): typeof NobleCurvesSecp256k1.secp256k1 {
+  return (noble ??= (createRequire(import.meta.url)('@noble/curves/secp256k1.js') as typeof NobleCurvesSecp256k1).secp256k1);
+}
+
 /** Which implementation is in use: `native` (libsecp256k1) or `noble` (@noble/curves). */
 export const secp256k1Backend: 'native' | 'noble' = native ? 'native' : 'noble';
 
@@ -48,17 +59,17 @@ export function generatePrivateKey(random: RandomSource = systemRandom): Uint8Ar
 /** True when `key` is a valid private scalar. */
 export function isValidPrivateKey(key: Uint8Array): boolean {
   if (key.length !== 32) return false;
-  return native ? native.privateKeyVerify(key) : nobleSecp.utils.isValidSecretKey(key);
+  return native ? native.privateKeyVerify(key) : nobleSecp().utils.isValidSecretKey(key);
 }
 
 /** Uncompressed (65 bytes) or compressed (33) public key for a private key. */
 export function publicKeyOf(priv: Uint8Array, compressed = true): Uint8Array {
-  return native ? native.publicKeyCreate(priv, compressed) : nobleSecp.getPublicKey(priv, compressed);
+  return native ? native.publicKeyCreate(priv, compressed) : nobleSecp().getPublicKey(priv, compressed);
 }
 
 /** Ethereum address (lowercase, 0x-prefixed) of a public key (any encoding). */
 export function addressOfPublicKey(pub: Uint8Array): string {
-  const uncompressed = pub.length === 65 ? pub : native ? native.publicKeyConvert(pub, false) : nobleSecp.Point.fromBytes(pub).toBytes(false);
+  const uncompressed = pub.length === 65 ? pub : native ? native.publicKeyConvert(pub, false) : nobleSecp().Point.fromBytes(pub).toBytes(false);
   return '0x' + toHex(keccak256(uncompressed.subarray(1)).subarray(12));
 }
 
@@ -69,7 +80,7 @@ export function addressOfPublicKey(pub: Uint8Array): string {
  */
 export function uncompressedPublicKey(pub: Uint8Array): Uint8Array {
   if (pub.length === 65) return pub;
-  return native ? native.publicKeyConvert(pub, false) : nobleSecp.Point.fromBytes(pub).toBytes(false);
+  return native ? native.publicKeyConvert(pub, false) : nobleSecp().Point.fromBytes(pub).toBytes(false);
 }
 
 /** Ethereum address of a private key. */
@@ -86,7 +97,7 @@ export function signDigest(digest: Uint8Array, priv: Uint8Array): RecoverableSig
     out.set(signature, 0);
     out[64] = recid + 27;
   } else {
-    const rec = nobleSecp.sign(digest, priv, { prehash: false, format: 'recovered' });
+    const rec = nobleSecp().sign(digest, priv, { prehash: false, format: 'recovered' });
     // noble's recovered format is recid ‖ r ‖ s
     out.set(rec.subarray(1), 0);
     out[64] = (rec[0] ?? 0) + 27;
@@ -109,7 +120,7 @@ export function verifyDigest(sig: Uint8Array, digest: Uint8Array, pub: Uint8Arra
   try {
     return native
       ? native.ecdsaVerify(parts.rs, digest, pub)
-      : nobleSecp.verify(parts.rs, digest, pub, { prehash: false, lowS: true });
+      : nobleSecp().verify(parts.rs, digest, pub, { prehash: false, lowS: true });
   } catch {
     return false;
   }
@@ -127,7 +138,7 @@ export function recoverAddress(sig: Uint8Array, digest: Uint8Array): string | un
       const rec = new Uint8Array(65);
       rec[0] = parts.recid;
       rec.set(parts.rs, 1);
-      pub = nobleSecp.recoverPublicKey(rec, digest, { prehash: false });
+      pub = nobleSecp().recoverPublicKey(rec, digest, { prehash: false });
     }
     return addressOfPublicKey(pub);
   } catch {

@@ -1,10 +1,12 @@
 /**
  * The clients of every enabled chain, by chain id: what `src/node` builds from `config.chains` and
- * hands to the core as its {@link Web3Chains} port and to `/healthz` as per-chain status.
+ * hands to the core as its {@link Web3Chains} port and to `/healthz` as per-chain status. viem
+ * (./chain-client.ts) is loaded only when a chain is enabled: a node without chains — Web2 only —
+ * does not carry it (its code is a tenth of a node's heap at start).
  */
 import type { Web3Chains } from '../core/web3/ports.ts';
 import type { Startable } from '../core/lifecycle.ts';
-import { createChainClient, type ChainClient, type ChainClientDeps, type ChainClientOptions, type ChainStatus } from './chain-client.ts';
+import type { ChainClient, ChainClientDeps, ChainClientOptions, ChainStatus } from './chain-client.ts';
 
 /** Every enabled chain's client. */
 export interface ChainClients extends Web3Chains, Startable {
@@ -22,12 +24,16 @@ export interface ChainClients extends Web3Chains, Startable {
  * chain (timeouts, retries); `deps` are shared, the signing key included — each chain's `syncer`
  * flag decides whether it sends.
  */
-export function createChainClients(
+export async function createChainClients(
   chains: readonly ChainClientOptions[],
   deps: ChainClientDeps,
   tuning: Omit<ChainClientOptions, 'chainId' | 'name' | 'rpcUrl' | 'blockTimeMs'> = {},
-): ChainClients {
-  const clients = chains.map((chain) => createChainClient({ ...tuning, ...chain }, deps));
+): Promise<ChainClients> {
+  const clients: ChainClient[] = [];
+  if (chains.length > 0) {
+    const { createChainClient } = await import('./chain-client.ts');
+    for (const chain of chains) clients.push(createChainClient({ ...tuning, ...chain }, deps));
+  }
   const byId = new Map(clients.map((client) => [client.chainId, client]));
   if (byId.size !== clients.length) throw new Error('chains: a chain id is listed twice');
   let stopping: Promise<void> | undefined;

@@ -70,7 +70,8 @@ import { createPermitsService, type PermitsCapability } from '../core/permits/se
 import { usageKinds } from '../core/usage/records.ts';
 import { createUsageService, type UsageCapability } from '../core/usage/service.ts';
 import type { NodeDeps, QuorumNode } from './types.ts';
-import { createChainClients, type ChainClients } from '../evm/index.ts';
+// chain-clients.ts, not the folder's index: viem loads only when a chain is enabled (see there).
+import { createChainClients, type ChainClients } from '../evm/chain-clients.ts';
 import type { Web3Chains } from '../core/web3/ports.ts';
 import { web3SecretKind } from '../core/web3/records.ts';
 import { memberStatusKind } from '../core/secrets/member-records.ts';
@@ -346,7 +347,7 @@ export async function createNode(config: NodeConfig, deps: NodeDeps = {}): Promi
       }
       // The enabled EVM chains (docs/web3.md): heads for Web3 signed strings, the controller's state
       // for Web3 secrets — also what every node checks a Web3 secret record against.
-      const chains = (parts.chains = createChainClients(config.chains, { logger, metrics, signingKey: keys.signing }));
+      const chains = (parts.chains = await createChainClients(config.chains, { logger, metrics, signingKey: keys.signing }));
       // The node's one late binding. The engine sends through the cluster and reads from it who is
       // reachable; slot 0's creator, the members' RPC and the catch-up gate call it too. The cluster,
       // in turn, serves the engine, the creator and the members' handlers (the services), so it is

@@ -481,7 +481,7 @@ describe('followEvents', () => {
 describe('createChainClients', () => {
   it('serves each configured chain by id and reports every status', async () => {
     const { logger } = captureLogger();
-    const clients = createChainClients(
+    const clients = await createChainClients(
       [
         { chainId: 8453, name: 'Base', rpcUrl: chain.rpcUrl, secretsControllerAddress: controller, blockTimeMs: 2000 },
         { chainId: 84532, name: 'Base Sepolia', rpcUrl: `https://sepolia.example/rpc/${API_KEY}`, blockTimeMs: 2000 },
