@@ -2,7 +2,7 @@
  * The clients of every enabled chain, by chain id: what `src/node` builds from `config.chains` and
  * hands to the core as its {@link Web3Chains} port and to `/healthz` as per-chain status. viem
  * (./chain-client.ts) is loaded only when a chain is enabled: a node without chains — Web2 only —
- * does not carry it (its code is a tenth of a node's heap at start).
+ * does not carry its code.
  */
 import type { Web3Chains } from '../core/web3/ports.ts';
 import type { Startable } from '../core/lifecycle.ts';
