@@ -24,6 +24,9 @@ function placeOf(url: string): string {
   const path = url.replace(/^file:\/\//, '');
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(path);
   if (pkg) return `${pkg[1]}/${pkg[2]}`;
+  // A bench node process runs the build of src/ (scripts/bench-build.ts): its files are named as the sources they come from.
+  const built = /\/\.bench-build\/(.*)\.js$/.exec(path);
+  if (built) return built[1] === 'bench-scale-probe' ? 'scripts/bench-scale-probe.ts' : `src/${built[1]}.ts`;
   const repo = /\/(src|scripts|test)\/(.*)$/.exec(path);
   return repo ? `${repo[1]}/${repo[2]}` : path;
 }
