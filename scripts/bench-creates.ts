@@ -20,7 +20,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { startLocalCluster } from '../src/testing/index.ts';
-import { BENCH_PLAN, THREAD_GROUPS, benchSession, createBodies, figure, load, loadAverages, median, ms, percentile, processCpuUs, table, threadGroupCpuUs, withCpuProfile, type LoadResult } from './bench-lib.ts';
+import { BENCH_PLAN, THREAD_GROUPS, benchSession, createBodies, figure, gcPerOp, load, loadAverages, median, ms, percentile, processCpuUs, table, threadGroupCpuUs, watchGc, withCpuProfile, type GcPauses, type LoadResult } from './bench-lib.ts';
 import { withProcessCluster } from './bench-procs.ts';
 import { metricOf } from './bench-scale-store.ts';
 
@@ -51,10 +51,13 @@ interface Phase {
   processUs: number;
   /** Share of the phase the main thread spent runnable but waiting for a core, % (in-process only). */
   waitingPct: number;
+  /** The main thread's GC pauses over the phase (in-process: every node's heap is that thread's). */
+  gc: GcPauses;
 }
 
 /** Run `bodies` through `url` with `clients` at once; throws on any answer but 201. */
-async function run(url: string, bodies: string[], clients: number, tag: string): Promise<{ result: LoadResult; mainUs: number; processUs: number; waitingPct: number }> {
+async function run(url: string, bodies: string[], clients: number, tag: string): Promise<{ result: LoadResult; mainUs: number; processUs: number; waitingPct: number; gc: GcPauses }> {
+  const gcWatch = watchGc();
   const t0 = process.threadCpuUsage();
   const p0 = process.cpuUsage();
   const s0 = mainThreadSchedstat();
@@ -63,8 +66,9 @@ async function run(url: string, bodies: string[], clients: number, tag: string):
   const waitingPct = (mainThreadSchedstat().waitingNs - s0.waitingNs) / 1e4 / (performance.now() - w0);
   const t = process.threadCpuUsage(t0);
   const p = process.cpuUsage(p0);
+  const gc = await gcWatch.stop();
   if (result.failures > 0) throw new Error(`creates: ${result.failures} failures of ${bodies.length} at ${clients} clients, first: ${result.firstFailure}`);
-  return { result, mainUs: (t.user + t.system) / bodies.length, processUs: (p.user + p.system - result.cpuMicros) / bodies.length, waitingPct };
+  return { result, mainUs: (t.user + t.system) / bodies.length, processUs: (p.user + p.system - result.cpuMicros) / bodies.length, waitingPct, gc };
 }
 
 /**
@@ -76,13 +80,14 @@ function mainThreadSchedstat(): { waitingNs: number } {
   return { waitingNs: Number(fields[1]) };
 }
 
-const phaseOf = ({ result, mainUs, processUs, waitingPct }: Awaited<ReturnType<typeof run>>, count: number): Phase => ({
+const phaseOf = ({ result, mainUs, processUs, waitingPct, gc }: Awaited<ReturnType<typeof run>>, count: number): Phase => ({
   rate: (count / result.wallMs) * 1000,
   p50: median(result.latencies),
   p99: percentile(result.latencies, 99),
   mainUs,
   processUs,
   waitingPct,
+  gc,
 });
 
 /** Both clusters' figures, one after the other (see the module comment). */
@@ -135,6 +140,8 @@ async function measureInProcess(url: string, cluster: Parameters<typeof benchSes
       [`${clients} clients: p50 / p99`, `${ms(median(phases.map((p) => p.p50)))} / ${ms(median(phases.map((p) => p.p99)))}`],
       [`${clients} clients: CPU per create, main thread / process`, `${median(phases.map((p) => p.mainUs)).toFixed(0)} µs / ${median(phases.map((p) => p.processUs)).toFixed(0)} µs  (all five nodes; the load worker's CPU taken out)`],
       [`${clients} clients: main thread runnable, waiting for a core`, `${median(phases.map((p) => p.waitingPct)).toFixed(1)}% of the time  (its schedstat: the event loop had work and no core)`],
+      // The five nodes share this thread's heap and its young generation, which a deployed node has to itself (docs/benchmarks.md, "As deployed").
+      [`${clients} clients: GC pauses of the main thread a create`, phases.map((p) => gcPerOp(p.gc, CREATES)).join(' | ')],
     );
   }
   table(`POST /web2/secret under concurrent clients (${where}; load at each round ${loads.join(' | ')})`, rows);

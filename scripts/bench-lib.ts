@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
+import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { Mailbox } from '../src/testing/index.ts';
 import type { Figure } from './bench-report.ts';
@@ -89,23 +90,88 @@ export function recordedFigures(): readonly Figure[] {
 }
 
 /**
- * Run `fn`; with BENCH_CPU_PROFILE=<prefix> set, a V8 CPU profile of this process during it is written
- * to `<prefix>.<tag>.cpuprofile` (open it in Chrome DevTools, Performance panel).
+ * Run `fn`, profiled on request: with BENCH_CPU_PROFILE=<prefix> a V8 CPU profile of this thread
+ * during it is written to `<prefix>.<tag>.cpuprofile` (Chrome DevTools, Performance panel); with
+ * BENCH_ALLOC_PROFILE=<prefix> a sampled profile of what it allocated — objects the collector has
+ * freed since included, so it shows the allocation that drives the scavenges — to
+ * `<prefix>.<tag>.heapprofile` (DevTools, Memory panel). Either reads as text with
+ * `scripts/cpuprofile-top.ts`.
  */
 export async function withCpuProfile<T>(tag: string, fn: () => Promise<T>): Promise<T> {
-  const prefix = process.env.BENCH_CPU_PROFILE;
-  if (!prefix) return fn();
+  const cpuPrefix = process.env.BENCH_CPU_PROFILE;
+  const allocPrefix = process.env.BENCH_ALLOC_PROFILE;
+  if (!cpuPrefix && !allocPrefix) return fn();
   const session = new Session();
   session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
+  if (cpuPrefix) {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  if (allocPrefix) {
+    await session.post('HeapProfiler.enable');
+    // A sample every 4 KiB; the two flags (V8's, not yet in @types/node) keep what was collected.
+    const sampling: { samplingInterval: number; includeObjectsCollectedByMajorGC: boolean; includeObjectsCollectedByMinorGC: boolean } = { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
+    await session.post('HeapProfiler.startSampling', sampling);
+  }
   try {
     return await fn();
   } finally {
-    const { profile } = await session.post('Profiler.stop');
-    await writeFile(`${prefix}.${tag}.cpuprofile`, JSON.stringify(profile));
+    if (cpuPrefix) {
+      const { profile } = await session.post('Profiler.stop');
+      await writeFile(`${cpuPrefix}.${tag}.cpuprofile`, JSON.stringify(profile));
+    }
+    if (allocPrefix) {
+      const { profile } = await session.post('HeapProfiler.stopSampling');
+      await writeFile(`${allocPrefix}.${tag}.heapprofile`, JSON.stringify(profile));
+    }
     session.disconnect();
   }
+}
+
+/** This thread's garbage-collection pauses over a span: scavenges and mark-compacts apart, counts and ms. */
+export interface GcPauses {
+  scavenges: number;
+  scavengeMs: number;
+  /** Mark-compacts: the pause that finishes each (their marking runs on V8's helper threads meanwhile). */
+  markCompacts: number;
+  markCompactMs: number;
+  /** Incremental marking steps and weak callbacks. */
+  otherMs: number;
+}
+
+/**
+ * Watch this thread's GC pauses (`gc` performance entries) from now: `stop()` ends the watch and
+ * returns what it saw, once the entries queued so far are delivered.
+ */
+export function watchGc(): { stop(): Promise<GcPauses> } {
+  const seen: GcPauses = { scavenges: 0, scavengeMs: 0, markCompacts: 0, markCompactMs: 0, otherMs: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+        seen.scavenges++;
+        seen.scavengeMs += e.duration;
+      } else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+        seen.markCompacts++;
+        seen.markCompactMs += e.duration;
+      } else seen.otherMs += e.duration;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    async stop() {
+      // Entries are delivered after the turn they were queued in.
+      await new Promise((resolve) => setImmediate(resolve));
+      observer.disconnect();
+      return { ...seen };
+    },
+  };
+}
+
+/** A span's GC pauses per operation, µs, as a table cell. */
+export function gcPerOp(gc: GcPauses, ops: number): string {
+  const us = (ms: number) => ((ms * 1000) / ops).toFixed(0);
+  return `scavenges ${us(gc.scavengeMs)} µs (${gc.scavenges} in all), mark-compacts ${us(gc.markCompactMs)} µs (${gc.markCompacts}), other ${us(gc.otherMs)} µs`;
 }
 
 /**

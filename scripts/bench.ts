@@ -19,7 +19,7 @@ import {
   recoverPersonalSigner,
   sealPayload,
 } from '../src/crypto/index.ts';
-import { BENCH_PLAN, BOUND_YIELD_EVERY, benchPrincipal, benchSession, decryptBodies, figure, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, withCpuProfile } from './bench-lib.ts';
+import { BENCH_PLAN, BOUND_YIELD_EVERY, benchPrincipal, benchSession, decryptBodies, figure, gcPerOp, load, median, ms, percentile, post, recordedFigures, runConcurrent, startLoad, table, watchGc, withCpuProfile } from './bench-lib.ts';
 import { describeRun, loadNow, mergeTable, renderTable } from './bench-report.ts';
 import { benchWeb3, benchWeb3Ready } from './bench-web3.ts';
 import { appliedTotal, catchUpDiagnostics, catchUpLog, countSyncServed } from './bench-catchup-diag.ts';
@@ -671,8 +671,10 @@ async function benchQuorumWrites(writer: QuorumNode, rtt: number): Promise<void>
   const cold = CONCURRENT_WARMUP > 0 ? await runConcurrent(CONCURRENT_WARMUP, CONCURRENCY, (i) => probe(writer, `cold-${i}`)) : undefined;
   // CPU of the whole process (every node, every thread) per write: steadier than the rate on a shared machine.
   const cpuBefore = process.cpuUsage();
+  const gcWatch = watchGc();
   const conc = await withCpuProfile('writes-concurrent', () => runConcurrent(CONCURRENT_WRITES, CONCURRENCY, (i) => probe(writer, `conc-${i}`)));
   const cpu = process.cpuUsage(cpuBefore);
+  const gc = await gcWatch.stop();
   const cpuPerWriteMs = (cpu.user + cpu.system) / 1000 / CONCURRENT_WRITES;
   const throughput = (CONCURRENT_WRITES / conc.wallMs) * 1000;
   figure({ name: 'quorum write, sequential, p50', value: median(seq.latencies), unit: 'ms', note: `${SEQUENTIAL_WRITES} writes, 5 members, threshold 3, fsync` });
@@ -692,6 +694,8 @@ async function benchQuorumWrites(writer: QuorumNode, rtt: number): Promise<void>
     ['p50', `${ms(median(conc.latencies))}  (${(median(conc.latencies) / rtt).toFixed(1)}× RTT)`],
     ['p99', `${ms(percentile(conc.latencies, 99))}`],
     ['CPU per write', `${ms(cpuPerWriteMs)}  (the process: 5 members, every thread)`],
+    // The five members share this thread's heap and its young generation (docs/benchmarks.md, "As deployed").
+    ['GC pauses of the main thread a write', gcPerOp(gc, CONCURRENT_WRITES)],
   ]);
 }
 
