@@ -50,7 +50,7 @@ import { decodeBinary, decodeEncryptedMessage, encodeBinary } from '../src/core/
 import { requireHeldShare, type HeldShares } from '../src/core/secrets/held-share.ts';
 import { shareAtRestAad, shareDigest, shareReleaseAad } from '../src/core/secrets/records.ts';
 import { releaseUseKey } from '../src/core/secrets/shard-handler.ts';
-import { BOUND_YIELD_EVERY, benchSession, decryptBodies, figure, load, loadAverages, median, ms, percentile, post, runConcurrent, table, withCpuProfile, type LoadResult } from './bench-lib.ts';
+import { BOUND_YIELD_EVERY, benchSession, decryptBodies, figure, gcPerOp, load, loadAverages, median, ms, percentile, post, runConcurrent, table, watchGc, withCpuProfile, type GcPauses, type LoadResult } from './bench-lib.ts';
 
 /** Decrypts of each timed phase (one concurrency level of one round). */
 const DECRYPTS = Number(process.env.BENCH_DECRYPT_LOAD ?? 1000);
@@ -79,6 +79,8 @@ interface Phase {
   /** How late the main thread's event loop ran a timer over the phase, ms: p99 and the longest (a stall every request then waits out). */
   loopDelayP99: number;
   loopDelayMax: number;
+  /** The main thread's GC pauses over the phase (every node's heap is that thread's). */
+  gc: GcPauses;
 }
 
 /** One member's part of the bound's secret: its share as it holds it, and the record's digest of it. */
@@ -261,10 +263,12 @@ export async function benchDecryptLoad(cluster: LocalCluster, payloadBytes: numb
     const bodies = await phaseBodies(DECRYPTS);
     const loop = monitorEventLoopDelay({ resolution: 2 });
     loop.enable();
+    const gcWatch = watchGc();
     const c0 = process.threadCpuUsage();
     const run: LoadResult = await withCpuProfile(tag, () => load(`${url}/decrypt-payload`, bodies, clients));
     const c = process.threadCpuUsage(c0);
     loop.disable();
+    const gc = await gcWatch.stop();
     if (run.failures > 0) throw new Error(`decrypt-load: ${run.failures} failures of ${DECRYPTS} at ${clients} clients, first: ${run.firstFailure}`);
     return {
       rate: (DECRYPTS / run.wallMs) * 1000,
@@ -274,6 +278,7 @@ export async function benchDecryptLoad(cluster: LocalCluster, payloadBytes: numb
       // The histogram counts from the timer's due time: its resolution is not delay.
       loopDelayP99: Math.max(0, loop.percentile(99) / 1e6 - 2),
       loopDelayMax: Math.max(0, loop.max / 1e6 - 2),
+      gc,
     };
   };
   await load(`${url}/decrypt-payload`, await phaseBodies(300), Math.max(...CLIENTS)); // warm-up
@@ -329,6 +334,8 @@ export async function benchDecryptLoad(cluster: LocalCluster, payloadBytes: numb
       [`${clients} clients: p50 / p99`, `${ms(p50)} / ${ms(p99)}${targeted ? `  (target p99 ≤ ${TARGET_P99_MS} ms)` : ''}`],
       [`${clients} clients: main-thread CPU per decrypt`, `${median(phases.map((p) => p.cpuUs)).toFixed(0)} µs  (every node on that thread; the clients and request crypto threads not)`],
       [`${clients} clients: main-thread event loop delay, p99 / longest`, `${ms(median(phases.map((p) => p.loopDelayP99)))} / ${ms(median(phases.map((p) => p.loopDelayMax)))}  (medians; rounds' longest: ${phases.map((p) => ms(p.loopDelayMax)).join(', ')})`],
+      // The five nodes share this thread's heap and its young generation (docs/benchmarks.md, "As deployed").
+      [`${clients} clients: GC pauses of the main thread a decrypt`, phases.map((p) => gcPerOp(p.gc, DECRYPTS)).join(' | ')],
     );
   }
   table(`POST /decrypt-payload under concurrent clients vs its in-process bound (${where}; load at each round ${loads.join(' | ')})`, rows);
