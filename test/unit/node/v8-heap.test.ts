@@ -25,16 +25,24 @@ async function majorGcs(nodeArgs: string[], mode: 'plain' | 'tuned'): Promise<nu
 
 describe('tuneHeapForNodes', () => {
   it('cuts the full GCs that 1 GiB of short-lived external buffers sets off, unless turned off on the command line', async () => {
-    const [plain, tuned, optedOut] = await Promise.all([
-      majorGcs([], 'plain'),
-      majorGcs([], 'tuned'),
-      majorGcs(['--no-external-memory-accounted-in-global-limit'], 'tuned'),
-    ]);
-    // Measured: 12–15 by default, 2–3 tuned.
-    expect(plain).toBeGreaterThanOrEqual(6);
-    expect(tuned).toBeLessThanOrEqual(plain / 2);
-    expect(optedOut).toBeGreaterThanOrEqual(6);
-  }, 90_000);
+    // One process's count moves with the machine's load (measured one after another, Node 24.21:
+    // 9–13 by default, 2–6 tuned; a tuned 6 beside a default 11 under a loaded CI run), so each mode
+    // runs five times and the sums are compared.
+    const sums = { plain: 0, tuned: 0, optedOut: 0 };
+    for (let round = 0; round < 5; round++) {
+      const [plain, tuned, optedOut] = await Promise.all([
+        majorGcs([], 'plain'),
+        majorGcs([], 'tuned'),
+        majorGcs(['--no-external-memory-accounted-in-global-limit'], 'tuned'),
+      ]);
+      sums.plain += plain;
+      sums.tuned += tuned;
+      sums.optedOut += optedOut;
+    }
+    expect(sums.plain).toBeGreaterThanOrEqual(30);
+    expect(sums.tuned).toBeLessThanOrEqual(sums.plain * 0.6);
+    expect(sums.tuned).toBeLessThanOrEqual(sums.optedOut * 0.6);
+  }, 120_000);
 });
 
 /** The fixture's churn of objects that die old over `liveMb` MiB kept alive, in a process running `nodes` nodes. */
