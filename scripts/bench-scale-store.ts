@@ -51,7 +51,7 @@ import { createMetrics } from '../src/metrics/index.ts';
 import { getFreePortRange, startMailbox, waitFor, type Mailbox } from '../src/testing/index.ts';
 import { fromHex, signDigest, signPersonalMessage, toHex, zeroize } from '../src/crypto/index.ts';
 import { proposalDigest } from '../src/core/replication/versions.ts';
-import { BENCH_PLAN, benchPrincipal, benchPrincipalOf, createBodies, envFromVariable, figure, median, ms, post, runConcurrent, startLoad, table } from './bench-lib.ts';
+import { BENCH_PLAN, benchPrincipal, benchPrincipalOf, createBodies, envFromVariable, figure, gcPerOp, median, ms, post, runConcurrent, startLoad, table, watchGc } from './bench-lib.ts';
 import type { ProbeLoaded, ProbeMemory, ProbeOp } from './bench-scale-probe.ts';
 import { AT_REST_BOX_BYTES, type DealerData, type DealtChunk } from './bench-scale-dealer.ts';
 import { benchBuild } from './bench-build.ts';
@@ -262,10 +262,14 @@ async function build(summary: ClusterInitSummary, mailbox: Mailbox): Promise<Bui
       if (signedAt - count < lastAt) throw new Error(`scale-store: ${count} create strings a chunk would reuse a timestamp (more than one a millisecond): lower HTTP_CHUNK`);
       const bodies = createBodies(session, count, signedAt);
       lastAt = signedAt;
+      const chunkStart = performance.now();
+      const gcWatch = watchGc();
       const result = await startLoad(`${url}/web2/secret`, bodies, HTTP_CONCURRENCY, { expect: '"status":"complete"' }).done;
+      const gc = await gcWatch.stop();
       if (result.failures > 0) throw new Error(`scale-store: ${result.failures} of ${count} creates failed, first: ${result.firstFailure}`);
       done += count;
-      if (HTTP_SECRETS > HTTP_CHUNK) console.log(`  ${done} of ${HTTP_SECRETS} created through the API, ${((done / (performance.now() - t0)) * 1000).toFixed(0)} /s`);
+      // Each chunk's own rate and the main thread's GC pauses over it, next to the run's rate so far.
+      if (HTTP_SECRETS > HTTP_CHUNK) console.log(`  ${done} of ${HTTP_SECRETS} created through the API, ${((done / (performance.now() - t0)) * 1000).toFixed(0)} /s (this chunk ${((count / (performance.now() - chunkStart)) * 1000).toFixed(0)} /s; GC a create: ${gcPerOp(gc, count)})`);
     }
     http = { wallMs: performance.now() - t0 };
     await waitForConvergence(nodes);
