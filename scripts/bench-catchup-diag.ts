@@ -5,8 +5,9 @@
  * served; `BENCH_CATCHUP_LOG=1` adds the restarted member's `caught up from peer` lines.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { QuorumNode } from '../src/testing/index.ts';
+import { watchGc } from './bench-lib.ts';
 
 /**
  * `BENCH_CATCHUP_DIAG=1`: per catch-up round, on stderr, what moves its rate on a shared machine — the
@@ -16,22 +17,7 @@ import type { QuorumNode } from '../src/testing/index.ts';
  */
 export function catchUpDiagnostics() {
   const loadBefore = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-  let gcMs = 0;
-  let gcCount = 0;
-  // Mark-compacts apart: their concurrent marking runs on V8's helper threads, beside the round.
-  let majorMs = 0;
-  let majorCount = 0;
-  const gc = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      gcMs += e.duration;
-      gcCount++;
-      if ((e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
-        majorMs += e.duration;
-        majorCount++;
-      }
-    }
-  });
-  gc.observe({ entryTypes: ['gc'] });
+  const gc = watchGc();
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
   let cpu = process.cpuUsage();
@@ -48,14 +34,13 @@ export function catchUpDiagnostics() {
     const all = busy + m.idle - machine.idle;
     const ours = [...t.values()].reduce((a, b) => a + b, 0) - [...threads.values()].reduce((a, b) => a + b, 0);
     const threadText = `\n    machine busy ${((busy / Math.max(1, all)) * 100).toFixed(0)}% (steal ${m.steal - machine.steal} ticks), others' ${((busy - ours) * 10).toFixed(0)} ms; threads ${byName.map(([n, d]) => `${n} ${d * 10}`).join(', ')} ms`;
-    const text = `cpu ${((c.user + c.system) / 1000).toFixed(0)} ms, gc ${gcMs.toFixed(0)} ms/${gcCount} (mark-compact ${majorMs.toFixed(0)} ms/${majorCount}), loop delay p50 ${(loop.percentile(50) / 1e6).toFixed(1)} p99 ${(loop.percentile(99) / 1e6).toFixed(1)} max ${(loop.max / 1e6).toFixed(1)} ms${threadText}`;
+    const g = gc.take();
+    const gcMs = g.scavengeMs + g.markCompactMs + g.otherMs;
+    // Mark-compacts apart: their concurrent marking runs on V8's helper threads, beside the round.
+    const text = `cpu ${((c.user + c.system) / 1000).toFixed(0)} ms, gc ${gcMs.toFixed(0)} ms/${g.scavenges + g.markCompacts + g.others} (mark-compact ${g.markCompactMs.toFixed(0)} ms/${g.markCompacts}), loop delay p50 ${(loop.percentile(50) / 1e6).toFixed(1)} p99 ${(loop.percentile(99) / 1e6).toFixed(1)} max ${(loop.max / 1e6).toFixed(1)} ms${threadText}`;
     threads = t;
     machine = m;
     cpu = process.cpuUsage();
-    gcMs = 0;
-    gcCount = 0;
-    majorMs = 0;
-    majorCount = 0;
     loop.reset();
     return text;
   };
@@ -65,7 +50,7 @@ export function catchUpDiagnostics() {
     },
     async report(tag: string, r: { records: number; restartMs: number; catchUpMs: number; recordsPerSecond: number; missingAtConnect: number; member: QuorumNode }) {
       const catchUpPhase = phase();
-      gc.disconnect();
+      await gc.stop();
       loop.disable();
       const applied = (await r.member.metrics.recordsApplied.get()).values.map((v) => `${v.labels.source}=${v.value}`).join(' ');
       const lines = [

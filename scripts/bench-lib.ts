@@ -136,15 +136,18 @@ export interface GcPauses {
   markCompacts: number;
   markCompactMs: number;
   /** Incremental marking steps and weak callbacks. */
+  others: number;
   otherMs: number;
 }
 
 /**
- * Watch this thread's GC pauses (`gc` performance entries) from now: `stop()` ends the watch and
- * returns what it saw, once the entries queued so far are delivered.
+ * Watch this thread's GC pauses (`gc` performance entries) from now: `take()` returns what was
+ * delivered so far and starts counting afresh; `stop()` ends the watch and returns what it saw, once
+ * the entries queued so far are delivered.
  */
-export function watchGc(): { stop(): Promise<GcPauses> } {
-  const seen: GcPauses = { scavenges: 0, scavengeMs: 0, markCompacts: 0, markCompactMs: 0, otherMs: 0 };
+export function watchGc(): { take(): GcPauses; stop(): Promise<GcPauses> } {
+  const none = (): GcPauses => ({ scavenges: 0, scavengeMs: 0, markCompacts: 0, markCompactMs: 0, others: 0, otherMs: 0 });
+  let seen = none();
   const observer = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       const kind = (e as { detail?: { kind?: number } }).detail?.kind;
@@ -154,16 +157,25 @@ export function watchGc(): { stop(): Promise<GcPauses> } {
       } else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
         seen.markCompacts++;
         seen.markCompactMs += e.duration;
-      } else seen.otherMs += e.duration;
+      } else {
+        seen.others++;
+        seen.otherMs += e.duration;
+      }
     }
   });
   observer.observe({ entryTypes: ['gc'] });
+  const take = () => {
+    const taken = seen;
+    seen = none();
+    return taken;
+  };
   return {
+    take,
     async stop() {
       // Entries are delivered after the turn they were queued in.
       await new Promise((resolve) => setImmediate(resolve));
       observer.disconnect();
-      return { ...seen };
+      return take();
     },
   };
 }
